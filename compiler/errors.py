@@ -1,0 +1,22 @@
+"""The one exception base and the documented exit codes."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1  # findings of error severity (or warnings under --strict), drift, or a diff that differs
+EXIT_USAGE = 2  # bad command line, unreadable file, I/O failure
+EXIT_INTERNAL = 3  # a bug in spark-compile: reported in one line, never as a traceback
+
+
+class SparkCompileError(Exception):
+    """Base of every error spark-compile reports to the user; carries its exit code."""
+
+    exit_code = EXIT_USAGE
+
+
+class UsageError(SparkCompileError):
+    """The command line asks for something that cannot be done."""
+
+
+class InputError(SparkCompileError):
+    """A file cannot be read or written."""

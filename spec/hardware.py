@@ -1,0 +1,63 @@
+"""Small built-in catalogs: node hardware and model families (data the rules reason with)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One kind of node: its memory, GPU architecture and GPU count."""
+
+    name: str
+    description: str
+    memory_gb: int  # host memory; on unified-memory nodes this is also the GPU's pool
+    unified_memory: bool
+    sm: tuple[int, int]  # CUDA compute capability (major, minor)
+    gpus_per_node: int
+    gpu_memory_gb: int
+    env_required: tuple[tuple[str, str], ...] = ()  # variables this hardware needs set to a value
+
+
+HARDWARE: dict[str, Hardware] = {
+    hw.name: hw
+    for hw in (
+        Hardware(
+            "dgx-spark-gb10", "NVIDIA DGX Spark (GB10 Grace Blackwell), 128 GB unified memory",
+            memory_gb=128, unified_memory=True, sm=(12, 1), gpus_per_node=1, gpu_memory_gb=128,
+            # Expandable segments map pages the GB10 driver cannot pin; production runs with them off.
+            env_required=(("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False"),),
+        ),
+        Hardware(
+            "dgx-h100", "NVIDIA DGX H100, 8x H100 80 GB SXM, 2 TB host memory",
+            memory_gb=2048, unified_memory=False, sm=(9, 0), gpus_per_node=8, gpu_memory_gb=80,
+        ),
+        Hardware(
+            "dgx-b200", "NVIDIA DGX B200, 8x B200 180 GB, 4 TB host memory",
+            memory_gb=4096, unified_memory=False, sm=(10, 0), gpus_per_node=8, gpu_memory_gb=180,
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    """What SGLang enforces for one model architecture."""
+
+    architecture: str
+    page_size: int | None  # forced KV page size; chunked prefill must be a multiple
+    speculative: tuple[str, ...] | None  # accepted speculative algorithms; None = any
+    reasoning_effort_env: str | None  # the SGLANG_* variable that carries the default effort
+    has_engram: bool = False
+
+
+FAMILIES: dict[str, ModelFamily] = {
+    fam.architecture: fam
+    for fam in (
+        ModelFamily("DeepseekV4ForCausalLM", page_size=256, speculative=("EAGLE", "DSPARK"),
+                    reasoning_effort_env="SGLANG_DSV41_REASONING_EFFORT", has_engram=True),
+        ModelFamily("DeepseekV3ForCausalLM", page_size=None, speculative=None, reasoning_effort_env=None),
+        ModelFamily("Qwen3MoeForCausalLM", page_size=None, speculative=None, reasoning_effort_env=None),
+        ModelFamily("LlamaForCausalLM", page_size=None, speculative=None, reasoning_effort_env=None),
+    )
+}
