@@ -1,0 +1,206 @@
+"""The command line: parses arguments, runs stages, prints, and maps every outcome to an exit code.
+
+Exit codes: 0 fine; 1 findings (errors, or warnings with --strict), drift, or a diff that differs;
+2 usage or I/O error; 3 an internal error (a bug: reported in one line, never as a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from . import __version__
+from .errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, SparkCompileError, UsageError
+from .findings import Finding, has_errors
+from .load import LoadFailed
+from .report import render
+from .resolve import resolve
+from .validate import Validated, validate
+
+COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="spark-compile", description="Compile fleet profiles into launch artifacts.")
+    parser.add_argument("--version", action="version", version=f"spark-compile {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    comp = sub.add_parser("compile", help="compile a profile into generated/<profile>/ (the default command)")
+    comp.add_argument("profile", type=Path)
+    comp.add_argument("--out", type=Path, default=None, help="output root (default: generated/ beside spec/)")
+    check = sub.add_parser("check", help="validate profiles; with --generated also compare committed output")
+    check.add_argument("profiles", type=Path, nargs="+")
+    check.add_argument("--format", choices=("text", "json", "github"), default="text")
+    check.add_argument("--strict", action="store_true", help="warnings fail the check too")
+    check.add_argument("--generated", type=Path, nargs="?", const=Path("generated"), default=None,
+                       help="also fail when the committed output under this root (default generated/) is stale")
+    plan = sub.add_parser("plan", help="print the launch plan")
+    plan.add_argument("profile", type=Path)
+    plan.add_argument("--json", action="store_true", help="machine-readable plan (the default form)")
+    sub.add_parser("schema", help="print the profile's JSON Schema")
+    sub.add_parser("rules", help="list every rule")
+    explain = sub.add_parser("explain", help="print a rule's documentation")
+    explain.add_argument("rule")
+    flags = sub.add_parser("flags", help="list the SPARK_* overlay flags")
+    flags.add_argument("--json", action="store_true")
+    diff = sub.add_parser("diff", help="semantic diff of two profiles (path or GITREV:path)")
+    diff.add_argument("old")
+    diff.add_argument("new")
+    diff.add_argument("--unified", action="store_true")
+    diff.add_argument("--format", choices=("text", "json"), default="text")
+    return parser
+
+
+def load_and_validate(path: Path) -> Validated | Finding:
+    """Resolve and validate one profile; a file that cannot be parsed yields its one finding."""
+    try:
+        return validate(resolve(path))
+    except LoadFailed as failed:
+        return failed.finding
+
+
+def _validated_or_exit(path: Path, fmt: str = "text") -> Validated:
+    outcome = load_and_validate(path)
+    findings = [outcome] if isinstance(outcome, Finding) else outcome.findings
+    if isinstance(outcome, Finding) or has_errors([f for f in findings if f.severity == "error"]):
+        sys.stdout.write(render(findings, fmt, 1))  # type: ignore[arg-type]
+        raise SystemExit(EXIT_FINDINGS)
+    if findings:
+        sys.stderr.write(render(findings, "text", 1))
+    return outcome
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Validate every profile named; print all findings; exit 1 on errors (or warnings with --strict)."""
+    findings: list[Finding] = []
+    for path in args.profiles:
+        outcome = load_and_validate(path)
+        findings += [outcome] if isinstance(outcome, Finding) else outcome.findings
+    sys.stdout.write(render(findings, args.format, len(args.profiles)))
+    status = EXIT_FINDINGS if has_errors(findings, strict=args.strict) else EXIT_OK
+    if args.generated is not None and status == EXIT_OK:
+        from .drift import check_drift
+
+        status = check_drift(args.profiles, args.generated)
+    return status
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Print the launch plan as JSON."""
+    from .plan import build_plan
+
+    validated = _validated_or_exit(args.profile)
+    sys.stdout.write(json.dumps(build_plan(validated.profile).to_json(), indent=2) + "\n")
+    return EXIT_OK
+
+
+def cmd_schema(_: argparse.Namespace) -> int:
+    """Print the profile's JSON Schema."""
+    from .schema import schema_text
+
+    sys.stdout.write(schema_text())
+    return EXIT_OK
+
+
+def cmd_rules(_: argparse.Namespace) -> int:
+    """List every rule: id, severity, summary."""
+    from .spec.rules import load_all
+
+    for rule in sorted(load_all().values(), key=lambda r: r.id):
+        sys.stdout.write(f"{rule.id}  {rule.severity:<7}  {rule.summary}\n")
+    return EXIT_OK
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Print one rule's documentation with its bad and good examples."""
+    from .spec.rules import load_all
+    from .spec.suggest import did_you_mean
+
+    rules = load_all()
+    rule = rules.get(args.rule.upper())
+    if rule is None:
+        hint = did_you_mean(args.rule.upper(), sorted(rules))
+        raise UsageError(f"no rule {args.rule!r}" + (f"; {hint}" if hint else "") + " (see `spark-compile rules`)")
+    bad = "\n".join("    " + line for line in rule.bad.splitlines())
+    good = "\n".join("    " + line for line in rule.good.splitlines())
+    sys.stdout.write(f"{rule.id} ({rule.severity}): {rule.summary}\n\n{rule.doc}\n\nBad:\n{bad}\n\nGood:\n{good}\n")
+    return EXIT_OK
+
+
+def cmd_flags(args: argparse.Namespace) -> int:
+    """List the overlay's SPARK_* flags."""
+    from .flags import flags_text
+
+    sys.stdout.write(flags_text(as_json=args.json))
+    return EXIT_OK
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    """Compile a profile and write its artifacts atomically."""
+    from .compile import compile_profile
+
+    validated = _validated_or_exit(args.profile)
+    return compile_profile(validated, args.profile, args.out)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """Semantic diff of two profiles."""
+    from .diff import run_diff
+
+    return run_diff(args.old, args.new, unified=args.unified, fmt=args.format)
+
+
+def cmd_catalog(argv: list[str]) -> int:
+    """Regenerate (or --check) the engine catalogs from a real SGLang install."""
+    from .catalog_extract import main_catalog
+
+    return main_catalog(argv)
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "check": cmd_check, "plan": cmd_plan, "schema": cmd_schema, "rules": cmd_rules, "explain": cmd_explain,
+    "flags": cmd_flags, "compile": cmd_compile, "diff": cmd_diff,
+}
+
+
+def run(argv: Sequence[str]) -> int:
+    """Run one command line; returns its exit code."""
+    args_list = list(argv)
+    if args_list[:1] == ["catalog"]:
+        return cmd_catalog(args_list[1:])
+    if args_list and args_list[0] not in COMMANDS and not args_list[0].startswith("-"):
+        args_list.insert(0, "compile")
+    args = _parser().parse_args(args_list)
+    if args.command is None:
+        raise UsageError("spark-compile: name a profile to compile, or a command (see --help)")
+    return HANDLERS[args.command](args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: the one place that turns every error into a message and an exit code."""
+    try:
+        return run(sys.argv[1:] if argv is None else argv)
+    except SparkCompileError as exc:
+        sys.stderr.write(f"spark-compile: error: {exc}\n" if not str(exc).startswith("spark-compile") else f"{exc}\n")
+        return exc.exit_code
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("spark-compile: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback reaches the user
+        sys.stderr.write(f"spark-compile: internal error: {type(exc).__name__}: {exc} (please report this)\n")
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,355 @@
+"""Print SGLang's flag and environment-variable catalogs as JSON.
+
+Runs INSIDE the engine venv (standard library + sglang only; never imports spark_compile):
+
+    .venv-engine/bin/python compiler/sglang_probe.py > catalog.json
+
+Output: {"flags": <sglang-VERSION.json document>, "env": <sglang-env-VERSION.json document>}.
+The flags come from the real parser, ``ServerArgs.add_cli_args(argparse.ArgumentParser())``;
+the variables from ``class Envs`` in ``sglang/srt/environ.py`` (loaded by file path), its
+deprecation registry, and the SGLANG_* names that the rest of ``sglang/srt/`` reads straight from
+the environment (found by parsing the installed sources). The output is deterministic: sorted, no
+memory addresses, no absolute paths, no timestamps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import importlib.util
+import json
+import math
+import os
+import re
+import sys
+from importlib.metadata import version as dist_version
+from pathlib import Path
+from typing import Any
+
+FORMAT = 1
+
+# argparse type callables, by __name__ → catalog kind.
+_TYPE_KINDS = {
+    "int": "int",
+    "human_readable_int": "int",  # accepts 1k / 1Mi suffixes, stores an int
+    "float": "float",
+    "str": "str",
+    "nullable_str": "str",  # "" or "None" → None
+    "parse_cuda_graph_backend_arg": "str",
+    "loads": "json",
+    "json_list_type": "json",
+    "parse_cuda_graph_config_arg": "json",
+}
+_ACTION_NAMES = {
+    "_StoreAction": "store",
+    "_StoreTrueAction": "store_true",
+    "_StoreFalseAction": "store_false",
+    "BooleanOptionalAction": "boolean_optional",
+    "_AppendAction": "append",
+    "_CountAction": "count",
+    # sglang's own deprecated spellings that behave like the stock actions
+    "DeprecatedStoreTrueAction": "store_true",
+    "DeprecatedAliasStoreAction": "store",
+}
+_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "approx.", "incl.", "cf.", "resp.", "ex.")
+_DEPRECATED_HELP = re.compile(r"^\W*deprecated\b", re.IGNORECASE)
+_USE_FLAG = re.compile(r"\buse\s+'?(--[^\s')]+)", re.IGNORECASE)
+_INSTEAD = re.compile(
+    r"\b(?:use|pass)\s+'?((?:--[\w-]+(?:[ =][\w.-]+)?)|(?:SGLANG_[A-Z0-9_]+))'?\s+instead", re.IGNORECASE
+)
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_ENV_NAME = re.compile(r"^SGLANG_[A-Z0-9_]+$")
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON value for ``value``; anything else as its repr without memory addresses."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)  # IntEnum members → plain int
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else repr(value)
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: jsonable(v) for k, v in value.items()}
+    return _ADDRESS.sub("", repr(value))
+
+
+def first_sentence(text: str | None) -> str:
+    if not text or text == argparse.SUPPRESS:
+        return ""
+    text = " ".join(text.split())
+    for match in re.finditer(r"[.!?](?=\s|$)", text):
+        head = text[: match.end()]
+        word = head.rsplit(" ", 1)[-1].lstrip("(").lower()
+        if word in _ABBREVIATIONS or head.count("(") > head.count(")"):
+            continue
+        return head
+    return text
+
+
+# ---------------------------------------------------------------------------- flags
+
+
+def _flag_kind(action: argparse.Action, action_name: str) -> str:
+    if action_name in ("store_true", "store_false", "boolean_optional"):
+        return "bool"
+    if action_name == "count":
+        return "int"
+    if action.type is None:
+        if action.nargs == 0:
+            return "bool" if isinstance(action.const, bool) else "other"
+        choices = list(action.choices) if action.choices is not None else []
+        return "str" if all(isinstance(c, str) for c in choices) else "other"
+    return _TYPE_KINDS.get(getattr(action.type, "__name__", ""), "other")
+
+
+def flag_entry(action: argparse.Action) -> dict[str, Any]:
+    cls = type(action).__name__
+    action_name = _ACTION_NAMES.get(cls, "other")
+    help_text = " ".join((action.help or "").split())
+    new_flag = getattr(action, "new_flag", None)
+    deprecated = cls.startswith("Deprecated") or bool(_DEPRECATED_HELP.search(help_text))
+    replacement: str | None = None
+    if deprecated:
+        if isinstance(new_flag, str) and new_flag:
+            replacement = new_flag
+        else:
+            match = _USE_FLAG.search(help_text)
+            replacement = match.group(1).rstrip(".,;:") if match else None
+    nargs = action.nargs
+    return {
+        "dest": action.dest,
+        "options": sorted(action.option_strings),
+        "kind": _flag_kind(action, action_name),
+        "action": action_name,
+        "nargs": nargs if nargs is None or isinstance(nargs, (int, str)) else jsonable(nargs),
+        "choices": None if action.choices is None else [jsonable(c) for c in action.choices],
+        "default": jsonable(action.default),
+        "deprecated": deprecated,
+        "replacement": replacement,
+        "help": first_sentence(action.help),
+    }
+
+
+def flag_entries() -> list[dict[str, Any]]:
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser(prog="sglang.launch_server")
+    ServerArgs.add_cli_args(parser)
+    entries = [
+        flag_entry(a) for a in parser._actions if a.option_strings and not isinstance(a, argparse._HelpAction)
+    ]
+    # Two actions may share a dest (--enable-amd-monokernel / --monokernel-backend): tie-break on options.
+    return sorted(entries, key=lambda e: (e["dest"], e["options"]))
+
+
+# ---------------------------------------------------------------------------- environment
+
+
+def _load_environ(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location("_spark_probe_sglang_environ", path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError("cannot load sglang/srt/environ.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _env_kind(module: Any, field: Any) -> str:
+    for cls_name, kind in (("EnvBool", "bool"), ("EnvInt", "int"), ("EnvFloat", "float"), ("EnvStr", "str")):
+        if isinstance(field, getattr(module, cls_name)):
+            return kind
+    return "other"
+
+
+def _var(name: str, kind: str, default: Any, deprecated: bool, replacement: str | None, source: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "kind": kind,
+        "default": default,
+        "deprecated": deprecated,
+        "replacement": replacement,
+        "source": source,
+    }
+
+
+def environ_entries(module: Any) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    fields = [v for v in vars(module.Envs).values() if isinstance(v, module.EnvField)]
+    for field in fields:
+        # A callable default is computed at run time (platform, cache dir): no static value.
+        default = None if callable(field.default) else jsonable(field.default)
+        out[field.name] = _var(field.name, _env_kind(module, field), default, False, None, "environ.py")
+    for field in fields:  # renamed variables still read through their old name
+        old = getattr(field, "deprecated_name", None)
+        if isinstance(old, str):
+            out[old] = _var(old, out[field.name]["kind"], None, True, field.name, "environ.py")
+    for old, dep in getattr(module, "_DEPRECATED_ENVS", {}).items():
+        replacement = dep.replacement
+        if replacement is None and dep.note:
+            match = _INSTEAD.search(dep.note)
+            replacement = match.group(1) if match else None
+        if old in out:
+            out[old]["deprecated"], out[old]["replacement"] = True, replacement
+            continue
+        kind = out[replacement]["kind"] if replacement in out else "other"
+        out[old] = _var(old, kind, None, True, replacement, "environ.py")
+    return out
+
+
+def _is_os_environ(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "environ"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "os"
+    )
+
+
+def _literal(node: ast.AST | None) -> Any:
+    if node is None:
+        return None
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError):
+        return _NOT_LITERAL
+
+
+_NOT_LITERAL = object()
+_ABSENT = object()
+
+
+def _typed_default(kind: str, raw: Any) -> Any:
+    if raw is _NOT_LITERAL:
+        return _NOT_LITERAL
+    if raw is None:
+        return None
+    try:
+        if kind == "bool":
+            return str(raw).lower() in ("true", "1")
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+    except ValueError:
+        return _NOT_LITERAL
+    return jsonable(raw)
+
+
+def _reads_in(tree: ast.AST) -> list[tuple[str, str, Any]]:
+    """(name, kind, default or _ABSENT) for each direct environment read in one module."""
+    parents: dict[ast.AST, ast.AST] = {}
+    for parent in ast.walk(tree):
+        for child in ast.iter_child_nodes(parent):
+            parents[child] = parent
+    reads: list[tuple[str, str, Any]] = []
+
+    def wrapped_kind(call: ast.AST) -> str:
+        parent = parents.get(call)
+        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.args:
+            if parent.args[0] is call and parent.func.id in ("int", "float"):
+                return parent.func.id
+        return "str"
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args:
+            key = node.args[0]
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                continue
+            func = node.func
+            fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            default_node = node.args[1] if len(node.args) > 1 else None
+            for kw in node.keywords:
+                if kw.arg == "default":
+                    default_node = kw.value
+            if fname in ("get_bool_env_var", "get_int_env_var"):
+                kind = "bool" if fname == "get_bool_env_var" else "int"
+                raw = _literal(default_node) if default_node is not None else ("false" if kind == "bool" else 0)
+                reads.append((key.value, kind, _typed_default(kind, raw)))
+            elif (fname == "getenv" and isinstance(func, ast.Attribute) and getattr(func.value, "id", "") == "os") or (
+                fname in ("get", "pop") and isinstance(func, ast.Attribute) and _is_os_environ(func.value)
+            ):
+                kind = wrapped_kind(node)
+                reads.append((key.value, kind, _typed_default(kind, _literal(default_node))))
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_os_environ(node.value):
+            if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+                reads.append((node.slice.value, wrapped_kind(node), _ABSENT))
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            if isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+                if _is_os_environ(node.comparators[0]):
+                    reads.append((node.left.value, "other", _ABSENT))
+    return [r for r in reads if _ENV_NAME.match(r[0])]
+
+
+def os_environ_entries(srt_dir: Path, known: set[str]) -> dict[str, dict[str, Any]]:
+    kinds: dict[str, set[str]] = {}
+    defaults: dict[str, set[str]] = {}
+    for path in sorted(srt_dir.rglob("*.py")):
+        if path == srt_dir / "environ.py":
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for name, kind, default in _reads_in(tree):
+            if name in known:
+                continue
+            kinds.setdefault(name, set()).add(kind)
+            if default is not _ABSENT:
+                defaults.setdefault(name, set()).add(
+                    "?" if default is _NOT_LITERAL else json.dumps(default, sort_keys=True)
+                )
+    out: dict[str, dict[str, Any]] = {}
+    for name in sorted(kinds):
+        typed = kinds[name] - {"other", "str"}
+        kind = typed.pop() if len(typed) == 1 else ("str" if not typed and "str" in kinds[name] else "other")
+        seen = defaults.get(name, set())
+        default = json.loads(next(iter(seen))) if len(seen) == 1 and "?" not in seen else None
+        out[name] = _var(name, kind, default, False, None, "os.environ")
+    return out
+
+
+def env_entries(srt_dir: Path) -> list[dict[str, Any]]:
+    declared = environ_entries(_load_environ(srt_dir / "environ.py"))
+    direct = os_environ_entries(srt_dir, set(declared))
+    merged = {**direct, **declared}
+    return [merged[name] for name in sorted(merged)]
+
+
+# ---------------------------------------------------------------------------- main
+
+
+def build() -> dict[str, Any]:
+    # Defaults must not depend on whoever runs the probe.
+    for key in [k for k in os.environ if k.startswith(("SGLANG_", "SGL_"))]:
+        del os.environ[key]
+    import sglang
+
+    pkg_version = dist_version("sglang")
+    name = f"sglang-{pkg_version}"
+    srt_dir = Path(sglang.__file__).resolve().parent / "srt"
+    flags = {
+        "format": FORMAT,
+        "catalog": name,
+        "package": "sglang",
+        "version": pkg_version,
+        "flags": flag_entries(),
+    }
+    env = {"format": FORMAT, "catalog": name, "variables": env_entries(srt_dir)}
+    return {"flags": flags, "env": env}
+
+
+def main() -> int:
+    # Anything sglang prints while importing must not end up in the JSON on stdout.
+    with contextlib.redirect_stdout(sys.stderr):
+        result = build()
+    sys.stdout.write(json.dumps(result, ensure_ascii=False, allow_nan=False) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""The rule registry: every finding spark-compile can report, with its id, severity and documentation.
+
+SC1xx schema and file, SC2xx cross-field, SC3xx catalogs, SC4xx fleet and hardware.
+Checks are plain functions over a validated profile; they locate findings through the Context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from ..model import Profile
+
+Severity = Literal["error", "warning"]
+Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: what it checks, why, and a bad and a good example."""
+
+    id: str
+    severity: Severity
+    summary: str
+    doc: str
+    bad: str
+    good: str
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A rule violation before it is located: the YAML path at fault and what to say."""
+
+    rule: str
+    path: Path
+    message: str
+    hint: str = ""
+    at_key: bool = False
+
+
+class Context:
+    """What a check sees: the validated profile and (lazily) its launch plan."""
+
+    def __init__(self, profile: Profile, plan_factory: Callable[[], Any], present: Callable[[Path], bool]) -> None:
+        self.profile = profile
+        self._plan_factory = plan_factory
+        self._plan: Any = None
+        self.present = present  # whether a path was written in the profile (not a model default)
+
+    @property
+    def plan(self) -> Any:
+        """The launch plan of the profile, built on first use."""
+        if self._plan is None:
+            self._plan = self._plan_factory()
+        return self._plan
+
+
+Check = Callable[[Context], Iterator[Hit]]
+
+RULES: dict[str, Rule] = {}
+CHECKS: list[tuple[str, Check]] = []
+
+
+def define(id: str, severity: Severity, summary: str, doc: str, bad: str, good: str) -> Rule:  # noqa: A002
+    """Register a rule's documentation (for rules raised by the loader or the schema stage)."""
+    if id in RULES:
+        raise ValueError(f"rule {id} defined twice")
+    RULES[id] = Rule(id, severity, summary, doc.strip(), bad.strip("\n"), good.strip("\n"))
+    return RULES[id]
+
+
+def rule(id: str, severity: Severity, summary: str, doc: str, bad: str, good: str) -> Callable[[Check], Check]:  # noqa: A002
+    """Register a rule and the check function that raises it."""
+
+    def register(check: Check) -> Check:
+        define(id, severity, summary, doc, bad, good)
+        CHECKS.append((id, check))
+        return check
+
+    return register
+
+
+def load_all() -> dict[str, Rule]:
+    """Import every rule module (they register on import) and return the registry."""
+    from . import catalogs, engine, fleet, overlay, schema, secrets  # noqa: F401
+
+    return RULES
