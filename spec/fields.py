@@ -28,8 +28,8 @@ def _err(kind: str, message: str, **ctx: object) -> PydanticCustomError:
 
 def _name(value: str) -> str:
     if not _NAME.match(value):
-        raise _err("name", "{value!r} is not a valid name: use 1-63 lower-case letters, digits and '-', "
-                   "starting and ending with a letter or digit", value=value)
+        raise _err("name", "{value} is not a valid name: use 1-63 lower-case letters, digits and '-', "
+                   "starting and ending with a letter or digit", value=repr(value))
     return value
 
 
@@ -37,8 +37,8 @@ def _ipv4(value: str) -> str:
     try:
         ipaddress.IPv4Address(value)
     except ValueError:
-        raise _err("ipv4", "{value!r} is not an IPv4 address (four numbers 0-255, e.g. 192.0.2.11)",
-                   value=value) from None
+        raise _err("ipv4", "{value} is not an IPv4 address (four numbers 0-255, e.g. 192.0.2.11)",
+                   value=repr(value)) from None
     return value
 
 
@@ -46,19 +46,19 @@ def _ipv4_net(value: str) -> str:
     try:
         net = ipaddress.IPv4Network(value, strict=True)
     except ValueError as exc:
-        raise _err("ipv4_network", "{value!r} is not an IPv4 subnet in CIDR form ({reason}), e.g. 192.0.2.0/24",
-                   value=value, reason=str(exc)) from None
+        raise _err("ipv4_network", "{value} is not an IPv4 subnet in CIDR form ({reason}), e.g. 192.0.2.0/24",
+                   value=repr(value), reason=str(exc)) from None
     if "/" not in value:
-        raise _err("ipv4_network", "{value!r} has no prefix length: write it in CIDR form, e.g. {value}/24",
-                   value=value)
+        raise _err("ipv4_network", "{value} has no prefix length: write it in CIDR form, e.g. {bare}/24",
+                   value=repr(value), bare=value)
     return str(net)
 
 
 def _abs_path(value: str) -> str:
     parts = value.split("/")
     if not value.startswith("/") or ".." in parts or not _SAFE_TEXT.match(value) or " " in value:
-        raise _err("abs_path", "{value!r} is not a clean absolute path: it must start with '/', contain no '..' "
-                   "component, no spaces and only printable ASCII", value=value)
+        raise _err("abs_path", "{value} is not a clean absolute path: it must start with '/', contain no '..' "
+                   "component, no spaces and only printable ASCII", value=repr(value))
     return value.rstrip("/") or "/"
 
 
@@ -69,47 +69,47 @@ def _rel_or_abs_path(value: str) -> str:
 def _docker_size(value: str | int) -> str:
     text = str(value)
     if not _DOCKER_SIZE.match(text):
-        raise _err("size", "{value!r} is not a size: a whole number with an optional unit b, k, m or g "
-                   "(e.g. 112g)", value=text)
+        raise _err("size", "{value} is not a size: a whole number with an optional unit b, k, m or g "
+                   "(e.g. 112g)", value=repr(text))
     return text
 
 
 def _env_name(value: str) -> str:
     if not _ENV_NAME.match(value):
-        raise _err("env_name", "{value!r} is not an environment variable name: use A-Z, 0-9 and '_', "
-                   "not starting with a digit", value=value)
+        raise _err("env_name", "{value} is not an environment variable name: use A-Z, 0-9 and '_', "
+                   "not starting with a digit", value=repr(value))
     return value
 
 
 def _iface(value: str) -> str:
     if not _IFNAME.match(value):
-        raise _err("ifname", "{value!r} is not a network interface name (at most 15 characters: letters, "
-                   "digits, '_', '.', ':', '-')", value=value)
+        raise _err("ifname", "{value} is not a network interface name (at most 15 characters: letters, "
+                   "digits, '_', '.', ':', '-')", value=repr(value))
     return value
 
 
 def _ssh(value: str) -> str:
     if not _SSH.match(value):
-        raise _err("ssh_target", "{value!r} is not an ssh target: expected host or user@host", value=value)
+        raise _err("ssh_target", "{value} is not an ssh target: expected host or user@host", value=repr(value))
     return value
 
 
 def _image(value: str) -> str:
     if len(value) > 255 or not _IMAGE.match(value):
-        raise _err("image", "{value!r} is not a docker image reference (e.g. registry/name:tag)", value=value)
+        raise _err("image", "{value} is not a docker image reference (e.g. registry/name:tag)", value=repr(value))
     return value
 
 
 def _text(value: str) -> str:
     if not _SAFE_TEXT.match(value):
-        raise _err("text", "{value!r} must be printable ASCII with no leading or trailing space", value=value)
+        raise _err("text", "{value} must be printable ASCII with no leading or trailing space", value=repr(value))
     return value
 
 
 def _snapshot(value: str) -> str:
     if not _SNAPSHOT.match(value) or value in (".", ".."):
-        raise _err("snapshot", "{value!r} is not a snapshot directory name (letters, digits, '.', '_', '-')",
-                   value=value)
+        raise _err("snapshot", "{value} is not a snapshot directory name (letters, digits, '.', '_', '-')",
+                   value=repr(value))
     return value
 
 

@@ -18,6 +18,6 @@ def unknown_choice(what: str, value: str, choices: list[str]) -> PydanticCustomE
     hint = did_you_mean(value, choices)
     return PydanticCustomError(
         "unknown_choice",
-        "unknown {what} {value!r}; known: {known}" + (f"; {hint}" if hint else ""),
-        {"what": what, "value": value, "known": ", ".join(choices)},
+        "unknown {what} {value}; known: {known}" + (f"; {hint}" if hint else ""),
+        {"what": what, "value": repr(value), "known": ", ".join(choices)},
     )
