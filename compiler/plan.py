@@ -236,7 +236,8 @@ def _mounts(profile: Profile, rank: int) -> tuple[Mount, ...]:
 
 def _docker_options(profile: Profile) -> list[str]:
     eng, box = profile.engine, profile.container
-    argv = ["-d", "--name", eng.container_name, "--restart", box.restart, "--network", box.network]
+    # Foreground under systemd (no -d); systemd applies the restart policy, so docker's stays "no".
+    argv = ["--name", eng.container_name, "--restart", "no", "--network", box.network]
     argv += _flag("--ipc", box.ipc)
     for cap in box.cap_add:
         argv += ["--cap-add", cap]

@@ -254,7 +254,8 @@ class Container(Section):
     cache_dir: HomePath = ".cache"
     """Writable cache directory on the node, mounted at /root/.cache; relative to the node's home."""
     restart: Restart = "no"
-    """docker --restart and the unit's restart policy; multi-node fleets recover fleet-wide, so `no`."""
+    """The unit's restart policy (systemd supervises the container; docker's own --restart stays no).
+    Multi-node fleets recover fleet-wide through the watchdog, so `no`."""
     stop_timeout: Positive = 60
     """Seconds the unit gives the container to stop before it is killed."""
 
@@ -277,6 +278,12 @@ class Deploy(Section):
     """Values found at start (runtime.env) are written under <runtime_dir>/<profile>/."""
     unit_name: Annotated[str, Field(pattern=r"^[a-zA-Z0-9:_.@-]+\.service$")] | None = None
     """systemd unit name; defaults to sglang-<profile>.service."""
+    docker: AbsPath = "/usr/bin/docker"
+    """The docker client on the nodes (systemd needs an absolute path)."""
+    gpu_wait_tries: Annotated[int, Field(ge=1, le=100)] = 6
+    """Preflight: how many times to look for a free GPU before aborting."""
+    gpu_wait_seconds: Annotated[int, Field(ge=1, le=600)] = 10
+    """Preflight: seconds between two looks for a free GPU."""
 
 
 class Profile(Section):

@@ -1,0 +1,145 @@
+"""Stage 5: render the plan into files ({relative path: bytes}) through Jinja2 templates.
+
+One environment, built once per process with StrictUndefined; templates format the plan, never compute.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from . import __version__
+from .plan import LaunchPlan, RankPlan
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from .spec.model import Profile
+
+SCRIPT_MODE = 0o755
+FILE_MODE = 0o644
+_SYSTEMD_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One rendered file: its path under generated/<profile>/, its bytes and mode."""
+
+    path: str
+    content: bytes
+    mode: int = FILE_MODE
+
+    @property
+    def sha256(self) -> str:
+        """Hex digest of the content."""
+        return hashlib.sha256(self.content).hexdigest()
+
+
+def env_value_problem(value: str) -> str | None:
+    """Why ``value`` cannot be written to an env file with one meaning for docker and systemd, or None."""
+    if value == "":
+        return None
+    if "\n" in value or "\r" in value:
+        return "contains a line break, which ends the line in an env file"
+    if value != value.strip():
+        return "has leading or trailing spaces: systemd strips them, docker keeps them"
+    if any(c in value for c in "\"'\\"):
+        return "contains a quote or backslash: systemd unquotes and unescapes it, docker keeps it as written"
+    if "$" in value or "`" in value:
+        return "contains '$' or a backtick, which systemd may treat as a variable reference"
+    if not all(" " <= c <= "~" for c in value):
+        return "contains a character outside printable ASCII"
+    return None
+
+
+def envfile_value(value: str) -> str:
+    """Filter: a value for an env file; refuses (a compile-time finding should have caught it) anything unsafe."""
+    problem = env_value_problem(value)
+    if problem is not None:
+        raise ValueError(f"env value {value!r} {problem}")
+    return value
+
+
+def systemd_arg(value: str) -> str:
+    """Filter: one argument of an Exec*= line, quoted for systemd when it needs it."""
+    if _SYSTEMD_SAFE.match(value):
+        return value
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
+    return f'"{escaped}"'
+
+
+def argv_lines(argv: list[str] | tuple[str, ...]) -> list[list[str]]:
+    """Filter: an argv grouped one option (with its values) per line, for readable scripts."""
+    lines: list[list[str]] = []
+    for arg in argv:
+        if not lines or (arg.startswith("-") and len(arg) > 1) or len(lines[-1]) > 1:
+            lines.append([arg])
+        else:
+            lines[-1].append(arg)
+    return lines
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    """The one Jinja environment: templates from the package, StrictUndefined, our filters."""
+    import jinja2
+
+    root = resources.files("spark_compile.templates")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(root)), undefined=jinja2.StrictUndefined, autoescape=False,
+        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+    )
+    env.filters.update(sh=shlex.quote, systemd=systemd_arg, envfile=envfile_value, argv_lines=argv_lines,
+                       tojson_sorted=lambda v: json.dumps(v, indent=2, sort_keys=True))
+    return env
+
+
+def _render(template: str, **context: Any) -> bytes:
+    return environment().get_template(template).render(version=__version__, **context).encode()
+
+
+def ipv4_mapped_gid(ip: str) -> str:
+    """The last three groups of the IPv4-mapped GID of ``ip`` as sysfs prints them: ffff:c000:020b."""
+    a, b, c, d = (int(part) for part in ip.split("."))
+    return f"ffff:{a:02x}{b:02x}:{c:02x}{d:02x}"
+
+
+def rank_artifacts(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> list[Artifact]:
+    """The files of one rank: env files, docker-run.sh, preflight.sh and the systemd unit."""
+    ctx = {"plan": plan, "rank": rank, "profile": profile, "gid_suffix": ipv4_mapped_gid(rank.fabric_ip),
+           "first_hca": profile.fleet.fabric.rdma_devices[0], "deploy": profile.deploy}
+    base = rank.directory
+    files = [Artifact(f"{base}/{env_file.name}", _render("env.j2", env_file=env_file, **ctx))
+             for env_file in rank.env_files]
+    files.append(Artifact(f"{base}/docker-run.sh", _render("docker-run.sh.j2", **ctx), SCRIPT_MODE))
+    files.append(Artifact(f"{base}/preflight.sh", _render("preflight.sh.j2", **ctx), SCRIPT_MODE))
+    files.append(Artifact(f"{base}/{plan.unit_name}", _render("unit.service.j2", **ctx)))
+    return files
+
+
+def render_plan(plan: LaunchPlan, profile: Profile, extra: list[Artifact] | None = None) -> list[Artifact]:
+    """Every file of a profile except MANIFEST.json, sorted by path."""
+    from .readme import readme_context
+
+    files = [a for rank in plan.ranks for a in rank_artifacts(plan, profile, rank)]
+    files.append(Artifact("plan.json", (json.dumps(plan.to_json(), indent=2) + "\n").encode()))
+    files.append(Artifact("README.md", _render("README.md.j2", plan=plan, profile=profile,
+                                               **readme_context(plan, profile))))
+    files += extra or []
+    return sorted(files, key=lambda a: a.path)
+
+
+def manifest(files: list[Artifact], profile_files: list[tuple[str, str]], name: str) -> Artifact:
+    """MANIFEST.json: compiler version, the profile chain with sha256s, every file with its sha256."""
+    body = {
+        "compiler": f"spark-compile {__version__}", "profile": name,
+        "sources": [{"path": path, "sha256": digest} for path, digest in profile_files],
+        "files": {a.path: {"sha256": a.sha256, "mode": f"{a.mode:o}"} for a in files},
+    }
+    return Artifact("MANIFEST.json", (json.dumps(body, indent=2, sort_keys=True) + "\n").encode())

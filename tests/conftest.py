@@ -1,0 +1,33 @@
+"""Shared fixtures: paths, the reference profile, and a runner for the real CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE_PROFILE = ROOT / "spec" / "profiles" / "dsv41-4spark.yaml"
+SHARED = ROOT.parent / "shared" / "reference"
+DEPLOYMENT_TXT = SHARED / "dsv41-4spark-deployment.txt"
+
+
+def run_cli(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `spark-compile ARGS` in a fresh interpreter, as a user would."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "spark_compile.cli", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, check=False)
+
+
+@pytest.fixture(scope="session")
+def reference_plan() -> object:
+    from spark_compile.plan import build_plan
+    from spark_compile.resolve import resolve
+    from spark_compile.validate import validate
+
+    validated = validate(resolve(REFERENCE_PROFILE))
+    assert not validated.findings, validated.findings
+    return build_plan(validated.profile)
