@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Set up everything the test suite needs on a fresh machine of this project's kind, then run it.
+#   bash tests/run.sh [pytest args...]
+# Creates .venv (the compiler and its dev tools) and .venv-engine (SGLang 0.5.23, CPU-only, for the
+# engine-parser, catalog and overlay tests), installs the system tools the artifact tests use
+# (shellcheck, the docker CLI, systemd-analyze), then runs pytest. Exits with pytest's status.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ ! -x .venv/bin/python ]]; then
+  python3 -m venv .venv
+fi
+.venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+bash .ci/install-tools "$PWD/.venv"
+bash .ci/install-engine "$PWD/.venv-engine"
+export SPARK_ENGINE_PYTHON="$PWD/.venv-engine/bin/python"
+export PATH="$PWD/.venv/bin:$PATH"
+
+exec .venv/bin/python -m pytest "$@"
