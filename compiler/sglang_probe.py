@@ -77,6 +77,12 @@ def jsonable(value: Any) -> Any:
     return _ADDRESS.sub("", repr(value))
 
 
+def _order(value: Any) -> tuple[int, float, str]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, 0.0, json.dumps(value, sort_keys=True))
+
+
 def first_sentence(text: str | None) -> str:
     if not text or text == argparse.SUPPRESS:
         return ""
@@ -85,6 +91,8 @@ def first_sentence(text: str | None) -> str:
         head = text[: match.end()]
         word = head.rsplit(" ", 1)[-1].lstrip("(").lower()
         if word in _ABBREVIATIONS or head.count("(") > head.count(")"):
+            continue
+        if len(head) < 16:  # "Deprecated." alone says too little: take the next sentence too
             continue
         return head
     return text
@@ -104,6 +112,13 @@ def _flag_kind(action: argparse.Action, action_name: str) -> str:
         choices = list(action.choices) if action.choices is not None else []
         return "str" if all(isinstance(c, str) for c in choices) else "other"
     return _TYPE_KINDS.get(getattr(action.type, "__name__", ""), "other")
+
+
+def _choices(action: argparse.Action) -> list[Any] | None:
+    if action.choices is None:
+        return None
+    # Some choice lists are built from sets: sorted, so the catalog does not depend on PYTHONHASHSEED.
+    return sorted((jsonable(c) for c in action.choices), key=_order)
 
 
 def flag_entry(action: argparse.Action) -> dict[str, Any]:
@@ -126,7 +141,7 @@ def flag_entry(action: argparse.Action) -> dict[str, Any]:
         "kind": _flag_kind(action, action_name),
         "action": action_name,
         "nargs": nargs if nargs is None or isinstance(nargs, (int, str)) else jsonable(nargs),
-        "choices": None if action.choices is None else [jsonable(c) for c in action.choices],
+        "choices": _choices(action),
         "default": jsonable(action.default),
         "deprecated": deprecated,
         "replacement": replacement,
@@ -166,15 +181,17 @@ def _env_kind(module: Any, field: Any) -> str:
     return "other"
 
 
-def _var(name: str, kind: str, default: Any, deprecated: bool, replacement: str | None, source: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "kind": kind,
-        "default": default,
-        "deprecated": deprecated,
-        "replacement": replacement,
-        "source": source,
-    }
+def _var(
+    name: str,
+    kind: str,
+    default: Any,
+    source: str,
+    replacement: str | None = None,
+    *,
+    deprecated: bool = False,
+) -> Any:
+    return {"name": name, "kind": kind, "default": default, "deprecated": deprecated,
+            "replacement": replacement, "source": source}  # fmt: skip
 
 
 def environ_entries(module: Any) -> dict[str, dict[str, Any]]:
@@ -183,11 +200,11 @@ def environ_entries(module: Any) -> dict[str, dict[str, Any]]:
     for field in fields:
         # A callable default is computed at run time (platform, cache dir): no static value.
         default = None if callable(field.default) else jsonable(field.default)
-        out[field.name] = _var(field.name, _env_kind(module, field), default, False, None, "environ.py")
+        out[field.name] = _var(field.name, _env_kind(module, field), default, "environ.py")
     for field in fields:  # renamed variables still read through their old name
         old = getattr(field, "deprecated_name", None)
         if isinstance(old, str):
-            out[old] = _var(old, out[field.name]["kind"], None, True, field.name, "environ.py")
+            out[old] = _var(old, out[field.name]["kind"], None, "environ.py", field.name, deprecated=True)
     for old, dep in getattr(module, "_DEPRECATED_ENVS", {}).items():
         replacement = dep.replacement
         if replacement is None and dep.note:
@@ -197,17 +214,20 @@ def environ_entries(module: Any) -> dict[str, dict[str, Any]]:
             out[old]["deprecated"], out[old]["replacement"] = True, replacement
             continue
         kind = out[replacement]["kind"] if replacement in out else "other"
-        out[old] = _var(old, kind, None, True, replacement, "environ.py")
+        out[old] = _var(old, kind, None, "environ.py", replacement, deprecated=True)
     return out
 
 
-def _is_os_environ(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and node.attr == "environ"
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "os"
-    )
+_NOT_LITERAL = object()
+_ABSENT = object()
+# Where a direct read starts; group 1: an int( / float( right around it. Parsing all of srt/ (36 MB)
+# with ast takes ~25 s, so only each read's own expression is cut out and parsed.
+_READ_START = re.compile(
+    r"(?<![\w.])(?:(int|float)\(\s*)?"
+    r"((?:os\.environ\.(?:get|pop)|os\.getenv|get_bool_env_var|get_int_env_var)\s*\(|os\.environ\s*\[)"
+)
+_MEMBERSHIP = re.compile(r"[\"'](SGLANG_[A-Z0-9_]+)[\"']\s+(?:not\s+)?in\s+os\.environ\b(?!\s*\.)")
+_CLOSERS = {"(": ")", "[": "]", "{": "}"}
 
 
 def _literal(node: ast.AST | None) -> Any:
@@ -217,10 +237,6 @@ def _literal(node: ast.AST | None) -> Any:
         return ast.literal_eval(node)
     except (ValueError, SyntaxError, TypeError):
         return _NOT_LITERAL
-
-
-_NOT_LITERAL = object()
-_ABSENT = object()
 
 
 def _typed_default(kind: str, raw: Any) -> Any:
@@ -240,48 +256,78 @@ def _typed_default(kind: str, raw: Any) -> Any:
     return jsonable(raw)
 
 
-def _reads_in(tree: ast.AST) -> list[tuple[str, str, Any]]:
-    """(name, kind, default or _ABSENT) for each direct environment read in one module."""
-    parents: dict[ast.AST, ast.AST] = {}
-    for parent in ast.walk(tree):
-        for child in ast.iter_child_nodes(parent):
-            parents[child] = parent
+def _balanced_end(text: str, open_at: int) -> int:
+    """Index of the bracket closing the one at ``open_at`` (skipping string literals), or -1."""
+    stack: list[str] = []
+    i = open_at
+    while i < len(text):
+        ch = text[i]
+        if ch in "\"'":
+            j = i + 1
+            while j < len(text) and text[j] != ch and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            i = j
+        elif ch in _CLOSERS:
+            stack.append(_CLOSERS[ch])
+        elif stack and ch == stack[-1]:
+            stack.pop()
+            if not stack:
+                return i
+        elif ch == "#":
+            nl = text.find("\n", i)
+            i = len(text) if nl < 0 else nl
+        i += 1
+    return -1
+
+
+def _read_at(node: ast.AST, wrapper: str | None) -> tuple[str, str, Any] | None:
+    """(name, kind, default or _ABSENT) for one parsed read expression."""
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return key.value, wrapper or "str", _ABSENT
+        return None
+    if not (isinstance(node, ast.Call) and node.args):
+        return None
+    key = node.args[0]
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+        return None
+    func = node.func
+    fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    default_node = node.args[1] if len(node.args) > 1 else None
+    for kw in node.keywords:
+        if kw.arg == "default":
+            default_node = kw.value
+    if fname in ("get_bool_env_var", "get_int_env_var"):
+        kind = "bool" if fname == "get_bool_env_var" else "int"
+        raw = _literal(default_node) if default_node is not None else ("false" if kind == "bool" else 0)
+        return key.value, kind, _typed_default(kind, raw)
+    kind = wrapper or "str"
+    return key.value, kind, _typed_default(kind, _literal(default_node))
+
+
+def _reads_in(text: str) -> list[tuple[str, str, Any]]:
+    """(name, kind, default or _ABSENT) for each direct SGLANG_* environment read in one module."""
     reads: list[tuple[str, str, Any]] = []
-
-    def wrapped_kind(call: ast.AST) -> str:
-        parent = parents.get(call)
-        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.args:
-            if parent.args[0] is call and parent.func.id in ("int", "float"):
-                return parent.func.id
-        return "str"
-
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and node.args:
-            key = node.args[0]
-            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-                continue
-            func = node.func
-            fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            default_node = node.args[1] if len(node.args) > 1 else None
-            for kw in node.keywords:
-                if kw.arg == "default":
-                    default_node = kw.value
-            if fname in ("get_bool_env_var", "get_int_env_var"):
-                kind = "bool" if fname == "get_bool_env_var" else "int"
-                raw = _literal(default_node) if default_node is not None else ("false" if kind == "bool" else 0)
-                reads.append((key.value, kind, _typed_default(kind, raw)))
-            elif (fname == "getenv" and isinstance(func, ast.Attribute) and getattr(func.value, "id", "") == "os") or (
-                fname in ("get", "pop") and isinstance(func, ast.Attribute) and _is_os_environ(func.value)
-            ):
-                kind = wrapped_kind(node)
-                reads.append((key.value, kind, _typed_default(kind, _literal(default_node))))
-        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_os_environ(node.value):
-            if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-                reads.append((node.slice.value, wrapped_kind(node), _ABSENT))
-        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
-            if isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
-                if _is_os_environ(node.comparators[0]):
-                    reads.append((node.left.value, "other", _ABSENT))
+    for match in _READ_START.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if "#" in text[line_start : match.start()]:
+            continue  # (roughly) inside a comment
+        end = _balanced_end(text, match.end(2) - 1)
+        if end < 0:
+            continue
+        rest = text[end + 1 : end + 40]
+        if match.group(2).endswith("[") and re.match(r"\s*(=(?!=)|[-+*/|&]=)", rest):
+            continue  # os.environ["X"] = ...: a write
+        try:
+            node = ast.parse(text[match.start(2) : end + 1], mode="eval").body
+        except SyntaxError:
+            continue
+        wrapper = match.group(1) if match.group(1) and re.match(r"\s*[),]", rest) else None
+        read = _read_at(node, wrapper)
+        if read is not None:
+            reads.append(read)
+    reads.extend((m.group(1), "other", _ABSENT) for m in _MEMBERSHIP.finditer(text))
     return [r for r in reads if _ENV_NAME.match(r[0])]
 
 
@@ -292,10 +338,12 @@ def os_environ_entries(srt_dir: Path, known: set[str]) -> dict[str, dict[str, An
         if path == srt_dir / "environ.py":
             continue
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError):
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
             continue
-        for name, kind, default in _reads_in(tree):
+        if "SGLANG_" not in text:
+            continue
+        for name, kind, default in _reads_in(text):
             if name in known:
                 continue
             kinds.setdefault(name, set()).add(kind)
@@ -309,7 +357,7 @@ def os_environ_entries(srt_dir: Path, known: set[str]) -> dict[str, dict[str, An
         kind = typed.pop() if len(typed) == 1 else ("str" if not typed and "str" in kinds[name] else "other")
         seen = defaults.get(name, set())
         default = json.loads(next(iter(seen))) if len(seen) == 1 and "?" not in seen else None
-        out[name] = _var(name, kind, default, False, None, "os.environ")
+        out[name] = _var(name, kind, default, "os.environ")
     return out
 
 

@@ -1,0 +1,259 @@
+"""Stage: extract SGLang's flag and environment catalogs from a real install.
+
+``spark-compile catalog sglang [--python PYTHON] [--out DIR] [--check]`` runs ``sglang_probe.py`` with
+the engine venv's interpreter (``.ci/install-engine`` makes one) in a subprocess, and writes
+``sglang-VERSION.json`` and ``sglang-env-VERSION.json`` into ``spec/catalogs/`` — or, with ``--check``,
+compares them with the committed files. Nothing heavy is imported here: sglang and torch are only
+ever imported by the probe, in the other interpreter, never on the compile path.
+
+Exit codes: 0 ok, 1 the committed catalogs differ (with --check), 2 usage or I/O error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK = 0
+EXIT_DIFFERS = 1
+EXIT_USAGE = 2
+
+PROBE = Path(__file__).resolve().with_name("sglang_probe.py")
+CATALOG_FORMAT = 1
+PROBE_TIMEOUT_S = 600.0
+ENGINE_PYTHON_ENV = "SPARK_ENGINE_PYTHON"
+DEFAULT_ENGINE_PYTHON = Path(".venv-engine") / "bin" / "python"
+
+Catalog = dict[str, Any]
+
+
+class CatalogError(Exception):
+    """A one-line, user-facing reason the catalogs could not be produced or read."""
+
+
+def default_catalog_dir() -> Path:
+    """``spec/catalogs`` of the installed ``spark_compile.spec`` package (the repo's, in a dev install)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("spark_compile.spec")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations))) / "catalogs"
+    return Path(__file__).resolve().parent.parent / "spec" / "catalogs"
+
+
+def default_engine_python() -> str | None:
+    from_env = os.environ.get(ENGINE_PYTHON_ENV)
+    if from_env:
+        return from_env
+    for base in (Path.cwd(), Path(__file__).resolve().parent.parent):
+        candidate = base / DEFAULT_ENGINE_PYTHON
+        if candidate.exists():
+            return str(candidate)
+    return None
+
+
+def catalog_paths(out_dir: Path, version: str) -> tuple[Path, Path]:
+    """(flags catalog path, env catalog path) for one SGLang version."""
+    return out_dir / f"sglang-{version}.json", out_dir / f"sglang-env-{version}.json"
+
+
+def render_catalog(doc: Catalog) -> str:
+    """The exact bytes committed for one catalog document."""
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _probe_env() -> dict[str, str]:
+    # The catalog describes sglang's defaults, not this shell's settings.
+    # (-I already makes the probe ignore PYTHON* variables and the user's site-packages.)
+    return {k: v for k, v in os.environ.items() if not k.startswith(("SGLANG_", "SGL_"))}
+
+
+def _validate(result: object) -> tuple[Catalog, Catalog]:
+    if (
+        not isinstance(result, dict)
+        or not isinstance(result.get("flags"), dict)
+        or not isinstance(result.get("env"), dict)
+    ):
+        raise CatalogError("the probe printed JSON without 'flags' and 'env' objects")
+    flags: Catalog = result["flags"]
+    env: Catalog = result["env"]
+    if flags.get("format") != CATALOG_FORMAT or env.get("format") != CATALOG_FORMAT:
+        raise CatalogError(
+            f"the probe printed catalog format {flags.get('format')!r}, expected {CATALOG_FORMAT}"
+        )
+    if not isinstance(flags.get("version"), str) or not isinstance(flags.get("flags"), list):
+        raise CatalogError("the probe's flags catalog has no version or no flag list")
+    if not isinstance(env.get("variables"), list):
+        raise CatalogError("the probe's env catalog has no variable list")
+    return flags, env
+
+
+def extract_sglang_catalog(python: str) -> tuple[Catalog, Catalog]:
+    """Run the probe with ``python`` (an interpreter that imports sglang); return (flags, env) catalogs."""
+    try:
+        proc = subprocess.run(
+            [python, "-I", str(PROBE)],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env=_probe_env(),
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise CatalogError(
+            f"engine interpreter not found: {python} (make one with .ci/install-engine)"
+        ) from None
+    except PermissionError:
+        raise CatalogError(f"engine interpreter is not executable: {python}") from None
+    except subprocess.TimeoutExpired:
+        raise CatalogError(f"the sglang probe did not finish within {PROBE_TIMEOUT_S:.0f} s") from None
+    if proc.returncode != 0:
+        lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+        last = lines[-1].strip() if lines else "no output"
+        raise CatalogError(f"the sglang probe failed with exit code {proc.returncode}: {last}")
+    try:
+        result = json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"the sglang probe printed invalid JSON: {exc}") from None
+    return _validate(result)
+
+
+def write_catalogs(flags: Catalog, env: Catalog, out_dir: Path) -> tuple[Path, Path]:
+    """Write both catalogs into ``out_dir`` (atomically, each); return their paths."""
+    paths = catalog_paths(out_dir, str(flags["version"]))
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for path, doc in zip(paths, (flags, env), strict=True):
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_text(render_catalog(doc), encoding="utf-8")
+            tmp.replace(path)
+    except OSError as exc:
+        raise CatalogError(f"cannot write {exc.filename or out_dir}: {exc.strerror or exc}") from None
+    return paths
+
+
+def _entry_key(entry: Any, key_field: str) -> str:
+    if not isinstance(entry, dict):
+        return repr(entry)
+    if key_field == "dest":
+        return "/".join(entry.get("options") or [str(entry.get("dest"))])
+    return str(entry.get(key_field))
+
+
+def diff_entries(old: list[Any], new: list[Any], key_field: str) -> list[str]:
+    """Human-readable differences between two entry lists keyed by ``key_field``."""
+    before = {_entry_key(e, key_field): e for e in old}
+    after = {_entry_key(e, key_field): e for e in new}
+    out = [f"added {k}" for k in sorted(after.keys() - before.keys())]
+    out += [f"removed {k}" for k in sorted(before.keys() - after.keys())]
+    for key in sorted(before.keys() & after.keys()):
+        a, b = before[key], after[key]
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            fields = sorted(f for f in a.keys() | b.keys() if a.get(f) != b.get(f))
+            out.append(f"changed {key}: " + ", ".join(f"{f} {a.get(f)!r} -> {b.get(f)!r}" for f in fields))
+        else:
+            out.append(f"changed {key}")
+    return out
+
+
+def check_catalogs(flags: Catalog, env: Catalog, out_dir: Path) -> list[str]:
+    """Differences between freshly extracted catalogs and the files in ``out_dir`` (empty: identical)."""
+    problems: list[str] = []
+    for path, doc, list_field, key_field in zip(
+        catalog_paths(out_dir, str(flags["version"])),
+        (flags, env),
+        ("flags", "variables"),
+        ("dest", "name"),
+        strict=True,
+    ):
+        try:
+            committed_text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            problems.append(f"{path.name}: missing (run without --check to write it)")
+            continue
+        except OSError as exc:
+            raise CatalogError(f"cannot read {path}: {exc.strerror or exc}") from None
+        if committed_text == render_catalog(doc):
+            continue
+        try:
+            committed = json.loads(committed_text)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{path.name}: not valid JSON ({exc})")
+            continue
+        details: list[str] = []
+        if isinstance(committed, dict):
+            for field in sorted((committed.keys() | doc.keys()) - {list_field}):
+                if committed.get(field) != doc.get(field):
+                    details.append(f"{field} {committed.get(field)!r} -> {doc.get(field)!r}")
+            old_entries = committed.get(list_field)
+            details += diff_entries(
+                old_entries if isinstance(old_entries, list) else [], doc[list_field], key_field
+            )
+        problems += [f"{path.name}: {d}" for d in details] or [f"{path.name}: formatting differs"]
+    return problems
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="spark-compile catalog",
+        description="Extract the engine's flag and environment-variable catalogs from a real install.",
+    )
+    parser.add_argument("engine", choices=("sglang",), help="which engine's catalogs")
+    parser.add_argument(
+        "--python",
+        help=f"interpreter that imports sglang (default: ${ENGINE_PYTHON_ENV}, else {DEFAULT_ENGINE_PYTHON})",
+    )
+    parser.add_argument("--out", type=Path, help="catalog directory (default: spec/catalogs)")
+    parser.add_argument(
+        "--check", action="store_true", help="compare with the committed catalogs, write nothing"
+    )
+    return parser
+
+
+def main_catalog(argv: list[str]) -> int:
+    """``spark-compile catalog ...``: 0 ok, 1 differs (--check), 2 usage or I/O error."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse already printed usage and the reason
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    python = args.python or default_engine_python()
+    if python is None:
+        sys.stderr.write(
+            f"spark-compile catalog: error: no engine interpreter: pass --python or set {ENGINE_PYTHON_ENV} "
+            "(make one with .ci/install-engine)\n"
+        )
+        return EXIT_USAGE
+    out_dir: Path = args.out or default_catalog_dir()
+    try:
+        flags, env = extract_sglang_catalog(python)
+        if args.check:
+            problems = check_catalogs(flags, env, out_dir)
+            for line in problems:
+                sys.stdout.write(f"{line}\n")
+            if problems:
+                sys.stderr.write(
+                    f"spark-compile catalog: {len(problems)} difference(s) from the catalogs in {out_dir}; "
+                    "regenerate with: spark-compile catalog sglang\n"
+                )
+                return EXIT_DIFFERS
+            sys.stdout.write(f"catalogs for sglang {flags['version']} are up to date\n")
+            return EXIT_OK
+        flags_path, env_path = write_catalogs(flags, env, out_dir)
+    except CatalogError as exc:
+        sys.stderr.write(f"spark-compile catalog: error: {exc}\n")
+        return EXIT_USAGE
+    sys.stdout.write(f"wrote {flags_path} ({len(flags['flags'])} flags)\n")
+    sys.stdout.write(f"wrote {env_path} ({len(env['variables'])} variables)\n")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main_catalog(sys.argv[1:]))
