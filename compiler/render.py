@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .plan import LaunchPlan, RankPlan
+from .spec.envfile import env_value_problem
 
 if TYPE_CHECKING:
     import jinja2
@@ -39,23 +40,6 @@ class Artifact:
     def sha256(self) -> str:
         """Hex digest of the content."""
         return hashlib.sha256(self.content).hexdigest()
-
-
-def env_value_problem(value: str) -> str | None:
-    """Why ``value`` cannot be written to an env file with one meaning for docker and systemd, or None."""
-    if value == "":
-        return None
-    if "\n" in value or "\r" in value:
-        return "contains a line break, which ends the line in an env file"
-    if value != value.strip():
-        return "has leading or trailing spaces: systemd strips them, docker keeps them"
-    if any(c in value for c in "\"'\\"):
-        return "contains a quote or backslash: systemd unquotes and unescapes it, docker keeps it as written"
-    if "$" in value or "`" in value:
-        return "contains '$' or a backtick, which systemd may treat as a variable reference"
-    if not all(" " <= c <= "~" for c in value):
-        return "contains a character outside printable ASCII"
-    return None
 
 
 def envfile_value(value: str) -> str:

@@ -1,1 +1,220 @@
-"""Rules."""
+"""SC3xx: engine flags and environment variables against catalogs taken from the real packages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ...overlay.registry import FLAGS_BY_NAME
+from ..catalog import CatalogNotFound, EngineCatalog, EngineFlag, available_engine_catalogs, engine_catalog, env_catalog, nccl_catalog
+from ..suggest import did_you_mean
+from . import Context, Hit, rule
+from .engine import TYPED_FLAGS
+
+B12X_NAMES = ("B12X_ROCE_HCA", "B12X_ROCE_GID_INDEX", "B12X_ROCE_SPIN_LIMIT", "B12X_ROCE_CACHE_DIR")
+
+
+def _catalog(ctx: Context) -> EngineCatalog | None:
+    try:
+        return engine_catalog(ctx.profile.engine.catalog)
+    except CatalogNotFound:
+        return None
+
+
+def _suggestion(candidates: list[str]) -> str:
+    return f"did you mean {candidates[0]!r}?" if candidates else ""
+
+
+@rule("SC301", "error", "unknown engine catalog",
+      "engine.catalog names the flag catalog (spec/catalogs/<name>.json) the image's SGLang is checked "
+      "against; regenerate one with `spark-compile catalog sglang`.",
+      "engine: {catalog: sglang-0.5.99}", "engine: {catalog: sglang-0.5.23}")
+def known_catalog(ctx: Context) -> Iterator[Hit]:
+    if _catalog(ctx) is None:
+        known = available_engine_catalogs()
+        yield Hit("SC301", ("engine", "catalog"), f"no engine catalog {ctx.profile.engine.catalog!r}; known: "
+                  f"{', '.join(known)}", did_you_mean(ctx.profile.engine.catalog, known))
+
+
+@rule("SC302", "error", "unknown engine flag",
+      "A flag the catalog's SGLang does not have stops the engine at start (argparse exits).",
+      "engine: {args: {enable-decoder-swa-bounded-replays: true}}",
+      "engine: {args: {enable-decoder-swa-bounded-replay: true}}")
+def unknown_flag(ctx: Context) -> Iterator[Hit]:
+    catalog = _catalog(ctx)
+    if catalog is None:
+        return
+    for name, value in ctx.profile.engine.args.items():
+        option = f"--{name}"
+        if catalog.lookup(option) or catalog.abbreviation_of(option):
+            continue
+        if value is False and catalog.lookup(f"--{name.removeprefix('no-')}"):
+            continue
+        yield Hit("SC302", ("engine", "args", name), f"{catalog.name} has no flag {option}",
+                  _suggestion([s.removeprefix("--") for s in catalog.suggest(option)]), at_key=True)
+
+
+@rule("SC303", "error", "abbreviated engine flag",
+      "argparse expands a unique prefix (`--tp` for `--tp-size`), but a newer SGLang adding any flag with the "
+      "same prefix makes it ambiguous and the boot fails. Write the full name.",
+      "engine: {args: {enable-decoder-swa: true}}", "engine: {args: {enable-decoder-swa-bounded-replay: true}}")
+def abbreviated_flag(ctx: Context) -> Iterator[Hit]:
+    catalog = _catalog(ctx)
+    if catalog is None:
+        return
+    for name in ctx.profile.engine.args:
+        full = catalog.abbreviation_of(f"--{name}")
+        if full is not None:
+            long_name = next(o for o in full.options if o.startswith(f"--{name}"))
+            yield Hit("SC303", ("engine", "args", name), f"--{name} abbreviates {long_name}",
+                      f"write {long_name.removeprefix('--')}", at_key=True)
+
+
+def _flag_path(option: str) -> tuple[str | int, ...]:
+    name = option.removeprefix("--")
+    if name in TYPED_FLAGS:
+        return tuple(part for part in TYPED_FLAGS[name].split(".") if part)
+    return ("engine", "args", name)
+
+
+def _option_values(argv: tuple[str, ...]) -> Iterator[tuple[str, list[str]]]:
+    option, values = "", []
+    for arg in argv:
+        if arg.startswith("--"):
+            if option:
+                yield option, values
+            option, values = arg, []
+        else:
+            values.append(arg)
+    if option:
+        yield option, values
+
+
+def _values_problem(flag: EngineFlag, option: str, values: list[str]) -> str | None:
+    if not flag.takes_value:
+        return f"{option} is an on/off switch and takes no value" if values else None
+    if not values:
+        return f"{option} needs a value"
+    if len(values) > 1 and flag.nargs in (None, "?"):
+        return f"{option} takes one value, got {len(values)}"
+    return next((p for p in (flag.check_value(v) for v in values) if p), None)
+
+
+@rule("SC304", "error", "engine flag value not accepted",
+      "The value is not of the flag's type or not among its choices in the catalog's SGLang.",
+      "engine: {backends: {attention: dsv5}}", "engine: {backends: {attention: dsv4}}")
+def flag_values(ctx: Context) -> Iterator[Hit]:
+    catalog = _catalog(ctx)
+    if catalog is None or not ctx.plan.ranks:
+        return
+    for option, values in _option_values(ctx.plan.ranks[0].engine_argv):
+        flag = catalog.lookup(option) or catalog.abbreviation_of(option)
+        if flag is None:
+            continue
+        problem = _values_problem(flag, option, values)
+        if problem:
+            yield Hit("SC304", _flag_path(option), problem.rstrip("."), "")
+
+
+@rule("SC305", "warning", "deprecated engine flag",
+      "The catalog's SGLang marks the flag deprecated; use its replacement before it is removed.",
+      "engine: {args: {disable-cuda-graph: true}}", "engine: {cuda_graph: {enabled: false}}")
+def deprecated_flag(ctx: Context) -> Iterator[Hit]:
+    catalog = _catalog(ctx)
+    if catalog is None or not ctx.plan.ranks:
+        return
+    for option, _ in _option_values(ctx.plan.ranks[0].engine_argv):
+        flag = catalog.lookup(option)
+        if flag is not None and flag.deprecated:
+            yield Hit("SC305", _flag_path(option), f"{option} is deprecated in {catalog.name}",
+                      f"use {flag.replacement}" if flag.replacement else "see SGLang's release notes", at_key=True)
+
+
+@rule("SC306", "error", "false on a switch without a --no- form",
+      "engine.args writes `false` as --no-<flag>, which only BooleanOptionalAction flags have.",
+      "engine: {args: {trust-remote-code: false}}", "(leave the key out)")
+def false_switch(ctx: Context) -> Iterator[Hit]:
+    catalog = _catalog(ctx)
+    if catalog is None:
+        return
+    for name, value in ctx.profile.engine.args.items():
+        flag = catalog.lookup(f"--{name}")
+        if value is False and flag is not None and catalog.lookup(f"--no-{name}") is None:
+            yield Hit("SC306", ("engine", "args", name), f"--{name} has no --no-{name} form",
+                      "remove the key to leave the flag off")
+
+
+@rule("SC307", "error", "unknown SGLANG_* variable",
+      "SGLang ignores a variable it does not read, so a typo silently keeps the default. Variables of a newer "
+      "or patched image may be missing from the catalog: check the name against the image.",
+      "engine: {env: {SGLANG_FLASHINFER_MOE_FUSED_FINALISE: '0'}}",
+      "engine: {env: {SGLANG_FLASHINFER_MOE_FUSED_FINALIZE: '0'}}")
+def unknown_sglang_env(ctx: Context) -> Iterator[Hit]:
+    try:
+        catalog = env_catalog(ctx.profile.engine.catalog)
+    except CatalogNotFound:
+        return
+    for name, value in ctx.profile.engine.env.items():
+        if not name.startswith("SGLANG_"):
+            continue
+        if catalog.lookup(name) is None:
+            yield Hit("SC307", ("engine", "env", name), f"{catalog_name(ctx)} does not read {name}",
+                      _suggestion(catalog.suggest(name)), at_key=True)
+        else:
+            problem = catalog.check_value(name, str(value))
+            if problem:
+                yield Hit("SC308", ("engine", "env", name), problem.rstrip("."), "")
+
+
+def catalog_name(ctx: Context) -> str:
+    """The engine catalog's name, for messages."""
+    return ctx.profile.engine.catalog
+
+
+# SC308 is raised by unknown_sglang_env, which has already looked the variable up.
+rule("SC308", "error", "SGLANG_* value of the wrong type",
+     "SGLang warns and falls back to the default on a value it cannot parse; the compiler refuses it.",
+     "engine: {env: {SGLANG_WATCHDOG_TIMEOUT: ten}}", "engine: {env: {SGLANG_WATCHDOG_TIMEOUT: '10'}}")(
+    lambda ctx: iter(()))
+
+
+@rule("SC309", "error", "unknown NCCL variable",
+      "NCCL reads fixed names and ignores any other without a word: a misspelt NCCL_* does nothing.",
+      "nccl: {extra: {NCCL_IB_GID_INDX: '3'}}", "nccl: {extra: {NCCL_DEBUG: WARN}}")
+def nccl_names(ctx: Context) -> Iterator[Hit]:
+    catalog = nccl_catalog()
+    for path, name, value in _nccl_settings(ctx):
+        if name.startswith("GLOO_") and name != "GLOO_SOCKET_IFNAME":
+            continue
+        if catalog.lookup(name) is None:
+            yield Hit("SC309", path, f"NCCL does not read {name}", _suggestion(catalog.suggest(name)), at_key=True)
+            continue
+        problem = catalog.check_value(name, value)
+        if problem:
+            yield Hit("SC310", path, problem.rstrip("."), "")
+
+
+rule("SC310", "error", "NCCL value NCCL would misread",
+     "NCCL parses integers with strtoll (so '4M' is 4 and 'true' is 0) and ignores unknown tokens; the value "
+     "must have the variable's exact form.", "nccl: {extra: {NCCL_BUFFSIZE: 4M}}",
+     "nccl: {extra: {NCCL_BUFFSIZE: '4194304'}}")(lambda ctx: iter(()))
+
+
+def _nccl_settings(ctx: Context) -> Iterator[tuple[tuple[str | int, ...], str, str]]:
+    for name, value in ctx.profile.nccl.extra.items():
+        yield ("nccl", "extra", name), name, str(value)
+    for name, value in ctx.profile.engine.env.items():
+        if name.startswith(("NCCL_", "GLOO_")):
+            yield ("engine", "env", name), name, str(value)
+
+
+@rule("SC311", "error", "unknown overlay variable",
+      "The overlay refuses SPARK_* names it does not know at start (a typo would otherwise leave a hook off).",
+      "engine: {env: {SPARK_ROCE_ARR: '1'}}", "overlay: {roce_ar: true}")
+def overlay_names(ctx: Context) -> Iterator[Hit]:
+    for name in ctx.profile.engine.env:
+        if name.startswith("SPARK_") and name not in FLAGS_BY_NAME:
+            yield Hit("SC311", ("engine", "env", name), f"the overlay has no flag {name}",
+                      did_you_mean(name, sorted(FLAGS_BY_NAME)), at_key=True)
+        elif name.startswith("B12X_") and name not in B12X_NAMES:
+            yield Hit("SC311", ("engine", "env", name), f"the b12x runtime reads no {name}",
+                      did_you_mean(name, list(B12X_NAMES)), at_key=True)

@@ -1,1 +1,263 @@
-"""Rules."""
+"""SC2xx: cross-field rules of the engine — parallelism, speculative decoding, limits, ports, env files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..envfile import env_value_problem
+from ..hardware import FAMILIES
+from . import Context, Hit, rule
+
+EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
+
+
+@rule("SC201", "error", "EP divides TP",
+      "Expert parallelism splits the TP group; ep-size must divide tp-size (SGLang does not check it).",
+      "engine: {parallel: {tp: 4, ep: 3}}", "engine: {parallel: {tp: 4, ep: 4}}")
+def ep_divides_tp(ctx: Context) -> Iterator[Hit]:
+    par = ctx.profile.engine.parallel
+    if par.tp % par.ep:
+        yield Hit("SC201", ("engine", "parallel", "ep"), f"ep {par.ep} does not divide tp {par.tp}",
+                  f"use a divisor of {par.tp}")
+
+
+@rule("SC202", "error", "speculative algorithm accepted by the model",
+      "DeepSeek-V4 (DeepseekV4ForCausalLM) accepts only EAGLE or DSPARK; SGLang refuses others at start.",
+      "engine: {speculative: {algorithm: NGRAM}}", "engine: {speculative: {algorithm: DSPARK, dspark_block_size: 5}}")
+def algorithm_for_model(ctx: Context) -> Iterator[Hit]:
+    family = FAMILIES.get(ctx.profile.model.architecture)
+    algo = ctx.profile.engine.speculative.algorithm
+    if family and family.speculative is not None and algo != "none" and algo not in family.speculative:
+        yield Hit("SC202", ("engine", "speculative", "algorithm"),
+                  f"{family.architecture} accepts speculative algorithms {', '.join(family.speculative)}, not {algo}",
+                  "pick one of them, or none")
+
+
+@rule("SC203", "error", "DSPARK block size goes with DSPARK",
+      "dspark_block_size is DSPARK's own setting: required with DSPARK, meaningless without it.",
+      "engine: {speculative: {algorithm: EAGLE, dspark_block_size: 5}}",
+      "engine: {speculative: {algorithm: DSPARK, dspark_block_size: 5}}")
+def dspark_block(ctx: Context) -> Iterator[Hit]:
+    spec = ctx.profile.engine.speculative
+    if spec.algorithm == "DSPARK" and spec.dspark_block_size is None:
+        yield Hit("SC203", ("engine", "speculative", "algorithm"), "DSPARK needs dspark_block_size",
+                  "set engine.speculative.dspark_block_size (production: 5)")
+    if spec.algorithm != "DSPARK" and spec.dspark_block_size is not None:
+        yield Hit("SC203", ("engine", "speculative", "dspark_block_size"),
+                  f"dspark_block_size is set but the algorithm is {spec.algorithm}", "remove it or use DSPARK")
+
+
+@rule("SC204", "error", "DSPARK verifies block size + 1 tokens",
+      "With DSPARK SGLang requires speculative-num-draft-tokens = block size + 1.",
+      "speculative: {algorithm: DSPARK, dspark_block_size: 5, num_draft_tokens: 5}",
+      "speculative: {algorithm: DSPARK, dspark_block_size: 5, num_draft_tokens: 6}")
+def dspark_draft_tokens(ctx: Context) -> Iterator[Hit]:
+    spec = ctx.profile.engine.speculative
+    if spec.algorithm == "DSPARK" and spec.dspark_block_size and spec.num_draft_tokens is not None \
+            and spec.num_draft_tokens != spec.dspark_block_size + 1:
+        yield Hit("SC204", ("engine", "speculative", "num_draft_tokens"),
+                  f"num_draft_tokens {spec.num_draft_tokens} must be dspark_block_size + 1 = {spec.dspark_block_size + 1}",
+                  "fix it or leave it unset")
+
+
+@rule("SC205", "error", "EAGLE settings go with the EAGLE family",
+      "num_steps and eagle_topk belong to EAGLE, EAGLE3 and NEXTN; DSPARK forces both to 1.",
+      "speculative: {algorithm: DSPARK, dspark_block_size: 5, num_steps: 3}",
+      "speculative: {algorithm: EAGLE, num_steps: 3, eagle_topk: 1, num_draft_tokens: 4}")
+def eagle_flags(ctx: Context) -> Iterator[Hit]:
+    spec = ctx.profile.engine.speculative
+    for field in ("num_steps", "eagle_topk"):
+        if getattr(spec, field) is not None and spec.algorithm not in EAGLE_FAMILY:
+            yield Hit("SC205", ("engine", "speculative", field),
+                      f"{field} is an EAGLE setting but the algorithm is {spec.algorithm}", "remove it")
+
+
+@rule("SC206", "error", "decode graphs cover the request cap",
+      "--cuda-graph-max-bs-decode below --max-running-requests sends the larger batches to eager mode.",
+      "limits: {max_running_requests: 16}\ncuda_graph: {max_bs_decode: 8}",
+      "limits: {max_running_requests: 16}   # max_bs_decode derived: 16")
+def graph_batch(ctx: Context) -> Iterator[Hit]:
+    eng = ctx.profile.engine
+    pinned = eng.cuda_graph.max_bs_decode
+    if pinned is not None and pinned < eng.limits.max_running_requests:
+        yield Hit("SC206", ("engine", "cuda_graph", "max_bs_decode"),
+                  f"max_bs_decode {pinned} is below max_running_requests {eng.limits.max_running_requests}",
+                  "remove the pin (it is derived) or raise it")
+    if pinned is not None and not eng.cuda_graph.enabled:
+        yield Hit("SC206", ("engine", "cuda_graph", "max_bs_decode"), "max_bs_decode is set but graphs are disabled",
+                  "remove it")
+
+
+@rule("SC207", "error", "chunked prefill a multiple of the page size",
+      "DeepSeek-V4 forces page size 256; SGLang refuses a chunked-prefill-size that is not a multiple.",
+      "limits: {chunked_prefill_size: 2000}", "limits: {chunked_prefill_size: 2048}")
+def chunk_pages(ctx: Context) -> Iterator[Hit]:
+    family = FAMILIES.get(ctx.profile.model.architecture)
+    chunk = ctx.profile.engine.limits.chunked_prefill_size
+    if family and family.page_size and chunk % family.page_size:
+        yield Hit("SC207", ("engine", "limits", "chunked_prefill_size"),
+                  f"chunked_prefill_size {chunk} is not a multiple of {family.architecture}'s page size "
+                  f"{family.page_size}", f"use {chunk // family.page_size * family.page_size or family.page_size}")
+
+
+@rule("SC208", "error", "memory fraction in (0, 1)",
+      "--mem-fraction-static is a fraction of GPU memory; SGLang does not check its range.",
+      "limits: {mem_fraction_static: 80}", "limits: {mem_fraction_static: 0.80}")
+def mem_fraction(ctx: Context) -> Iterator[Hit]:
+    value = ctx.profile.engine.limits.mem_fraction_static
+    if not 0 < value < 1:
+        yield Hit("SC208", ("engine", "limits", "mem_fraction_static"), f"mem_fraction_static {value} is not in (0, 1)",
+                  "write it as a fraction, e.g. 0.80")
+
+
+@rule("SC209", "error", "context length within the model's",
+      "--context-length above the model's own maximum is refused or produces garbage past the trained length.",
+      "model: {max_context_length: 1048576}\nengine: {limits: {context_length: 2097152}}",
+      "engine: {limits: {context_length: 524288}}")
+def context_length(ctx: Context) -> Iterator[Hit]:
+    limit = ctx.profile.model.max_context_length
+    value = ctx.profile.engine.limits.context_length
+    if limit is not None and value > limit:
+        yield Hit("SC209", ("engine", "limits", "context_length"),
+                  f"context_length {value} exceeds the model's maximum {limit}", f"use at most {limit}")
+
+
+@rule("SC210", "error", "API port differs from the rendezvous port",
+      "The head binds both the API port and --dist-init-addr's port on the host network.",
+      "engine: {port: 8210, dist_init_port: 8210}", "engine: {port: 8210, dist_init_port: 20100}")
+def distinct_ports(ctx: Context) -> Iterator[Hit]:
+    eng = ctx.profile.engine
+    if eng.port == eng.dist_init_port:
+        yield Hit("SC210", ("engine", "dist_init_port"), f"dist_init_port {eng.dist_init_port} is the API port",
+                  "use another port, e.g. 20100")
+
+
+@rule("SC211", "error", "served name usable by SGLang",
+      "SGLang refuses ':' in --served-model-name; aliases must differ from it and from each other.",
+      "model: {served_name: 'deepseek:v4'}", "model: {served_name: deepseek-v4.1-flash}")
+def served_names(ctx: Context) -> Iterator[Hit]:
+    model = ctx.profile.model
+    if ":" in model.served_name:
+        yield Hit("SC211", ("model", "served_name"), f"served_name {model.served_name!r} contains ':'", "remove the ':'")
+    seen = {model.served_name}
+    for index, alias in enumerate(model.aliases):
+        if alias in seen or "," in alias:
+            yield Hit("SC211", ("model", "aliases", index),
+                      f"alias {alias!r} {'contains a comma' if ',' in alias else 'repeats a served id'}",
+                      "aliases are distinct ids without commas")
+        seen.add(alias)
+
+
+@rule("SC212", "warning", "a restart policy on one rank of many",
+      "Workers are torch.distributed peers: when the head dies they exit 0 (on-failure never fires), and a "
+      "worker restarted alone re-joins a dying rendezvous and sits on the GPU. A multi-node fleet recovers "
+      "whole, through the watchdog; per-rank restarts make the next launch fail with 'CUDA device busy'.",
+      "container: {restart: always}", "container: {restart: 'no'}")
+def per_rank_restart(ctx: Context) -> Iterator[Hit]:
+    if len(ctx.profile.fleet.nodes) > 1 and ctx.profile.container.restart != "no":
+        yield Hit("SC212", ("container", "restart"),
+                  f"restart {ctx.profile.container.restart} restarts ranks one by one in a "
+                  f"{len(ctx.profile.fleet.nodes)}-node fleet", "use 'no' and let the watchdog relaunch the fleet")
+
+
+# Engine flags the plan writes from typed fields, and the field to use instead of engine.args.
+TYPED_FLAGS: dict[str, str] = {
+    "model-path": "model.snapshot", "served-model-name": "model.served_name",
+    "trust-remote-code": "engine.trust_remote_code", "load-format": "engine.load_format",
+    "tp-size": "engine.parallel.tp", "tensor-parallel-size": "engine.parallel.tp", "ep-size": "engine.parallel.ep",
+    "expert-parallel-size": "engine.parallel.ep", "nnodes": "fleet.nodes", "node-rank": "fleet.nodes",
+    "dist-init-addr": "engine.dist_init_port", "host": "engine.host", "port": "engine.port",
+    "attention-backend": "engine.backends.attention", "moe-runner-backend": "engine.backends.moe_runner",
+    "fp8-gemm-backend": "engine.backends.fp8_gemm", "mem-fraction-static": "engine.limits.mem_fraction_static",
+    "chunked-prefill-size": "engine.limits.chunked_prefill_size", "context-length": "engine.limits.context_length",
+    "max-running-requests": "engine.limits.max_running_requests", "max-total-tokens": "engine.limits.max_total_tokens",
+    "cuda-graph-max-bs-decode": "engine.cuda_graph.max_bs_decode",
+    "cuda-graph-backend-decode": "engine.cuda_graph.enabled", "cuda-graph-backend-prefill": "engine.cuda_graph.enabled",
+    "disable-cuda-graph": "engine.cuda_graph.enabled", "random-seed": "engine.limits.random_seed",
+    "speculative-algorithm": "engine.speculative.algorithm",
+    "speculative-dspark-block-size": "engine.speculative.dspark_block_size",
+    "speculative-num-steps": "engine.speculative.num_steps", "speculative-eagle-topk": "engine.speculative.eagle_topk",
+    "speculative-num-draft-tokens": "engine.speculative.num_draft_tokens",
+    "speculative-draft-model-path": "engine.speculative.draft_model",
+    "tool-call-parser": "engine.chat.tool_call_parser", "reasoning-parser": "engine.chat.reasoning_parser",
+    "watchdog-timeout": "engine.limits.watchdog_timeout", "default-chat-template-kwargs": "engine.chat.thinking",
+}
+
+
+@rule("SC213", "error", "a flag set both ways",
+      "A value the profile types (port, tp, limits, backends, speculative settings, chat defaults, HOST_IP, the "
+      "reasoning-effort variable) may not be set again through engine.args or engine.env: one of the two "
+      "would silently win.", "engine:\n  port: 8210\n  args: {port: 8888}", "engine:\n  port: 8888")
+def set_both_ways(ctx: Context) -> Iterator[Hit]:
+    for name in ctx.profile.engine.args:
+        canonical = name.removeprefix("no-")
+        if canonical in TYPED_FLAGS:
+            yield Hit("SC213", ("engine", "args", name), f"--{name} is written by the plan from "
+                      f"{TYPED_FLAGS[canonical]}", f"set {TYPED_FLAGS[canonical]} instead", at_key=True)
+    family = FAMILIES.get(ctx.profile.model.architecture)
+    derived = {"HOST_IP": "fleet.nodes[].fabric_ip"}
+    if family and family.reasoning_effort_env and ctx.profile.engine.chat.reasoning_effort is not None:
+        derived[family.reasoning_effort_env] = "engine.chat.reasoning_effort"
+    for name in ctx.profile.engine.env:
+        if name in derived:
+            yield Hit("SC213", ("engine", "env", name), f"{name} is written by the plan from {derived[name]}",
+                      f"set {derived[name]} instead", at_key=True)
+
+
+@rule("SC214", "warning", "variable in the wrong section",
+      "NCCL_*/GLOO_* belong in nccl.extra and SPARK_* in the overlay section, where they are typed and "
+      "checked; engine.env is for the engine's own variables.",
+      "engine: {env: {NCCL_DEBUG: WARN}}", "nccl: {extra: {NCCL_DEBUG: WARN}}")
+def env_section(ctx: Context) -> Iterator[Hit]:
+    for name in ctx.profile.engine.env:
+        if name.startswith(("NCCL_", "GLOO_")):
+            yield Hit("SC214", ("engine", "env", name), f"{name} is an NCCL/gloo variable in engine.env",
+                      "move it to nccl.extra", at_key=True)
+        elif name.startswith("SPARK_"):
+            key = name.removeprefix("SPARK_").lower()
+            yield Hit("SC214", ("engine", "env", name), f"{name} is an overlay flag in engine.env",
+                      f"set overlay.{key} instead", at_key=True)
+
+
+@rule("SC215", "error", "env value readable the same by docker and systemd",
+      "Each env file is read by docker --env-file (which keeps quotes, backslashes and spaces as written) and "
+      "by systemd EnvironmentFile= (which unquotes, unescapes and strips). A value with a line break, quotes, "
+      "a backslash, '$', a backtick, edge spaces or non-ASCII would mean two things, so it is refused.",
+      "engine: {env: {SGLANG_X: '\"quoted\"'}}", "engine: {env: {SGLANG_X: quoted}}")
+def env_values_portable(ctx: Context) -> Iterator[Hit]:
+    reported: set[str] = set()
+    for rank in ctx.plan.ranks:
+        for env_file in rank.env_files:
+            for name, value in env_file.values:
+                problem = env_value_problem(value)
+                if problem and name not in reported:
+                    reported.add(name)
+                    yield Hit("SC215", _env_source(ctx, name), f"{name}={value!r} {problem}",
+                              "change the value so it holds only printable ASCII without quotes, '\\', '$' or "
+                              "backticks")
+
+
+def _env_source(ctx: Context, name: str) -> tuple[str | int, ...]:
+    if name in ctx.profile.engine.env:
+        return ("engine", "env", name)
+    if name in ctx.profile.nccl.extra:
+        return ("nccl", "extra", name)
+    if name == "SPARK_SERVED_ALIASES":
+        return ("model", "aliases")
+    return ("model",) if name.startswith("SPARK_ENGRAM") else ("fleet",)
+
+
+@rule("SC216", "warning", "chat defaults need a parser",
+      "Thinking on by default without a reasoning parser leaves the thinking text in the answer; a default "
+      "reasoning effort needs a model family that reads it.",
+      "chat: {thinking: true}", "chat: {thinking: true, reasoning_parser: deepseek-v41}")
+def chat_defaults(ctx: Context) -> Iterator[Hit]:
+    chat = ctx.profile.engine.chat
+    if chat.thinking and chat.reasoning_parser is None:
+        yield Hit("SC216", ("engine", "chat", "thinking"), "thinking is on by default but no reasoning_parser is set",
+                  "set engine.chat.reasoning_parser")
+    family = FAMILIES.get(ctx.profile.model.architecture)
+    if chat.reasoning_effort is not None and not (family and family.reasoning_effort_env):
+        yield Hit("SC216", ("engine", "chat", "reasoning_effort"),
+                  f"{ctx.profile.model.architecture} has no default reasoning-effort setting; the value is ignored",
+                  "remove it")

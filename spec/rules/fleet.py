@@ -1,1 +1,302 @@
-"""Rules."""
+"""SC4xx: the fleet and its hardware — nodes, fabric, memory, GPU architecture, Engram partition."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterator
+
+from ..hardware import HARDWARE
+from . import Context, Hit, rule
+
+ENGRAM_ROW_BYTES = 264  # F8_E4M3 [N,256] weight + F8_E8M0 [N,8] scale
+
+
+def _duplicates(ctx: Context, field: str, what: str, rule_id: str) -> Iterator[Hit]:
+    seen: dict[str, int] = {}
+    for index, node in enumerate(ctx.profile.fleet.nodes):
+        value = getattr(node, field)
+        if value in seen:
+            yield Hit(rule_id, ("fleet", "nodes", index, field),
+                      f"{what} {value!r} of fleet.nodes[{index}] is already used by fleet.nodes[{seen[value]}]",
+                      f"every node needs its own {what}")
+        else:
+            seen[value] = index
+
+
+@rule("SC401", "error", "TP ranks must fill the fleet's GPUs",
+      "One TP rank runs on each GPU: engine.parallel.tp must equal the number of nodes times the hardware's "
+      "GPUs per node, and SGLang requires tp divisible by the node count.",
+      "# 4 GB10 nodes (1 GPU each)\nengine: {parallel: {tp: 8}}", "engine: {parallel: {tp: 4}}")
+def tp_fills_fleet(ctx: Context) -> Iterator[Hit]:
+    hw = HARDWARE[ctx.profile.hardware]
+    nodes = len(ctx.profile.fleet.nodes)
+    tp = ctx.profile.engine.parallel.tp
+    if tp % nodes != 0 or tp != nodes * hw.gpus_per_node:
+        yield Hit("SC401", ("engine", "parallel", "tp"),
+                  f"tp {tp} does not fit {nodes} node(s) x {hw.gpus_per_node} GPU(s) of {hw.name}: "
+                  f"expected tp {nodes * hw.gpus_per_node}",
+                  "set tp to nodes x GPUs per node, or change the node list")
+
+
+@rule("SC402", "error", "node names unique", "Node names name generated folders and log lines; two nodes "
+      "cannot share one.", "nodes: [{name: spark-0, ...}, {name: spark-0, ...}]",
+      "nodes: [{name: spark-0, ...}, {name: spark-1, ...}]")
+def unique_names(ctx: Context) -> Iterator[Hit]:
+    yield from _duplicates(ctx, "name", "name", "SC402")
+
+
+@rule("SC403", "error", "fabric IPs unique", "Each rank binds its own fabric address (HOST_IP).",
+      "nodes: [{fabric_ip: 192.0.2.11, ...}, {fabric_ip: 192.0.2.11, ...}]",
+      "nodes: [{fabric_ip: 192.0.2.11, ...}, {fabric_ip: 192.0.2.12, ...}]")
+def unique_ips(ctx: Context) -> Iterator[Hit]:
+    yield from _duplicates(ctx, "fabric_ip", "fabric IP", "SC403")
+
+
+@rule("SC404", "error", "ssh targets unique", "Two ranks on one ssh target would be started on one machine.",
+      "nodes: [{ssh: spark@192.0.2.11, ...}, {ssh: spark@192.0.2.11, ...}]",
+      "nodes: [{ssh: spark@192.0.2.11, ...}, {ssh: spark@192.0.2.12, ...}]")
+def unique_ssh(ctx: Context) -> Iterator[Hit]:
+    yield from _duplicates(ctx, "ssh", "ssh target", "SC404")
+
+
+@rule("SC405", "error", "fabric IP inside the fabric subnet",
+      "NCCL_IB_ADDR_RANGE and the GID probe only find addresses inside fleet.fabric.subnet; the network and "
+      "broadcast addresses are not host addresses.",
+      "fabric: {subnet: 192.0.2.0/24}\nnodes: [{fabric_ip: 198.51.100.11, ...}]",
+      "fabric: {subnet: 192.0.2.0/24}\nnodes: [{fabric_ip: 192.0.2.11, ...}]")
+def ip_in_subnet(ctx: Context) -> Iterator[Hit]:
+    net = ipaddress.IPv4Network(ctx.profile.fleet.fabric.subnet)
+    for index, node in enumerate(ctx.profile.fleet.nodes):
+        ip = ipaddress.IPv4Address(node.fabric_ip)
+        if ip not in net:
+            yield Hit("SC405", ("fleet", "nodes", index, "fabric_ip"),
+                      f"fabric IP {ip} of {node.name} is outside the fabric subnet {net}",
+                      "fix the address or fleet.fabric.subnet")
+        elif net.prefixlen < 31 and ip in (net.network_address, net.broadcast_address):
+            yield Hit("SC405", ("fleet", "nodes", index, "fabric_ip"),
+                      f"fabric IP {ip} of {node.name} is the {'network' if ip == net.network_address else 'broadcast'}"
+                      f" address of {net}", "use a host address of the subnet")
+
+
+@rule("SC406", "error", "exactly one node holds the checkpoint",
+      "With Engram tables, one node reads its rows straight from the checkpoint's shards (holds_checkpoint: "
+      "true); every other node reads a node-local copy. More than one holder is never right.",
+      "nodes: [{name: spark-0, holds_checkpoint: true}, {name: spark-1, holds_checkpoint: true}]",
+      "nodes: [{name: spark-0}, {name: spark-1, holds_checkpoint: true}]")
+def one_holder(ctx: Context) -> Iterator[Hit]:
+    holders = [i for i, node in enumerate(ctx.profile.fleet.nodes) if node.holds_checkpoint]
+    for index in holders[1:]:
+        yield Hit("SC406", ("fleet", "nodes", index, "holds_checkpoint"),
+                  f"{ctx.profile.fleet.nodes[index].name} is a second checkpoint holder "
+                  f"(first: {ctx.profile.fleet.nodes[holders[0]].name})", "mark only one node")
+    if not holders and ctx.profile.model.engram is not None:
+        yield Hit("SC406", ("fleet", "nodes"), "model.engram is set but no node holds the checkpoint",
+                  "set holds_checkpoint: true on the node that has the checkpoint on local disk")
+
+
+@rule("SC407", "error", "Engram rows tile every table",
+      "Each rank owns one contiguous row range of each Engram table; at boot the ranks exchange ranges and "
+      "every rank raises unless they tile [0, N) exactly. A table with fewer rows than ranks leaves a rank "
+      "empty.", "engram: {tables: {1: 3}}   # 4 ranks", "engram: {tables: {1: 384006168}}")
+def engram_tiles(ctx: Context) -> Iterator[Hit]:
+    engram = ctx.profile.model.engram
+    if engram is None:
+        return
+    for layer, rows in engram.tables.items():
+        ranges = sorted((lo, hi) for r in ctx.plan.ranks if r.engram for lay, lo, hi in r.engram.rows if lay == layer)
+        edge, problems = 0, []
+        for lo, hi in ranges:
+            if lo != edge:
+                problems.append(f"{'gap' if lo > edge else 'overlap'} at row {min(lo, edge)}")
+            if hi <= lo:
+                problems.append(f"an empty range at row {lo}")
+            edge = max(edge, hi)
+        if edge != rows:
+            problems.append(f"the ranges end at {edge}, the table at {rows}")
+        if problems:
+            yield Hit("SC407", ("model", "engram", "tables", layer),
+                      f"Engram layer {layer} ({rows} rows) is not tiled by {len(ranges)} ranks: {'; '.join(problems)}",
+                      "each table needs at least one row per rank")
+
+
+@rule("SC408", "error", "one Engram source per rank",
+      "A rank reads its rows from exactly one place: the holder from the snapshot's shards with "
+      "SPARK_ENGRAM_ROWS, every other rank from its node-local copy (whose manifest names the rows).",
+      "engine: {env: {SPARK_ENGRAM_ROWS: '1:0:10'}}", "(leave SPARK_ENGRAM_* to the plan)")
+def one_engram_source(ctx: Context) -> Iterator[Hit]:
+    for name in ctx.profile.engine.env:
+        if name in ("SPARK_ENGRAM_DIR", "SPARK_ENGRAM_ROWS"):
+            yield Hit("SC408", ("engine", "env", name), f"{name} is derived per rank by the plan and cannot be set",
+                      "mark the holder with holds_checkpoint and set model.engram.local_dir", at_key=True)
+    engram = ctx.profile.model.engram
+    for rank in ctx.plan.ranks:
+        if engram is None:
+            break
+        from_shards = "SPARK_ENGRAM_ROWS" in rank.env
+        from_copy = any(m.target == engram.container_dir for m in rank.mounts)
+        if from_shards == from_copy:
+            yield Hit("SC408", ("fleet", "nodes", rank.rank),
+                      f"rank {rank.rank} reads Engram rows from {'both shards and a local copy' if from_shards else 'nowhere'}",
+                      "one holder reads the shards, the others a local copy")
+
+
+@rule("SC409", "error", "container memory limit below the node's memory",
+      "On unified-memory nodes (GB10: 128 GB) host memory is the GPU's pool: a container limit at or above "
+      "it lets the host run out before the container does.", "container: {memory: 128g}   # GB10",
+      "container: {memory: 112g}")
+def memory_fits(ctx: Context) -> Iterator[Hit]:
+    hw = HARDWARE[ctx.profile.hardware]
+    box = ctx.profile.container
+    if box.memory and size_gib(box.memory) >= hw.memory_gb:
+        yield Hit("SC409", ("container", "memory"),
+                  f"memory limit {box.memory} is not below {hw.name}'s {hw.memory_gb} GB", "leave room for the host")
+
+
+@rule("SC410", "error", "shm and swap within the memory limit",
+      "Pages of /dev/shm are charged to the container's memory cgroup, so --shm-size counts inside --memory "
+      "and may not exceed it; --memory-swap below --memory is refused by docker, and needs --memory.",
+      "container: {memory: 112g, shm_size: 128g}", "container: {memory: 112g, shm_size: 32g}")
+def shm_within_memory(ctx: Context) -> Iterator[Hit]:
+    box = ctx.profile.container
+    if box.memory and box.shm_size and size_gib(box.shm_size) > size_gib(box.memory):
+        yield Hit("SC410", ("container", "shm_size"), f"shm size {box.shm_size} exceeds the memory limit {box.memory}",
+                  "shared memory is charged to the container's limit")
+    if box.memory_swap and not box.memory:
+        yield Hit("SC410", ("container", "memory_swap"), "memory_swap is set without memory",
+                  "docker needs --memory with --memory-swap")
+    elif box.memory_swap and box.memory and size_gib(box.memory_swap) < size_gib(box.memory):
+        yield Hit("SC410", ("container", "memory_swap"),
+                  f"memory_swap {box.memory_swap} is below memory {box.memory}", "docker refuses it; make them equal")
+
+
+@rule("SC411", "error", "stock Engram host table would not fit",
+      "Stock SGLang pins every Engram table in host memory (N x 264 bytes; 203 GB for DeepSeek-V4.1) — the "
+      "wall the first boots hit. Where that exceeds the node's memory the overlay must serve the rows and "
+      "SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE must be 0.",
+      "engine: {env: {SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE: '1'}}",
+      "engine: {env: {SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE: '0'}}")
+def engram_host_table(ctx: Context) -> Iterator[Hit]:
+    engram = ctx.profile.model.engram
+    if engram is None:
+        return
+    hw = HARDWARE[ctx.profile.hardware]
+    table_gb = sum(engram.tables.values()) * ENGRAM_ROW_BYTES / 1e9
+    if table_gb < hw.memory_gb:
+        return
+    value = str(ctx.profile.engine.env.get("SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE", ""))
+    if value != "0":
+        yield Hit("SC411", ("engine", "env", "SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE") if value else ("engine", "env"),
+                  f"the Engram tables take {table_gb:.0f} GB, more than {hw.name}'s {hw.memory_gb} GB, and "
+                  f"SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE is {value or 'unset'}",
+                  "set SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE: '0' so the overlay serves the rows")
+
+
+@rule("SC412", "error", "hardware's required environment",
+      "Some hardware needs a variable at a fixed value; GB10 needs PYTORCH_CUDA_ALLOC_CONF="
+      "expandable_segments:False.", "engine: {env: {PYTORCH_CUDA_ALLOC_CONF: expandable_segments:True}}",
+      "engine: {env: {PYTORCH_CUDA_ALLOC_CONF: expandable_segments:False}}")
+def hardware_env(ctx: Context) -> Iterator[Hit]:
+    for name, value in HARDWARE[ctx.profile.hardware].env_required:
+        have = ctx.profile.engine.env.get(name)
+        if have is None or str(have) != value:
+            yield Hit("SC412", ("engine", "env", name) if have is not None else ("engine", "env"),
+                      f"{ctx.profile.hardware} needs {name}={value}, got {'nothing' if have is None else have}",
+                      f"set engine.env.{name}: {value}")
+
+
+_ARCH_ENV = re.compile(r"^(TORCH_CUDA_ARCH_LIST|FLASHINFER_CUDA_ARCH_LIST|[A-Z0-9_]*ARCH_LIST)$")
+
+
+@rule("SC413", "error", "arch lists cover the node's SM",
+      "An architecture list that names 12.0 but not GB10's 12.1 skips GB10 (the bring-up bug where a "
+      "(12, 0)-only gate skipped (12, 1)). Accepted: the exact SM (12.1, 12.1a), its family (12.0f, 12.1f) or "
+      "PTX that JITs to it (12.0+PTX).", "engine: {env: {TORCH_CUDA_ARCH_LIST: '12.0'}}",
+      "engine: {env: {TORCH_CUDA_ARCH_LIST: '12.0f'}}")
+def arch_lists(ctx: Context) -> Iterator[Hit]:
+    major, minor = HARDWARE[ctx.profile.hardware].sm
+    for name, value in ctx.profile.engine.env.items():
+        if _ARCH_ENV.match(name) and not _covers(str(value), major, minor):
+            yield Hit("SC413", ("engine", "env", name),
+                      f"{name}={value} does not cover SM {major}.{minor} of {ctx.profile.hardware}",
+                      f"add {major}.{minor} or the family {major}.0f")
+
+
+def _covers(value: str, major: int, minor: int) -> bool:
+    for entry in re.split(r"[;,\s]+", value.strip()):
+        match = re.match(r"^(\d+)\.(\d+)([af]?)(\+PTX)?$", entry)
+        if not match:
+            continue
+        e_major, e_minor, suffix, ptx = int(match[1]), int(match[2]), match[3], match[4]
+        if (e_major, e_minor) == (major, minor) or (e_major == major and (suffix == "f" or ptx) and e_minor <= minor):
+            return True
+    return False
+
+
+@rule("SC414", "error", "Engram needs one GPU per container",
+      "The overlay partitions Engram rows per container (SPARK_ENGRAM_ROWS is one range per node); a node with "
+      "several GPUs would run several TP ranks on one range.", "hardware: dgx-h100\nmodel: {engram: {...}}",
+      "hardware: dgx-spark-gb10\nmodel: {engram: {...}}")
+def engram_one_gpu(ctx: Context) -> Iterator[Hit]:
+    hw = HARDWARE[ctx.profile.hardware]
+    if ctx.profile.model.engram is not None and hw.gpus_per_node != 1:
+        yield Hit("SC414", ("hardware",), f"{hw.name} has {hw.gpus_per_node} GPUs per node; the Engram overlay "
+                  "needs one", "use one GPU per container, or a model without Engram tables")
+
+
+def size_gib(text: str) -> float:
+    """GiB meant by a docker size such as 112g."""
+    units = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    unit = text[-1].lower()
+    number = int(text[:-1]) if unit in units else int(text)
+    return number * units.get(unit, 1) / (1 << 30)
+
+
+def _nccl_value(ctx: Context, name: str) -> tuple[str | None, tuple[str | int, ...]]:
+    """A NCCL/gloo variable the profile sets by hand (nccl.extra or engine.env), with its path."""
+    if name in ctx.profile.nccl.extra:
+        return str(ctx.profile.nccl.extra[name]), ("nccl", "extra", name)
+    if name in ctx.profile.engine.env:
+        return str(ctx.profile.engine.env[name]), ("engine", "env", name)
+    return None, ()
+
+
+@rule("SC415", "error", "NCCL_IB_HCA within the fleet's RDMA devices",
+      "NCCL matches HCA names as prefixes and ignores ones it cannot find; an HCA outside "
+      "fleet.fabric.rdma_devices silently moves traffic off the fabric.",
+      "nccl: {extra: {NCCL_IB_HCA: mlx5_0}}", "fleet: {fabric: {rdma_devices: [rocep1s0f0, roceP2p1s0f0]}}")
+def hca_subset(ctx: Context) -> Iterator[Hit]:
+    value, path = _nccl_value(ctx, "NCCL_IB_HCA")
+    if value is None:
+        return
+    names = [entry.split(":")[0] for entry in value.lstrip("^=").split(",") if entry]
+    unknown = [n for n in names if n not in ctx.profile.fleet.fabric.rdma_devices]
+    if unknown or value.startswith("^"):
+        yield Hit("SC415", path, f"NCCL_IB_HCA={value} names {', '.join(unknown) or 'an exclude list'} outside the "
+                  f"fleet's RDMA devices {', '.join(ctx.profile.fleet.fabric.rdma_devices)}",
+                  "drop the override: the plan sets NCCL_IB_HCA from fleet.fabric.rdma_devices")
+
+
+@rule("SC416", "error", "socket interfaces are the fabric interface",
+      "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME must both name fleet.fabric.interface: gloo on another "
+      "interface bootstraps over the wrong network and torch.distributed init hangs.",
+      "nccl: {extra: {GLOO_SOCKET_IFNAME: eth0}}", "fleet: {fabric: {interface: enp1s0f0np0}}")
+def socket_ifname(ctx: Context) -> Iterator[Hit]:
+    interface = ctx.profile.fleet.fabric.interface
+    for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
+        value, path = _nccl_value(ctx, name)
+        if value is not None and value.lstrip("=") != interface:
+            yield Hit("SC416", path, f"{name}={value} is not the fabric interface {interface}",
+                      "drop the override: the plan sets both from fleet.fabric.interface")
+
+
+@rule("SC417", "error", "GID index only from the fleet",
+      "NCCL_IB_GID_INDEX and B12X_ROCE_GID_INDEX must be the same index, never empty; they come from "
+      "fleet.fabric.gid_index (probe or a number), never from a hand-set variable.",
+      "nccl: {extra: {NCCL_IB_GID_INDEX: ''}}", "fleet: {fabric: {gid_index: probe}}")
+def gid_from_fleet(ctx: Context) -> Iterator[Hit]:
+    for name in ("NCCL_IB_GID_INDEX", "B12X_ROCE_GID_INDEX"):
+        value, path = _nccl_value(ctx, name)
+        if value is not None:
+            yield Hit("SC417", path, f"{name} is set by hand ({value!r}); it must equal the other GID variable and "
+                      "come from the fleet", "use fleet.fabric.gid_index or a node's gid_index", at_key=True)

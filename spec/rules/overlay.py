@@ -1,1 +1,105 @@
-"""Rules."""
+"""SC22x: the overlay's flags against each other and against the engine they patch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ...overlay.registry import FLAGS, FLAGS_BY_NAME, Flag
+from ..nccl_presets import NCCL_FABRIC_TAIL, NCCL_PRESETS
+from . import Context, Hit, rule
+
+
+def _env_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _effective(ctx: Context, flag: Flag) -> str | None:
+    """The flag's value in force: as set in the profile, else the hook's default."""
+    value = getattr(ctx.profile.overlay, flag.key, None)
+    return flag.default if value is None else _env_text(value)
+
+
+def _is_set(ctx: Context, flag: Flag) -> bool:
+    return getattr(ctx.profile.overlay, flag.key, None) is not None
+
+
+@rule("SC220", "error", "overlay flag needs another flag",
+      "Some flags only act with another in force: SPARK_LATE_TAIL_SKIP_ALL needs SPARK_LATE_TAIL_SKIP, "
+      "SPARK_LOOKUP_FUSED_C2 needs SPARK_LOOKUP_NARROW_SLOTS, and every wide-mode flag needs lookup drafting "
+      "on in wide mode. Set without it, the flag silently does nothing.",
+      "overlay: {late_tail_skip_all: true}", "overlay: {late_tail_skip: true, late_tail_skip_all: true}")
+def flag_requirements(ctx: Context) -> Iterator[Hit]:
+    for flag in FLAGS:
+        active = _is_set(ctx, flag) and (flag.kind != "switch" or _effective(ctx, flag) == "1")
+        if not active:
+            continue
+        for needed, value in flag.requires:
+            other = FLAGS_BY_NAME[needed]
+            if _effective(ctx, other) != value:
+                yield Hit("SC220", ("overlay", flag.key),
+                          f"{flag.name} needs {needed}={value} (it is {_effective(ctx, other)})",
+                          f"set overlay.{other.key}: {'true' if value == '1' else value}", at_key=True)
+
+
+@rule("SC221", "error", "the MXFP8 route needs the block-scaled FP8 path",
+      "SPARK_MXFP8_BACKEND=b12x wraps the block-scaled GEMM path that --fp8-gemm-backend flashinfer_cutlass "
+      "selects; with any other backend the hook has nothing to wrap.",
+      "overlay: {mxfp8_backend: b12x}\nengine: {backends: {fp8_gemm: triton}}",
+      "overlay: {mxfp8_backend: b12x}\nengine: {backends: {fp8_gemm: flashinfer_cutlass}}")
+def mxfp8_needs_cutlass(ctx: Context) -> Iterator[Hit]:
+    backend = ctx.profile.engine.backends.fp8_gemm
+    if getattr(ctx.profile.overlay, "mxfp8_backend", None) == "b12x" and backend != "flashinfer_cutlass":
+        yield Hit("SC221", ("engine", "backends", "fp8_gemm") if backend else ("overlay", "mxfp8_backend"),
+                  f"SPARK_MXFP8_BACKEND=b12x needs --fp8-gemm-backend flashinfer_cutlass, got {backend or 'none'}",
+                  "set engine.backends.fp8_gemm: flashinfer_cutlass")
+
+
+@rule("SC222", "error", "lookup drafting rides on DSPARK",
+      "Prompt-lookup drafting extends DSpark's draft block; without DSPARK the hook has no block to extend.",
+      "overlay: {lookup_draft: true}\nengine: {speculative: {algorithm: EAGLE}}",
+      "overlay: {lookup_draft: true}\nengine: {speculative: {algorithm: DSPARK, dspark_block_size: 15}}")
+def lookup_needs_dspark(ctx: Context) -> Iterator[Hit]:
+    algo = ctx.profile.engine.speculative.algorithm
+    if getattr(ctx.profile.overlay, "lookup_draft", None) and algo != "DSPARK":
+        yield Hit("SC222", ("overlay", "lookup_draft"), f"lookup drafting needs DSPARK, the algorithm is {algo}",
+                  "set engine.speculative.algorithm: DSPARK or turn lookup_draft off")
+
+
+@rule("SC223", "error", "overlay flags need the overlay's master switch",
+      "The overlay arms its hooks only when SPARK_ENGRAM_DIR is set, which the plan does for models with "
+      "Engram tables. Flags on a profile without model.engram would be ignored: stock SGLang would run.",
+      "model: {engram: null}\noverlay: {roce_ar: true}", "model: {engram: {tables: {...}, local_dir: ...}}")
+def master_switch(ctx: Context) -> Iterator[Hit]:
+    if ctx.profile.model.engram is not None:
+        return
+    for flag in FLAGS:
+        if _is_set(ctx, flag):
+            yield Hit("SC223", ("overlay", flag.key), f"{flag.name} is set but the overlay is off (model.engram unset)",
+                      "add model.engram or remove the overlay flags", at_key=True)
+            return
+
+
+@rule("SC224", "warning", "Engram id batch pinned below the derived size",
+      "SPARK_ENGRAM_MAX_IDS is derived as max(chunked prefill, 8 x max running requests) x 32; a smaller pin "
+      "splits every large gather.", "overlay: {engram_max_ids: 1024}", "(leave engram_max_ids unset)")
+def max_ids_pin(ctx: Context) -> Iterator[Hit]:
+    pinned = getattr(ctx.profile.overlay, "engram_max_ids", None)
+    limits = ctx.profile.engine.limits
+    derived = max(limits.chunked_prefill_size, limits.max_running_requests * 8) * 32
+    if pinned is not None and pinned < derived:
+        yield Hit("SC224", ("overlay", "engram_max_ids"), f"engram_max_ids {pinned} is below the derived {derived}",
+                  "remove the pin")
+
+
+@rule("SC225", "warning", "NCCL extra overrides the preset",
+      "nccl.extra replaces a value the preset or the fabric sets; say so with a different preset, or accept the "
+      "warning knowingly.", "nccl: {preset: trim, extra: {NCCL_MAX_NCHANNELS: '4'}}",
+      "nccl: {preset: default}")
+def extra_overrides_preset(ctx: Context) -> Iterator[Hit]:
+    preset = dict((*NCCL_FABRIC_TAIL, *NCCL_PRESETS[ctx.profile.nccl.preset]))
+    for name, value in ctx.profile.nccl.extra.items():
+        if name in preset and str(value) != preset[name]:
+            yield Hit("SC225", ("nccl", "extra", name),
+                      f"{name}={value} overrides {ctx.profile.nccl.preset}'s {preset[name]}", "")

@@ -1,1 +1,1 @@
-"""Rules."""
+"""SC23x: secrets by reference (see issue on releases)."""

@@ -1,0 +1,20 @@
+"""What an env-file value may hold so docker --env-file and systemd EnvironmentFile= agree."""
+
+from __future__ import annotations
+
+
+def env_value_problem(value: str) -> str | None:
+    """Why ``value`` cannot be written to an env file with one meaning for docker and systemd, or None."""
+    if value == "":
+        return None
+    if "\n" in value or "\r" in value:
+        return "contains a line break, which ends the line in an env file"
+    if value != value.strip():
+        return "has leading or trailing spaces: systemd strips them, docker keeps them"
+    if any(c in value for c in "\"'\\"):
+        return "contains a quote or backslash: systemd unquotes and unescapes it, docker keeps it as written"
+    if "$" in value or "`" in value:
+        return "contains '$' or a backtick, which systemd may treat as a variable reference"
+    if not all(" " <= c <= "~" for c in value):
+        return "contains a character outside printable ASCII"
+    return None
