@@ -138,6 +138,8 @@ def parse_text(text: str, path: str) -> Document:
         node = yaml.compose(text, Loader=_ProfileLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        if mark is not None and mark.line >= len(text.splitlines()) and exc.context_mark is not None:
+            mark = exc.context_mark  # the problem is the end of the file; point at what was left open
         pos = _pos(path, mark) if mark else Position(path, 1, 1)
         problem = exc.problem or exc.context or "not valid YAML"
         raise _fail("SC105", pos, f"YAML syntax error: {problem}",

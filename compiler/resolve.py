@@ -98,7 +98,15 @@ class _Merger:
                     opath: YamlPath) -> list[Any]:
         self.out[opath] = self.child[cpath]
         deleted = {item.target for item in over if isinstance(item, Delete)}
-        updates = {item.get(key): (i, item) for i, item in enumerate(over) if isinstance(item, dict)}
+        updates: dict[Any, tuple[int, Any]] = {}
+        repeats: list[tuple[int, Any]] = []  # a name given twice stays twice, for the validator to report
+        for i, item in enumerate(over):
+            if not isinstance(item, dict):
+                continue
+            if item.get(key) in updates:
+                repeats.append((i, item))
+            else:
+                updates[item.get(key)] = (i, item)
         result: list[Any] = []
         for index, item in enumerate(base):
             name = item.get(key) if isinstance(item, dict) else None
@@ -111,7 +119,7 @@ class _Merger:
             else:
                 result.append(item)
                 self.inherit((*ppath, index), target)
-        for cindex, update in updates.values():
+        for cindex, update in sorted([*updates.values(), *repeats], key=lambda pair: pair[0]):
             self.take((*cpath, cindex), (*opath, len(result)))
             result.append(update)
         return result

@@ -69,9 +69,9 @@ def abbreviated_flag(ctx: Context) -> Iterator[Hit]:
                       f"write {long_name.removeprefix('--')}", at_key=True)
 
 
-def _flag_path(option: str) -> tuple[str | int, ...]:
+def _flag_path(ctx: Context, option: str) -> tuple[str | int, ...]:
     name = option.removeprefix("--")
-    if name in TYPED_FLAGS:
+    if name not in ctx.profile.engine.args and name in TYPED_FLAGS:
         return tuple(part for part in TYPED_FLAGS[name].split(".") if part)
     return ("engine", "args", name)
 
@@ -112,7 +112,8 @@ def flag_values(ctx: Context) -> Iterator[Hit]:
             continue
         problem = _values_problem(flag, option, values)
         if problem:
-            yield Hit("SC304", _flag_path(option), problem.rstrip("."), "")
+            hint = did_you_mean(values[0], [str(c) for c in flag.choices]) if flag.choices and values else ""
+            yield Hit("SC304", _flag_path(ctx, option), problem.rstrip("."), hint)
 
 
 @rule("SC305", "warning", "deprecated engine flag",
@@ -125,7 +126,7 @@ def deprecated_flag(ctx: Context) -> Iterator[Hit]:
     for option, _ in _option_values(ctx.plan.ranks[0].engine_argv):
         flag = catalog.lookup(option)
         if flag is not None and flag.deprecated:
-            yield Hit("SC305", _flag_path(option), f"{option} is deprecated in {catalog.name}",
+            yield Hit("SC305", _flag_path(ctx, option), f"{option} is deprecated in {catalog.name}",
                       f"use {flag.replacement}" if flag.replacement else "see SGLang's release notes", at_key=True)
 
 

@@ -115,7 +115,7 @@ def engram_tiles(ctx: Context) -> Iterator[Hit]:
         if edge != rows:
             problems.append(f"the ranges end at {edge}, the table at {rows}")
         if problems:
-            yield Hit("SC407", ("model", "engram", "tables", layer),
+            yield Hit("SC407", ("model", "engram", "tables", str(layer)),
                       f"Engram layer {layer} ({rows} rows) is not tiled by {len(ranges)} ranks: {'; '.join(problems)}",
                       "each table needs at least one row per rank")
 
@@ -125,11 +125,11 @@ def engram_tiles(ctx: Context) -> Iterator[Hit]:
       "SPARK_ENGRAM_ROWS, every other rank from its node-local copy (whose manifest names the rows).",
       "engine: {env: {SPARK_ENGRAM_ROWS: '1:0:10'}}", "(leave SPARK_ENGRAM_* to the plan)")
 def one_engram_source(ctx: Context) -> Iterator[Hit]:
-    for name in ctx.profile.engine.env:
-        if name in ("SPARK_ENGRAM_DIR", "SPARK_ENGRAM_ROWS"):
-            yield Hit("SC408", ("engine", "env", name), f"{name} is derived per rank by the plan and cannot be set",
-                      "mark the holder with holds_checkpoint and set model.engram.local_dir", at_key=True)
-    engram = ctx.profile.model.engram
+    by_hand = [name for name in ctx.profile.engine.env if name in ("SPARK_ENGRAM_DIR", "SPARK_ENGRAM_ROWS")]
+    for name in by_hand:
+        yield Hit("SC408", ("engine", "env", name), f"{name} is derived per rank by the plan and cannot be set",
+                  "mark the holder with holds_checkpoint and set model.engram.local_dir", at_key=True)
+    engram = None if by_hand else ctx.profile.model.engram
     for rank in ctx.plan.ranks:
         if engram is None:
             break

@@ -1,0 +1,58 @@
+"""Example profiles generate tests: every negative names its findings in `# expect:` lines, every
+positive (and every shipped profile) has none."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+NEGATIVE = sorted((ROOT / "tests" / "profiles" / "negative").glob("*.yaml"))
+POSITIVE = sorted((ROOT / "tests" / "profiles" / "positive").glob("*.yaml"))
+SHIPPED = sorted((ROOT / "spec" / "profiles").rglob("*.yaml"))
+_EXPECT = re.compile(rb"^# expect: (.*)$", re.MULTILINE)
+
+
+def findings_of(path: Path) -> list[str]:
+    """Every finding of a profile as `[file:]line:col RULE message` (file only when not the profile's own)."""
+    import os
+
+    from spark_compile.cli import load_and_validate
+    from spark_compile.findings import Finding
+
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        rel = path.relative_to(ROOT)
+        outcome = load_and_validate(rel)
+    finally:
+        os.chdir(here)
+    found = [outcome] if isinstance(outcome, Finding) else outcome.findings
+    lines = []
+    for f in found:
+        where = "" if f.position.file == str(rel) else f"{f.position.file}:"
+        lines.append(f"{where}{f.position.line}:{f.position.column} {f.rule} {f.message}")
+    return lines
+
+
+@pytest.mark.parametrize("path", NEGATIVE, ids=lambda p: p.stem)
+def test_negative_profile(path: Path) -> None:
+    expected = [m.decode() for m in _EXPECT.findall(path.read_bytes())]
+    assert expected, f"{path.name} has no `# expect:` line"
+    assert sorted(findings_of(path)) == sorted(expected)
+
+
+@pytest.mark.parametrize("path", POSITIVE + SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_positive_profile(path: Path) -> None:
+    assert findings_of(path) == []
+
+
+def test_every_rule_has_a_failing_example() -> None:
+    from spark_compile.spec.rules import load_all
+
+    covered = {m.split()[1] if ":" in m.split()[0] else "" for p in NEGATIVE for m in
+               (x.decode() for x in _EXPECT.findall(p.read_bytes()))}
+    assert set(load_all()) - covered == set()
