@@ -194,6 +194,20 @@ def test_env_file_quirks_docker_keeps_quotes_systemd_strips_them() -> None:
     assert same == {"DOLLAR", "EMPTY", "HASH"}  # `$` is literal to both: no expansion in either reader
 
 
+@pytest.mark.parametrize(
+    ("text", "docker", "systemd"),
+    [
+        ("A= lead\n", {"A": " lead"}, {"A": "lead"}),  # leading blanks of a value: docker keeps them
+        ("\ufeffA=1\n", {"A": "1"}, {}),  # a BOM: docker strips it, systemd reads key "\ufeffA" (invalid)
+        ("A=1\r\nB=2\r\n", {"A": "1", "B": "2"}, {"A": "1", "B": "2"}),  # CRLF: both drop the CR
+        ("A=x=y\n", {"A": "x=y"}, {"A": "x=y"}),
+    ],
+)
+def test_env_file_more_differences(text: str, docker: dict[str, str], systemd: dict[str, str]) -> None:
+    assert docker_env_file(text) == docker
+    assert systemd_environment(text) == systemd
+
+
 def test_reference_env_means_the_same_to_docker_and_systemd() -> None:
     text = "".join(f"{item}\n" for item in REFERENCE_ENV)
     expected = dict(item.split("=", 1) for item in REFERENCE_ENV)
@@ -204,6 +218,8 @@ def test_reference_env_means_the_same_to_docker_and_systemd() -> None:
 def test_env_file_export_prefix_docker_refuses_systemd_ignores() -> None:
     with pytest.raises(ToolError, match="contains whitespaces"):
         docker_env_file("export A=1\n")
+    with pytest.raises(ToolError, match="contains whitespaces"):
+        docker_env_file("A\t=1\n")  # systemd: A=1
     warnings: list[str] = []
     assert systemd_environment("export A=1\nB=2\n", warnings=warnings) == {"B": "2"}
     assert len(warnings) == 1 and "export A" in warnings[0]
@@ -230,6 +246,9 @@ def test_env_file_export_prefix_docker_refuses_systemd_ignores() -> None:
 )
 def test_systemd_environment_parser_rules(text: str, expected: dict[str, str]) -> None:
     assert systemd_environment(text) == expected
+
+
+ENOENT = "No such file or directory"
 
 
 # -- systemd units --------------------------------------------------------------------------------------
@@ -269,10 +288,26 @@ def test_systemd_verify_missing_executable_without_auto_stubs() -> None:
     out = systemd_verify(
         {"sgl-rank0.service": RANK_UNIT}, extra_executables=["/usr/bin/docker"], stub_unit_executables=False
     )
-    assert (
-        out == "sgl-rank0.service: Command /etc/spark/rank0/docker-run.sh is not executable: "
-        "No such file or directory"
-    )
+    assert out == "sgl-rank0.service: Command /etc/spark/rank0/docker-run.sh is not executable: " + ENOENT
+
+
+def test_systemd_verify_template_and_instance() -> None:
+    template = RANK_UNIT.replace("rank0", "%i")
+    assert systemd_verify({"sgl@.service": template}, extra_executables=[]) == ""
+    units = {"sgl@rank0.service": template}
+    out = systemd_verify(units, extra_executables=["/usr/bin/docker"], stub_unit_executables=False)
+    assert out == "sgl@rank0.service: Command /etc/spark/rank0/docker-run.sh is not executable: " + ENOENT
+    bad = template.replace("RestartSec=10", "RestartSec=x")
+    assert "Failed to parse sec value" in systemd_verify({"sgl@.service": bad}, extra_executables=[])
+
+
+def test_systemd_verify_calls_do_not_leak_into_each_other() -> None:
+    needs_b = RANK_UNIT.replace("Wants=network-online.target", "Requires=b.service")
+    b_unit = "[Service]\nExecStart=/opt/b/run\n"
+    assert systemd_verify({"a.service": needs_b, "b.service": b_unit}, extra_executables=[]) == ""
+    assert "Unit b.service not found" in systemd_verify({"a.service": needs_b}, extra_executables=[])
+    out = systemd_verify({"b.service": b_unit}, extra_executables=[], stub_unit_executables=False)
+    assert out == "b.service: Command /opt/b/run is not executable: " + ENOENT
 
 
 def test_systemd_verify_drop_in_is_read() -> None:

@@ -1,6 +1,6 @@
 """Prove generated artifacts with the real tools: the docker CLI, systemd, shellcheck and bash.
 
-Every function runs a real program; nothing here re-implements what that program decides.
+Every function runs a real program; none re-implements a parser or a check of its own.
 
 * docker: :func:`docker_create_request` runs the docker CLI against :class:`FakeDockerd` and returns the
   exact ``POST /containers/create`` JSON; :func:`docker_env_file` is docker's ``--env-file`` parse read off
@@ -16,7 +16,6 @@ and skips it otherwise.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -85,13 +84,11 @@ def _run(
     *,
     env: Mapping[str, str],
     cwd: str | os.PathLike[str] | None = None,
-    input_bytes: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         list(argv),
         env=dict(env),
         cwd=cwd,
-        input=input_bytes,
         capture_output=True,
         timeout=TIMEOUT,
         check=False,
@@ -232,8 +229,8 @@ def shellcheck(path: str | os.PathLike[str]) -> str:
 
 
 _SHIM = """#!/bin/bash
-# Fake {name} for tests/support/tools.py: records argv as <argc>NUL<arg>NUL... and prints canned output.
-{{ printf '%s\\0' "{name}" "$#"; if (($#)); then printf '%s\\0' "$@"; fi; }} >> {log}
+# Fake {name} for tests/support/tools.py: appends NAME NUL ARGC NUL ARG1 NUL ... to the log, prints text.
+{{ printf '%s\\0' {name} "$#"; if (($#)); then printf '%s\\0' "$@"; fi; }} >> {log}
 printf '%s' {output}
 """
 
@@ -263,7 +260,7 @@ def bash_docker_calls(
         log.touch()
         for name, output in {"docker": "", **(stubs or {})}.items():
             shim = shims / name
-            text = _SHIM.format(name=name, log=shlex.quote(str(log)), output=shlex.quote(output))
+            text = _SHIM.format(name=shlex.quote(name), log=shlex.quote(str(log)), output=shlex.quote(output))
             shim.write_text(text)
             shim.chmod(0o755)
         run_env = _base_env(HOME=tmp, **(env or {}))
@@ -299,8 +296,3 @@ def bash_argv(
     if not calls:
         raise ToolError(f"{script_path} never ran docker (through PATH)")
     return calls[-1]
-
-
-def dump_json(obj: Any) -> str:
-    """Stable pretty JSON, for assertion messages."""
-    return json.dumps(obj, indent=2, sort_keys=True)
