@@ -127,7 +127,8 @@ def test_fake_dockerd_records_the_protocol() -> None:
     assert ("HEAD", "/_ping") in seen
     assert ("POST", "/containers/create") in seen
     assert any(m == "POST" and p.endswith("/start") for m, p in seen)
-    assert all(not p.startswith("/v1.") for _, p in seen)  # version prefix stripped
+    assert all(not p.startswith("/v1.") for _, p in seen)  # version prefix stripped ...
+    assert {r.version for r in d.requests if r.path == "/containers/create"} == {"1.50"}  # ... and kept
     assert creates[0]["name"] == "x" and creates[0]["body"]["Cmd"] == ["true"]
     assert proc.stdout.strip() == f"{1:064x}"  # `run -d` prints the Id the fake daemon made up
 

@@ -177,7 +177,23 @@ class _Handler(BaseHTTPRequestHandler):
 def _version_payload() -> dict[str, Any]:
     return {
         "Platform": {"Name": "Docker Engine - Community (fake)"},
-        "Components": [{"Name": "Engine", "Version": "28.2.2", "Details": {"ApiVersion": API_VERSION}}],
+        "Components": [
+            {
+                "Name": "Engine",
+                "Version": "28.2.2",
+                "Details": {
+                    "ApiVersion": API_VERSION,
+                    "MinAPIVersion": MIN_API_VERSION,
+                    "GitCommit": "fake",
+                    "GoVersion": "go1.24",
+                    "Os": "linux",
+                    "Arch": "amd64",
+                    "KernelVersion": os.uname().release,
+                    "Experimental": "false",
+                    "BuildTime": "2025-01-01T00:00:00.000000000+00:00",
+                },
+            }
+        ],
         "Version": "28.2.2",
         "ApiVersion": API_VERSION,
         "MinAPIVersion": MIN_API_VERSION,
