@@ -1,0 +1,118 @@
+"""The command line as a user meets it: exit codes, whole messages, and never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from conftest import REFERENCE_PROFILE, run_cli
+
+
+def test_check_reference_is_clean() -> None:
+    result = run_cli("check", "spec/profiles/dsv41-4spark.yaml")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "0 errors, 0 warnings in 1 profile\n", "")
+
+
+def test_check_prints_the_whole_finding(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"extends: {os.path.relpath(REFERENCE_PROFILE, tmp_path)}\nengine:\n  prot: 8210\n")
+    result = run_cli("check", str(bad))
+    assert result.returncode == 1
+    assert result.stdout == (
+        f"{bad}:3:3: SC101 error: unknown key 'prot' in engine\n"
+        "    3 |   prot: 8210\n"
+        "      |   ^\n"
+        "  hint: did you mean 'port'?\n"
+        "1 error, 0 warnings in 1 profile\n"
+    )
+    assert result.stderr == ""
+
+
+def test_check_json_and_github_formats() -> None:
+    path = "tests/profiles/negative/ep-not-dividing.yaml"
+    result = run_cli("check", path, "--format", "json")
+    assert result.returncode == 1
+    body = json.loads(result.stdout)
+    assert body["errors"] == 1 and body["warnings"] == 0 and body["profiles"] == 1
+    assert body["findings"] == [{
+        "rule": "SC201", "severity": "error", "file": path, "line": 3, "column": 18,
+        "message": "ep 3 does not divide tp 4", "hint": "use a divisor of 4", "via": [],
+    }]
+    github = run_cli("check", path, "--format", "github")
+    assert github.stdout == f"::error file={path},line=3,col=18,title=SC201::ep 3 does not divide tp 4 (use a divisor of 4)\n"
+
+
+def test_warnings_fail_only_with_strict() -> None:
+    path = "tests/profiles/negative/per-rank-restart.yaml"
+    assert run_cli("check", path).returncode == 0
+    assert run_cli("check", "--strict", path).returncode == 1
+
+
+def test_inherited_finding_names_the_child() -> None:
+    result = run_cli("check", "tests/profiles/negative/dspark-block-without-dspark.yaml")
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0] == (
+        "spec/profiles/dsv41-4spark.yaml:63:24: SC203 error: dspark_block_size is set but the algorithm is EAGLE")
+    assert "  inherited through: tests/profiles/negative/dspark-block-without-dspark.yaml" in result.stdout
+
+
+def test_missing_file_is_a_usage_error() -> None:
+    result = run_cli("check", "no/such/profile.yaml")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "spark-compile: error: no/such/profile.yaml: no such file\n"
+
+
+def test_directory_is_refused_cleanly() -> None:
+    result = run_cli("check", "spec")
+    assert result.returncode == 2
+    assert result.stderr == "spark-compile: error: spec: is a directory, expected a profile file\n"
+
+
+def test_bad_command_line() -> None:
+    result = run_cli("check")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("spark-compile check: the following arguments are required: profiles")
+    assert run_cli().returncode == 2
+
+
+def test_explain_and_rules() -> None:
+    explain = run_cli("explain", "sc201")
+    assert explain.returncode == 0
+    assert explain.stdout.startswith("SC201 (error): EP divides TP\n\nExpert parallelism splits the TP group")
+    assert "Bad:\n    engine: {parallel: {tp: 4, ep: 3}}\n" in explain.stdout
+    unknown = run_cli("explain", "SX401")
+    assert unknown.returncode == 2
+    assert unknown.stderr == "spark-compile: error: no rule 'SX401'; did you mean 'SC401'? (see `spark-compile rules`)\n"
+    rules = run_cli("rules").stdout.splitlines()
+    assert len(rules) >= 40
+    assert "SC401  error    TP ranks must fill the fleet's GPUs" in rules
+
+
+def test_plan_json_contract() -> None:
+    result = run_cli("plan", "spec/profiles/dsv41-4spark.yaml", "--json")
+    assert result.returncode == 0
+    plan = json.loads(result.stdout)
+    assert (plan["profile"], plan["release"]) == ("dsv41-4spark", "production-1.7.1")
+    assert [r["rank"] for r in plan["ranks"]] == [0, 1, 2, 3]
+    assert plan["start_order"] == [3, 2, 1, 0]
+    rank1 = plan["ranks"][1]
+    assert rank1["env"]["SPARK_ENGRAM_ROWS"] == "1:96001542:192003084,14:96004170:192008341"
+    assert rank1["env"]["HOST_IP"] == "192.0.2.12"
+    assert rank1["runtime_env"] == ["NCCL_IB_GID_INDEX", "B12X_ROCE_GID_INDEX"]
+    assert rank1["docker_argv"][:2] == ["docker", "run"]
+    assert "--node-rank" in rank1["docker_argv"] and rank1["docker_argv"][rank1["docker_argv"].index("--node-rank") + 1] == "1"
+
+
+def test_plan_of_a_broken_profile_prints_findings() -> None:
+    result = run_cli("plan", "tests/profiles/negative/ep-not-dividing.yaml", "--json")
+    assert result.returncode == 1
+    assert result.stdout.startswith("tests/profiles/negative/ep-not-dividing.yaml:3:18: SC201 error:")
+
+
+def test_flags_lists_the_registry() -> None:
+    from spark_compile.overlay.registry import FLAGS
+
+    body = json.loads(run_cli("flags", "--json").stdout)
+    assert [f["name"] for f in body["flags"]] == [f.name for f in FLAGS]
