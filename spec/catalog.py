@@ -1,8 +1,9 @@
 """Typed read-only access to the catalogs in spec/catalogs/: engine flags, engine env vars, NCCL env vars.
 
 This sits on the pre-commit hot path, so importing it does no I/O, compiles no regex and imports only
-light standard-library modules: a catalog's JSON is read on first use and cached. Every check returns
-one sentence saying what was expected, or None when the value is fine.
+light standard-library modules: a catalog's JSON is read on first use and cached. The dataclasses skip
+generated __eq__/__hash__ (identity is enough for cached catalogs) because building them costs import
+time. Every check returns one sentence saying what was expected, or None when the value is fine.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def _close(word: str, candidates: Sequence[str]) -> list[str]:
     import difflib
 
     other_case = [c for c in candidates if c.casefold() == word.casefold() and c != word]
-    return other_case + [c for c in difflib.get_close_matches(word, candidates, n=3) if c not in other_case]
+    close = difflib.get_close_matches(word, candidates, n=3, cutoff=0.75)  # 0.6 pairs NCCL_NET, NCCL_MNNVL
+    return other_case + [c for c in close if c not in other_case]
 
 
 def _make(cls: type[T], data: Mapping[str, Any], **converted: Any) -> T:
@@ -112,15 +114,17 @@ _CONVERTERS: dict[str, tuple[str, Callable[[str], Any]]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EngineFlag:
+    """One command-line flag of the engine, as argparse declares it."""
+
     dest: str
     options: tuple[str, ...]
     kind: str  # int | float | str | bool | json | other
     action: str  # store | store_true | store_false | boolean_optional | append | count | other
     nargs: str | int | None
     choices: tuple[Any, ...] | None
-    default: Any = field(compare=False)
+    default: Any
     deprecated: bool
     replacement: str | None
     help: str
@@ -151,13 +155,15 @@ class EngineFlag:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EngineCatalog:
+    """Every flag one engine release accepts, indexed by option string."""
+
     name: str
     package: str
     version: str
     flags: tuple[EngineFlag, ...]
-    by_option: Mapping[str, EngineFlag] = field(repr=False, compare=False)
+    by_option: Mapping[str, EngineFlag] = field(repr=False)
 
     def lookup(self, option: str) -> EngineFlag | None:
         return self.by_option.get(option)
@@ -193,21 +199,25 @@ def parse_engine_catalog(data: Mapping[str, Any]) -> EngineCatalog:
 _SGLANG_BOOLS = frozenset({"true", "1", "yes", "y", "false", "0", "no", "n"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EnvVar:
+    """One environment variable the engine reads."""
+
     name: str
     kind: str  # bool | int | float | str | other
-    default: Any = field(compare=False)
+    default: Any
     deprecated: bool
     replacement: str | None
     source: str  # environ.py (typed, declared in class Envs) | os.environ (read ad hoc elsewhere)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EnvCatalog:
+    """Every environment variable one engine release reads, indexed by name."""
+
     name: str
     variables: tuple[EnvVar, ...]
-    by_name: Mapping[str, EnvVar] = field(repr=False, compare=False)
+    by_name: Mapping[str, EnvVar] = field(repr=False)
 
     def lookup(self, name: str) -> EnvVar | None:
         return self.by_name.get(name)
@@ -241,8 +251,10 @@ def parse_env_catalog(data: Mapping[str, Any]) -> EnvCatalog:
 
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class NcclVar:
+    """One environment variable of the NCCL fact table, typed by the parser that reads it."""
+
     name: str
     kind: str  # the parser family, a key of _CHECKS (or "other"/"string"/"plugin": not checked)
     default: str | None
@@ -266,22 +278,26 @@ class NcclVar:
         return self.source in ("nccl", "gloo")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class NcclFamily:
+    """A name prefix read by an NCCL plugin or library rather than libnccl itself."""
+
     prefix: str
     source: str
     doc: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class NcclCatalog:
+    """The NCCL variables of one release, with the token sets NCCL_ALGO and NCCL_PROTO use."""
+
     name: str
     variables: tuple[NcclVar, ...]
     families: tuple[NcclFamily, ...]
     collectives: tuple[str, ...]
     algorithms: tuple[str, ...]
     protocols: tuple[str, ...]
-    by_name: Mapping[str, NcclVar] = field(repr=False, compare=False)
+    by_name: Mapping[str, NcclVar] = field(repr=False)
 
     def lookup(self, name: str) -> NcclVar | None:
         return self.by_name.get(name)
@@ -299,7 +315,7 @@ class NcclCatalog:
             return f"{name} is not a variable NCCL reads" + (f"; did you mean {hint[0]}?" if hint else ".")
         if var is None or not var.is_read:
             return None  # libnccl 2.30.7 never parses the value; the name itself is the finding
-        if value != value.strip():
+        if value != value.strip() and var.kind != "timefmt":  # a timestamp prefix may well end in a space
             return f"{name} takes a value without surrounding spaces; got {value!r}."
         if not value:
             return None if var.empty_ok else f"{name} takes a value; an empty one means unset, so drop it."
@@ -320,7 +336,6 @@ def parse_nccl_catalog(data: Mapping[str, Any]) -> NcclCatalog:
 # parser would silently misread as well as what it rejects. All return "NAME takes <expected>; ...".
 
 Check = Callable[[NcclCatalog, NcclVar, str], str | None]
-_HEX = "0123456789abcdefABCDEF"
 
 
 def _is_decimal(text: str) -> bool:
@@ -330,17 +345,13 @@ def _is_decimal(text: str) -> bool:
 
 def _strtoll(text: str) -> int:
     """What C's strtoll(text, NULL, 0) returns: it stops quietly at the first character it cannot use."""
-    s = text.lstrip()
-    sign = -1 if s.startswith("-") else 1
-    s = s[1:] if s[:1] in ("-", "+") and s else s
-    base = 16 if s[:2] in ("0x", "0X") and s[2:3] and s[2] in _HEX else 8 if s.startswith("0") else 10
-    number = 0
-    for ch in s[2:] if base == 16 else s:
-        digit = int(ch, 16) if ch in _HEX else base
-        if digit >= base:
-            break
-        number = number * base + digit
-    return sign * number
+    import re
+
+    # Every part is optional, so the pattern always matches once (text with no digits reads as 0).
+    pattern = r"^\s*([+-]?)(?:0[xX]([\da-fA-F]+)|(0[0-7]*)|([1-9]\d*))?"
+    sign, hexa, octal, decimal = re.findall(pattern, text)[0]
+    number = int(hexa, 16) if hexa else int(octal, 8) if octal else int(decimal) if decimal else 0
+    return -number if sign == "-" else number
 
 
 def _check_int(cat: NcclCatalog, var: NcclVar, value: str) -> str | None:
@@ -398,7 +409,7 @@ def _device_list(var: NcclVar, value: str) -> str | None:
     for entry in (value if var.kind == "ifnames" else value.removeprefix("^").removeprefix("=")).split(","):
         name, *fields = entry.split(":")
         if entry[:1] in ("^", "="):
-            where = "no ^ or = flags" if var.kind == "ifnames" else "^ and = once each, at the very start, ^ first"
+            where = "no ^ or = flags" if var.kind == "ifnames" else "^ and = once each, at the start, ^ first"
             return f"{var.name} takes {where}; got {value!r}."
         if not name:
             return f"{var.name} takes a name in every comma-separated entry; got {value!r}."
@@ -425,6 +436,15 @@ def _check_cidr(cat: NcclCatalog, var: NcclVar, value: str) -> str | None:
     return f"{var.name} takes an address range such as 192.0.2.0/24; NCCL ignores {value!r}."
 
 
+def _check_uint64(cat: NcclCatalog, var: NcclVar, value: str) -> str | None:
+    digits, base = (value[2:], 16) if value[:2] in ("0x", "0X") else (value, 10)
+    try:  # isalnum() keeps out the signs, spaces and underscores int() would let through
+        ok = digits.isascii() and digits.isalnum() and int(digits, base) < 2**64
+    except ValueError:
+        ok = False
+    return None if ok else f"{var.name} takes a whole number in decimal or 0x hex below 2^64; got {value!r}."
+
+
 def _check_paramlist(cat: NcclCatalog, var: NcclVar, value: str) -> str | None:
     for item in value.split(","):
         known = cat.by_name.get(item)
@@ -442,8 +462,6 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
     "bitset": (r"\^?(?:CHOICES)(?:,(?:CHOICES))*", "a comma list of CHOICES, optionally after one leading ^"),
     "ctapolicy": (r"[012]|(?:CHOICES)(?:\|(?:CHOICES))*", "CHOICES joined by |, or an older digit 0, 1 or 2"),
     "bool": (r"[01]|(?i:t|f|true|false)", "1, 0, T, F, TRUE or FALSE"),
-    "uint64": (r"\d{1,19}|1[0-7]\d{18}|18[0-3]\d{17}|0[xX][0-9a-fA-F]{1,16}",  # 20 digits may pass 2^64
-               "a whole number in decimal or 0x hex below 2^64"),
     "netdevs": (r"(?i:AUTO|ALL|MAX:0*[1-9]\d*)", "AUTO, ALL or MAX:N with N a whole number above 0"),
     "hostport": (rf"(?:\[[0-9A-Fa-f:.]+\]|[^\s:\[\]]+):{_PORT}", "host:port, an IPv6 address as [addr]:port"),
     "cpuset": (r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*", "CPU numbers and ranges such as 0-3,8"),
@@ -472,5 +490,6 @@ _CHECKS: dict[str, Check] = {
     **dict.fromkeys(("proto", "algo"), _check_collectives),
     **dict.fromkeys(("iflist", "hcalist", "ifnames", "mergegroups"), _check_device_list),
     "cidr": _check_cidr,
+    "uint64": _check_uint64,
     "paramlist": _check_paramlist,
 }

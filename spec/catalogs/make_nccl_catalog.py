@@ -30,7 +30,7 @@ INT32 = (-(2**31), 2**31 - 1)
 
 def clean(text: str) -> str:
     """Markdown cell text as plain text: no emphasis, no code ticks, ASCII minus signs."""
-    text = text.replace("\\|", "|").replace("−", "-")  # noqa: RUF001 - the table uses U+2212
+    text = text.replace("\\|", "|").replace("\u2212", "-")  # the table writes negatives with U+2212
     text = text.replace("*(internal)*", "(internal)")
     return re.sub(r"\*\*|`", "", text).strip()
 
@@ -78,7 +78,8 @@ def since_of(meaning: str, note: str) -> str | None:
     first_seen = re.search(r"first seen at v(\d+\.\d+)", text)
     if first_seen:
         return first_seen.group(1)
-    found = re.findall(r"since (2\.\d+(?:\.\d+)?)", text) + re.findall(r"new in (2\.\d+(?:\.\d+)?)", clean(note))
+    found = re.findall(r"since (2\.\d+(?:\.\d+)?)", text)
+    found += re.findall(r"new in (2\.\d+(?:\.\d+)?)", clean(note))
     found += re.findall(r"\b(2\.\d+(?:\.\d+)?)\+", text)
     found += re.findall(r"\((?:experimental, )?(2\.\d+(?:\.\d+)?)\)", text)
     return min(found, key=version_key) if found else None
@@ -104,7 +105,8 @@ def default_of(cell: str) -> str | None:
 
 def backticked(cell: str) -> list[str]:
     chunks = re.findall(r"`([^`]+)`", cell.replace("\\|", "|"))
-    return [word for chunk in chunks for word in re.split(r"[|\s]+", chunk) if re.fullmatch(r"\w[\w:]*", word)]
+    words = [word for chunk in chunks for word in re.split(r"[|\s]+", chunk)]
+    return [word for word in words if re.fullmatch(r"\w[\w:]*", word)]
 
 
 def int_range(vtype: str) -> tuple[int | None, int | None]:
@@ -131,9 +133,9 @@ def kind_of(name: str, vtype: str, prose2: str) -> tuple[str, list[str] | None, 
     vtype = clean(vtype)
     numbers = re.fullmatch(r"(?:enum|int) (\d+)(?: \([^)]*\))?((?: ?\| ?\d+(?: \([^)]*\))?)+)", vtype)
     if numbers or vtype == "int (1 or 2)":
-        # "enum 1 (send side) | 2 (receive side)" names the values outside the brackets, "int (1 or 2)" inside.
-        choices = re.findall(r"\b\d+\b", re.sub(r"\([^)]*\)", "", vtype) if numbers else vtype)
-        return ("tristate" if choices == ["0", "1", "2"] else "int"), choices, False
+        # "enum 1 (send side) | 2 (receive side)" has the values outside brackets, "int (1 or 2)" inside.
+        values = re.findall(r"\b\d+\b", re.sub(r"\([^)]*\)", "", vtype) if numbers else vtype)
+        return ("tristate" if values == ["0", "1", "2"] else "int"), values, False
     table: list[tuple[str, str]] = [
         ("protocol list", "proto"), ("algorithm list", "algo"), ("interface list", "iflist"),
         ("device list", "hcalist"), ("path level", "pathlevel"), ("CIDR", "cidr"), ("host:port", "hostport"),
@@ -303,7 +305,8 @@ def main(argv: list[str]) -> int:
     kinds: dict[str, int] = {}
     for var in catalog["variables"]:
         kinds[var["kind"]] = kinds.get(var["kind"], 0) + 1
-    print(f"{out}: {len(catalog['variables'])} variables; " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
+    counts = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
+    print(f"{out}: {len(catalog['variables'])} variables; {counts}")
     return 0
 
 
