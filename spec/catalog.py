@@ -250,7 +250,6 @@ def parse_env_catalog(data: Mapping[str, Any]) -> EnvCatalog:
     return EnvCatalog(data["catalog"], variables, {v.name: v for v in variables})
 
 
-
 @dataclass(frozen=True, eq=False)
 class NcclVar:
     """One environment variable of the NCCL fact table, typed by the parser that reads it."""
