@@ -153,6 +153,11 @@ def subnet_prefix(profile: Profile) -> int:
     return ipaddress.IPv4Network(profile.fleet.fabric.subnet).prefixlen
 
 
+def fraction_text(value: float) -> str:
+    """A fraction as operators write it: two decimals (0.80) unless it needs more (0.875)."""
+    return f"{value:.2f}" if round(value, 2) == value else repr(value)
+
+
 def _flag(name: str, value: object) -> list[str]:
     return [] if value is None else [name, str(value)]
 
@@ -182,7 +187,7 @@ def engine_argv(profile: Profile, rank: int) -> list[str]:
     argv += ["--host", eng.host, "--port", str(eng.port)]
     argv += _flag("--attention-backend", eng.backends.attention) + _flag("--moe-runner-backend", eng.backends.moe_runner)
     argv += _flag("--fp8-gemm-backend", eng.backends.fp8_gemm)
-    argv += ["--mem-fraction-static", repr(limits.mem_fraction_static),
+    argv += ["--mem-fraction-static", fraction_text(limits.mem_fraction_static),
              "--chunked-prefill-size", str(limits.chunked_prefill_size),
              "--context-length", str(limits.context_length),
              "--max-running-requests", str(limits.max_running_requests)]

@@ -48,7 +48,7 @@ exec docker run \
   --attention-backend dsv4 \
   --moe-runner-backend flashinfer_mxfp4 \
   --fp8-gemm-backend flashinfer_cutlass \
-  --mem-fraction-static 0.8 \
+  --mem-fraction-static 0.80 \
   --chunked-prefill-size 2048 \
   --context-length 524288 \
   --max-running-requests 16 \
