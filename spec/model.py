@@ -286,6 +286,51 @@ class Deploy(Section):
     """Preflight: seconds between two looks for a free GPU."""
 
 
+class Watchdog(Section):
+    """The head's watchdog: probes, busy grace, fleet-wide relaunch (defaults from the peer's watchdog.sh)."""
+
+    enabled: bool = True
+    """Generate and install the watchdog service and timer on the head."""
+    interval_seconds: Annotated[int, Field(ge=5)] = 60
+    """Seconds between two checks."""
+    fail_threshold: Positive = 3
+    """Consecutive failed checks that trigger a relaunch."""
+    probe_timeout_seconds: Positive = 45
+    """Timeout of the short chat request of a check."""
+    busy_grace_seconds: Annotated[int, Field(ge=0)] = 600
+    """A probe timing out while /health answers counts as busy; only a busy spell longer than this fails."""
+    ready_timeout_seconds: Positive = 3600
+    """How long a relaunch may take to become healthy."""
+    relaunch_limit: Positive = 3
+    """Relaunches before the watchdog gives up with GIVING UP."""
+
+
+class Smoke(Section):
+    """Answer-checking smoke tests run against the head after a boot."""
+
+    needle_tokens: list[Positive] = [32768, 131072]
+    """Prompt sizes of the needle test; sizes above the context length are skipped with a note."""
+    image: bool = True
+    """Ask an image question with a known answer (the model must take images)."""
+    tools: bool = True
+    """Ask for a tool call and check it comes back well formed."""
+    request_timeout_seconds: Positive = 600
+    """Timeout of one smoke request."""
+
+
+class Operations(Section):
+    """Fleet operations: launcher, post-boot verification, smoke tests, watchdog."""
+
+    health_timeout_seconds: Positive = 2400
+    """How long the launcher waits for /health after starting the head (boots take ~10 minutes)."""
+    log_dir: HomePath = "sgl-logs"
+    """Where the launcher and the watchdog keep logs and postmortems on the head (relative to home)."""
+    watchdog: Watchdog = Watchdog()
+    """The head's watchdog."""
+    smoke: Smoke = Smoke()
+    """Smoke tests."""
+
+
 class Profile(Section):
     """A deployment profile: one model served by SGLang across a fleet."""
 
@@ -315,6 +360,8 @@ class Profile(Section):
     """SPARK_* overlay flags; unset keys leave the hook's default in force."""
     deploy: Deploy = Deploy()
     """Install locations on the nodes."""
+    operations: Operations = Operations()
+    """Launcher, verification, smoke tests and watchdog."""
 
     @field_validator("hardware")
     @classmethod
