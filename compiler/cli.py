@@ -39,8 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("profiles", type=Path, nargs="+")
     check.add_argument("--format", choices=("text", "json", "github"), default="text")
     check.add_argument("--strict", action="store_true", help="warnings fail the check too")
-    check.add_argument("--generated", type=Path, nargs="?", const=Path("generated"), default=None,
-                       help="also fail when the committed output under this root (default generated/) is stale")
+    check.add_argument("--generated", action="store_true",
+                       help="also fail when the committed output of each profile is stale (drift)")
+    check.add_argument("--out", type=Path, default=None,
+                       help="with --generated: the output root (default: generated/ beside spec/)")
     plan = sub.add_parser("plan", help="print the launch plan")
     plan.add_argument("profile", type=Path)
     plan.add_argument("--json", action="store_true", help="machine-readable plan (the default form)")
@@ -85,10 +87,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         findings += [outcome] if isinstance(outcome, Finding) else outcome.findings
     sys.stdout.write(render(findings, args.format, len(args.profiles)))
     status = EXIT_FINDINGS if has_errors(findings, strict=args.strict) else EXIT_OK
-    if args.generated is not None and status == EXIT_OK:
+    if args.generated and status == EXIT_OK:
         from .drift import check_drift
 
-        status = check_drift(args.profiles, args.generated)
+        status = check_drift(args.profiles, args.out)
     return status
 
 

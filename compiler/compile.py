@@ -18,10 +18,13 @@ SCHEMA_FILE = "profile.schema.json"
 
 def default_out(profile_path: Path) -> Path:
     """generated/ at the top of the project the profile lives in (beside spec/), else beside the profile."""
-    for parent in profile_path.resolve().parents:
-        if (parent / "spec").is_dir() and (parent / "generated").is_dir():
-            return parent / "generated"
-    return profile_path.resolve().parent / "generated"
+    found = next((parent / "generated" for parent in profile_path.resolve().parents
+                  if (parent / "spec").is_dir() and (parent / "generated").is_dir()),
+                 profile_path.resolve().parent / "generated")
+    try:
+        return found.relative_to(Path.cwd())
+    except ValueError:
+        return found
 
 
 def source_digests(validated: Validated, out_root: Path) -> list[tuple[str, str]]:
@@ -34,12 +37,16 @@ def source_digests(validated: Validated, out_root: Path) -> list[tuple[str, str]
     return digests
 
 
+def rendered_files(validated: Validated) -> list[Artifact]:
+    """Every file of the profile's directory except MANIFEST.json, rendered in memory."""
+    profile = validated.profile
+    return render_plan(build_plan(profile), profile)
+
+
 def artifacts(validated: Validated, out_root: Path) -> list[Artifact]:
     """Every file of the profile's directory, MANIFEST.json included."""
-    profile = validated.profile
-    plan = build_plan(profile)
-    files = render_plan(plan, profile)
-    return [*files, manifest(files, source_digests(validated, out_root), profile.name)]
+    files = rendered_files(validated)
+    return [*files, manifest(files, source_digests(validated, out_root), validated.profile.name)]
 
 
 def compile_profile(validated: Validated, profile_path: Path, out: Path | None) -> int:

@@ -1,0 +1,184 @@
+"""Releases as profile diffs: the production history, the diff command, drift checks, pre-commit."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_cli
+
+RELEASES = ROOT / "spec" / "profiles" / "releases"
+TAGS = ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.7.1"]
+
+
+def test_each_release_extends_its_predecessor() -> None:
+    for older, newer in zip(TAGS, TAGS[1:], strict=False):
+        text = (RELEASES / f"production-{newer}.yaml").read_text()
+        assert f"extends: production-{older}.yaml\n" in text
+        assert f"release: production-{newer}\n" in text
+
+
+def test_reference_profile_resolves_to_the_newest_release() -> None:
+    ours = run_cli("plan", "spec/profiles/dsv41-4spark.yaml", "--json")
+    newest = run_cli("plan", "spec/profiles/releases/production-1.7.1.yaml", "--json")
+    assert ours.returncode == newest.returncode == 0
+    assert json.loads(ours.stdout) == json.loads(newest.stdout)
+
+
+def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
+    result = run_cli("diff", "spec/profiles/releases/production-1.7.yaml", "spec/profiles/releases/production-1.7.1.yaml")
+    assert result.returncode == 1
+    r = "spec/profiles/releases/production-"
+    assert result.stdout == (
+        "profile: 10 changes\n"
+        f"  release: production-1.7 → production-1.7.1  ({r}1.7.1.yaml:6)\n"
+        "  engine.image: aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7 → "
+        f"aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7.1  ({r}1.7.1.yaml:8)\n"
+        f"  engine.speculative.dspark_block_size: 15 → 5  ({r}1.7.1.yaml:10)\n"
+        f"  engine.env.CUDA_LOG_FILE: stderr → (unset)  ({r}1.6.yaml:12)\n"
+        f"  engine.env.SGLANG_RAGGED_VERIFY_MODE: compact → (unset)  ({r}1.7.yaml:13)\n"
+        f"  overlay.lookup_draft: true → (unset)  ({r}1.7.yaml:15)\n"
+        f"  overlay.lookup_mode: wide → (unset)  ({r}1.7.yaml:16)\n"
+        f"  overlay.lookup_sync_gate: true → (unset)  ({r}1.7.yaml:17)\n"
+        f"  overlay.lookup_narrow_slots: true → (unset)  ({r}1.7.yaml:18)\n"
+        f"  overlay.lookup_fused_c2: true → (unset)  ({r}1.7.yaml:19)\n"
+        "artifacts: 9 changes\n"
+        "  ranks 0-3 docker: image aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7 → "
+        "aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7.1\n"
+        "  ranks 0-3 engine: --speculative-dspark-block-size 15 → 5\n"
+        "  ranks 0-3 engine.env: CUDA_LOG_FILE stderr → (unset)\n"
+        "  ranks 0-3 engine.env: SGLANG_RAGGED_VERIFY_MODE compact → (unset)\n"
+        "  ranks 0-3 overlay.env: SPARK_LOOKUP_DRAFT 1 → (unset)\n"
+        "  ranks 0-3 overlay.env: SPARK_LOOKUP_MODE wide → (unset)\n"
+        "  ranks 0-3 overlay.env: SPARK_LOOKUP_SYNC_GATE 1 → (unset)\n"
+        "  ranks 0-3 overlay.env: SPARK_LOOKUP_NARROW_SLOTS 1 → (unset)\n"
+        "  ranks 0-3 overlay.env: SPARK_LOOKUP_FUSED_C2 1 → (unset)\n"
+    )
+
+
+def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
+    result = run_cli("diff", "spec/profiles/releases/production-1.1.yaml", "spec/profiles/releases/production-1.2.yaml")
+    assert result.returncode == 1
+    r = "spec/profiles/releases/production-"
+    # SPARK_ENGRAM_MAX_IDS stays 65536: the 2048-token chunk dominates max(chunk, 8 x requests).
+    assert result.stdout == (
+        "profile: 4 changes\n"
+        f"  release: production-1.1 → production-1.2  ({r}1.2.yaml:5)\n"
+        "  engine.image: aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1 → "
+        f"aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2  ({r}1.2.yaml:7)\n"
+        f"  engine.limits.max_running_requests: 8 → 16  ({r}1.2.yaml:9)\n"
+        f"  overlay.engram_early: (unset) → true  ({r}1.2.yaml:11)\n"
+        "artifacts: 4 changes\n"
+        "  ranks 0-3 overlay.env: SPARK_ENGRAM_EARLY (unset) → 1\n"
+        "  ranks 0-3 docker: image aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1 → "
+        "aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2\n"
+        "  ranks 0-3 engine: --max-running-requests 8 → 16\n"
+        "  ranks 0-3 engine: --cuda-graph-max-bs-decode 8 → 16\n"
+    )
+
+
+def test_identical_profiles_diff_empty_with_exit_0() -> None:
+    result = run_cli("diff", "spec/profiles/dsv41-4spark.yaml", "spec/profiles/releases/production-1.7.1.yaml")
+    assert (result.returncode, result.stdout) == (0, "profile: 0 changes\nartifacts: 0 changes\n")
+
+
+def test_diff_json_and_unified() -> None:
+    result = run_cli("diff", "--format", "json", "--unified", "spec/profiles/releases/production-1.4.yaml",
+                     "spec/profiles/releases/production-1.5.yaml")
+    assert result.returncode == 1
+    body = json.loads(result.stdout)
+    assert body["identical"] is False
+    assert {"path": "overlay.late_tail_skip_all", "old": None, "new": True, "old_origin": None,
+            "new_origin": "spec/profiles/releases/production-1.5.yaml:8"} in body["profile"]
+    assert {"ranks": [0, 1, 2, 3], "file": "overlay.env", "name": "SPARK_LATE_TAIL_SKIP_ALL", "old": None,
+            "new": "1"} in body["artifacts"]
+    assert "+SPARK_LATE_TAIL_SKIP_ALL=1\n" in body["unified"]
+    assert "--- a/0-spark-0/overlay.env\n+++ b/0-spark-0/overlay.env\n" in body["unified"]
+
+
+def test_diff_against_a_git_revision(tmp_path: Path) -> None:
+    repo = tmp_path / "infra"
+    shutil.copytree(ROOT / "spec" / "profiles", repo / "spec" / "profiles")
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=repo,
+                       check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "production-1.7.1")
+    profile = repo / "spec" / "profiles" / "dsv41-4spark.yaml"
+    profile.write_text(profile.read_text().replace("max_running_requests: 16", "max_running_requests: 24"))
+    git("commit", "-qam", "raise the request cap")
+    result = run_cli("diff", "HEAD~1:spec/profiles/dsv41-4spark.yaml", "spec/profiles/dsv41-4spark.yaml", cwd=repo)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.splitlines()[:2] == [
+        "profile: 1 change",
+        "  engine.limits.max_running_requests: 16 → 24  (spec/profiles/dsv41-4spark.yaml:71)",
+    ]
+    assert "  ranks 0-3 overlay.env: SPARK_ENGRAM_MAX_IDS 65536 → 98304" not in result.stdout  # 2048 still wins
+    assert "  ranks 0-3 engine: --cuda-graph-max-bs-decode 16 → 24" in result.stdout
+    missing = run_cli("diff", "HEAD~5:spec/profiles/dsv41-4spark.yaml", "spec/profiles/dsv41-4spark.yaml", cwd=repo)
+    assert missing.returncode == 2
+    assert "HEAD~5" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def _copy_project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(ROOT / "spec" / "profiles", root / "spec" / "profiles")
+    shutil.copytree(ROOT / "generated", root / "generated")
+    return root
+
+
+def test_drift_names_edited_missing_and_extra_files(tmp_path: Path) -> None:
+    root = _copy_project(tmp_path)
+    assert run_cli("check", "--generated", "spec/profiles/dsv41-4spark.yaml", cwd=root).returncode == 0
+    out = root / "generated" / "dsv41-4spark"
+    (out / "0-spark-0" / "nccl.env").write_text((out / "0-spark-0" / "nccl.env").read_text() + "NCCL_DEBUG=INFO\n")
+    (out / "2-spark-2" / "preflight.sh").unlink()
+    (out / "3-spark-3" / "hotfix.env").write_text("X=1\n")
+    result = run_cli("check", "--generated", "spec/profiles/dsv41-4spark.yaml", cwd=root)
+    assert result.returncode == 1
+    assert result.stdout == (
+        "0 errors, 0 warnings in 1 profile\n"
+        "generated/dsv41-4spark/0-spark-0/nccl.env: differs from what spec/profiles/dsv41-4spark.yaml produces\n"
+        "generated/dsv41-4spark/2-spark-2/preflight.sh: missing (the profile produces it)\n"
+        "generated/dsv41-4spark/3-spark-3/hotfix.env: extra (not produced by spec/profiles/dsv41-4spark.yaml)\n"
+        "drift: 3 files stale; run `spark-compile` on spec/profiles/dsv41-4spark.yaml and commit the result\n"
+    )
+
+
+def test_repository_generated_output_is_current() -> None:
+    result = run_cli("check", "--generated", "spec/profiles/dsv41-4spark.yaml")
+    assert result.returncode == 0, result.stdout
+
+
+
+def test_pre_commit_hooks_in_an_infra_repo(tmp_path: Path) -> None:
+    tool = shutil.which("pre-commit")
+    if tool is None:
+        pytest.fail("pre-commit is not installed (it is a dev dependency)")
+    repo = _copy_project(tmp_path)
+    env = {"PRE_COMMIT_HOME": str(tmp_path / "cache"), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e.invalid",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e.invalid"}
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+
+    def hooks(*files: str) -> subprocess.CompletedProcess[str]:
+        import os
+
+        return subprocess.run([tool, "try-repo", str(ROOT), "spark-compile-check", "--files", *files],
+                              cwd=repo, env={**os.environ, **env}, capture_output=True, text=True, check=False)
+
+    clean = hooks("spec/profiles/dsv41-4spark.yaml")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    broken = repo / "spec" / "profiles" / "broken.yaml"
+    broken.write_text("extends: dsv41-4spark.yaml\nengine:\n  prot: 8210\n")
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+    failed = hooks("spec/profiles/broken.yaml")
+    assert failed.returncode == 1
+    assert "spec/profiles/broken.yaml:3:3: SC101 error: unknown key 'prot' in engine" in failed.stdout
