@@ -13,6 +13,8 @@ from .spec.model import Profile
 EngramSource = Literal["shards", "local"]
 ENV_FILES = ("engine.env", "nccl.env", "overlay.env")
 RUNTIME_ENV = "runtime.env"
+SECRETS_MOUNT = "/run/spark-secrets"  # where the engine config with the API key appears in the container
+ENGINE_SECRETS = "engine-secrets.yaml"
 
 
 @dataclass(frozen=True)
@@ -255,6 +257,11 @@ def _docker_options(profile: Profile) -> list[str]:
     return argv + _flag("--oom-score-adj", box.oom_score_adj)
 
 
+def secrets_dir(profile: Profile) -> str:
+    """The node folder (under the runtime dir) where the engine's secret config is written at start."""
+    return f"{profile.deploy.runtime_dir}/{profile.name}/secrets"
+
+
 def unit_name(profile: Profile) -> str:
     """The systemd unit of every rank."""
     return profile.deploy.unit_name or f"sglang-{profile.name}.service"
@@ -271,8 +278,12 @@ def _rank(profile: Profile, rank: int, install: str, runtime_path: str) -> RankP
     names = {name for f in files for name, _ in f.values}
     runtime = tuple(name for name in ("NCCL_IB_GID_INDEX", "B12X_ROCE_GID_INDEX")
                     if gid_index is None and (name == "NCCL_IB_GID_INDEX" or "B12X_ROCE_HCA" in names))
+    runtime += tuple(profile.secrets.env)
     mounts = _mounts(profile, rank)
     engine = engine_argv(profile, rank)
+    if profile.secrets.api_key is not None:
+        mounts += (Mount(secrets_dir(profile), SECRETS_MOUNT, True),)
+        engine += ["--config", f"{SECRETS_MOUNT}/{ENGINE_SECRETS}"]
     launcher = profile.engine.launcher
     argv = ["docker", "run", *_docker_options(profile)]
     for mount in mounts:

@@ -15,7 +15,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .plan import LaunchPlan, RankPlan
+from .plan import ENGINE_SECRETS, LaunchPlan, RankPlan, secrets_dir
 from .spec.envfile import env_value_problem
 
 if TYPE_CHECKING:
@@ -94,10 +94,23 @@ def ipv4_mapped_gid(ip: str) -> str:
     return f"ffff:{a:02x}{b:02x}:{c:02x}{d:02x}"
 
 
+def _secret_source(ref: Any) -> dict[str, str]:
+    return {"kind": "file", "source": ref.file} if ref.file is not None else {"kind": "env", "source": ref.env}
+
+
+def secrets_context(profile: Profile) -> dict[str, Any]:
+    """Where each secret is read on the node: (name, {kind, source}) pairs and the API key's source."""
+    secrets = profile.secrets
+    return {"secret_env": [(name, _secret_source(ref)) for name, ref in secrets.env.items()],
+            "api_key": _secret_source(secrets.api_key) if secrets.api_key is not None else None,
+            "secrets_dir": secrets_dir(profile), "engine_secrets": ENGINE_SECRETS}
+
+
 def rank_artifacts(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> list[Artifact]:
     """The files of one rank: env files, docker-run.sh, preflight.sh and the systemd unit."""
     ctx = {"plan": plan, "rank": rank, "profile": profile, "gid_suffix": ipv4_mapped_gid(rank.fabric_ip),
-           "first_hca": profile.fleet.fabric.rdma_devices[0], "deploy": profile.deploy}
+           "first_hca": profile.fleet.fabric.rdma_devices[0], "deploy": profile.deploy,
+           **secrets_context(profile)}
     base = rank.directory
     files = [Artifact(f"{base}/{env_file.name}", _render("env.j2", env_file=env_file, **ctx))
              for env_file in rank.env_files]

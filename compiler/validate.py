@@ -169,6 +169,14 @@ def _present(resolved: Resolved) -> Any:
     return present
 
 
+def _redacted(finding: Finding, secret: str) -> Finding:
+    if not secret:
+        return finding
+    from dataclasses import replace
+
+    return replace(finding, source_line=finding.source_line.replace(secret, "(redacted)"))
+
+
 def validate(resolved: Resolved) -> Validated:
     """Schema first; only a profile that passes it meets the cross-field and catalog rules."""
     from .plan import build_plan
@@ -182,7 +190,8 @@ def validate(resolved: Resolved) -> Validated:
     load_all()
     context = Context(profile, lambda: build_plan(profile), _present(resolved))
     findings = [
-        locate(resolved, hit.path, hit.rule, RULES[hit.rule].severity, hit.message, hit.hint, at_key=hit.at_key)
+        _redacted(locate(resolved, hit.path, hit.rule, RULES[hit.rule].severity, hit.message, hit.hint,
+                         at_key=hit.at_key), hit.redact)
         for _, check in CHECKS
         for hit in check(context)
     ]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from .fields import (
     AbsPath,
@@ -286,6 +287,30 @@ class Deploy(Section):
     """Preflight: seconds between two looks for a free GPU."""
 
 
+class SecretRef(Section):
+    """Where a secret's value lives on the node; the value itself never enters the profile."""
+
+    file: AbsPath | None = None
+    """A root-readable file on the node whose first line is the value."""
+    env: EnvName | None = None
+    """A variable of the unit's environment on the node (e.g. from a drop-in's EnvironmentFile=)."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> SecretRef:
+        if (self.file is None) == (self.env is None):
+            raise PydanticCustomError("secret_ref", "a secret reference takes exactly one of file or env")
+        return self
+
+
+class Secrets(Section):
+    """Secrets by reference: read on the node at start, never written into generated files."""
+
+    env: dict[EnvName, SecretRef] = {}
+    """Container variables whose values are secrets (HF_TOKEN, ...): written to the runtime env file at start."""
+    api_key: SecretRef | None = None
+    """The served API's key (--api-key): written at start to an engine config file, never into argv."""
+
+
 class Watchdog(Section):
     """The head's watchdog: probes, busy grace, fleet-wide relaunch (defaults from the peer's watchdog.sh)."""
 
@@ -362,6 +387,8 @@ class Profile(Section):
     """Install locations on the nodes."""
     operations: Operations = Operations()
     """Launcher, verification, smoke tests and watchdog."""
+    secrets: Secrets = Secrets()
+    """Secrets by reference (files or variables on the nodes)."""
 
     @field_validator("hardware")
     @classmethod

@@ -15,7 +15,8 @@ SECRET_VALUE = re.compile(
 SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)",
                          re.IGNORECASE)
 # Names that contain a secret-ish word but carry no secret.
-NOT_SECRET_NAMES = re.compile(r"(MAX_|_TOKENS|TOKENIZER|NUM_|_TOKEN_(RATIO|IDS|USAGE|BLOCK|ORACLE))", re.IGNORECASE)
+NOT_SECRET_NAMES = re.compile(r"(MAX_|_TOKENS|TOKENIZER|NUM_|_TOKEN_(RATIO|IDS|USAGE|BLOCK|ORACLE)|_(PATH|FILE|DIR)$)",
+                              re.IGNORECASE)
 
 
 def looks_secret(name: str, value: str) -> bool:

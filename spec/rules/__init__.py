@@ -38,6 +38,7 @@ class Hit:
     message: str
     hint: str = ""
     at_key: bool = False
+    redact: str = ""  # a value the printed source line must not show
 
 
 class Context:

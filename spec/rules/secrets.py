@@ -1,1 +1,52 @@
-"""SC23x: secrets by reference (see issue on releases)."""
+"""SC23x: secrets by reference — a profile never holds a token or password literally."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..secret_patterns import looks_secret
+from . import Context, Hit, rule
+
+
+def _leaves(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _leaves(value, (*path, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            yield from _leaves(value, (*path, index))
+    else:
+        yield path, data
+
+
+def _dotted(path: tuple[str | int, ...]) -> str:
+    return ".".join(str(p) for p in path)
+
+
+@rule("SC230", "error", "literal secret in a profile",
+      "Profiles are committed, diffed and reviewed: a token, password or API key must not be in one. Name "
+      "where the value lives on the node instead; the unit reads it at start into a root-only runtime file.",
+      "engine:\n  env: {HF_TOKEN: hf_abc...}", "secrets:\n  env:\n    HF_TOKEN: {file: /etc/spark-compile/hf-token}")
+def literal_secrets(ctx: Context) -> Iterator[Hit]:
+    data = ctx.profile.model_dump(mode="json", exclude={"secrets"})
+    for path, value in _leaves(data):
+        if not isinstance(value, str) or not ctx.present(path):
+            continue
+        name = str(path[-1]).upper().replace("-", "_")
+        if looks_secret(name, value):
+            hint = (f"move it to secrets.env.{path[-1]}: {{file: /path/on/node}}" if path[:2] == ("engine", "env")
+                    else "reference it from the secrets section instead")
+            yield Hit("SC230", path, f"{_dotted(path)} holds a literal secret", hint, redact=value)
+
+
+@rule("SC231", "error", "secret also set as a literal",
+      "A variable listed under secrets.env is written at start from its reference; setting it in engine.env "
+      "too would put two values in the container's environment.",
+      "engine: {env: {HF_TOKEN: x}}\nsecrets: {env: {HF_TOKEN: {file: /etc/hf}}}",
+      "secrets: {env: {HF_TOKEN: {file: /etc/hf}}}")
+def secret_twice(ctx: Context) -> Iterator[Hit]:
+    for name in ctx.profile.secrets.env:
+        if name in ctx.profile.engine.env or name in ctx.profile.nccl.extra:
+            yield Hit("SC231", ("secrets", "env", name), f"{name} is a secret and also set literally",
+                      f"remove {name} from engine.env", at_key=True)

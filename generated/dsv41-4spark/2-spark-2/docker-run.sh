@@ -4,9 +4,9 @@
 # Runs the container in the foreground; sglang-dsv41-4spark.service runs this script after its preflight.
 set -euo pipefail
 
-# NCCL_IB_GID_INDEX, B12X_ROCE_GID_INDEX: found on this node at start by preflight.sh gid.
+# NCCL_IB_GID_INDEX, B12X_ROCE_GID_INDEX: found on this node at start by preflight.sh runtime.
 if [[ ! -r /run/spark-compile/dsv41-4spark/runtime.env ]]; then
-  echo "docker-run.sh: /run/spark-compile/dsv41-4spark/runtime.env is missing: run '/etc/spark-compile/dsv41-4spark/preflight.sh gid' first (the unit does)" >&2
+  echo "docker-run.sh: /run/spark-compile/dsv41-4spark/runtime.env is missing: run '/etc/spark-compile/dsv41-4spark/preflight.sh runtime' first (the unit does)" >&2
   exit 1
 fi
 
