@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from .errors import EXIT_OK
+from .fleet import fleet_artifacts
 from .plan import build_plan
 from .render import Artifact, manifest, render_plan
 from .validate import Validated
@@ -40,7 +41,8 @@ def source_digests(validated: Validated, out_root: Path) -> list[tuple[str, str]
 def rendered_files(validated: Validated) -> list[Artifact]:
     """Every file of the profile's directory except MANIFEST.json, rendered in memory."""
     profile = validated.profile
-    return render_plan(build_plan(profile), profile)
+    plan = build_plan(profile)
+    return render_plan(plan, profile, extra=fleet_artifacts(plan, profile))
 
 
 def artifacts(validated: Validated, out_root: Path) -> list[Artifact]:

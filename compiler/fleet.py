@@ -11,7 +11,7 @@ from typing import Any
 
 from . import __version__
 from .plan import LaunchPlan, RankPlan
-from .render import SCRIPT_MODE, Artifact, environment
+from .render import SCRIPT_MODE, Artifact, argv_lines, environment, rank_artifacts
 from .spec.model import Profile
 
 FLEET_DIR = "fleet"
@@ -46,6 +46,7 @@ class FleetRank:
     rows_path: str  # host path of the manifest (local) or the checkpoint index (shards)
     rows_expect: str  # L:lo:hi,... as the local manifest must describe it
     engram_lines: tuple[str, ...]  # boot-log lines proving this rank owns its rows
+    unit_exec_lines: tuple[str, ...]  # the Exec*= lines of the rank's unit, as rendered
     docker_lines: tuple[tuple[str, ...], ...]
     env_lines: tuple[str, ...]
 
@@ -58,14 +59,16 @@ def _rows_text(rows: tuple[tuple[int, int, int], ...]) -> str:
     return ",".join(f"{layer}:{lo}:{hi}" for layer, lo, hi in rows)
 
 
-def _env_lines(rank: RankPlan) -> tuple[str, ...]:
-    return tuple(f"{name}={'<' + GID_AT_START + '>' if value is None else value}"
-                 for name, value in rank.env.items())
+def _env_lines(profile: Profile, rank: RankPlan) -> tuple[str, ...]:
+    def shown(name: str, value: str | None) -> str:
+        if value is not None:
+            return value
+        return "<secret, read on the node at start>" if name in profile.secrets.env else f"<{GID_AT_START}>"
+
+    return tuple(f"{name}={shown(name, value)}" for name, value in rank.env.items())
 
 
 def _docker_lines(rank: RankPlan) -> tuple[tuple[str, ...], ...]:
-    from .render import argv_lines
-
     return tuple(tuple(line) for line in argv_lines(rank.docker_argv))
 
 
@@ -87,16 +90,24 @@ def _engram_lines(profile: Profile, rank: RankPlan, world: int) -> tuple[str, ..
                  for layer, lo, hi in rank.engram.rows)
 
 
-def fleet_rank(profile: Profile, rank: RankPlan, world: int) -> FleetRank:
+def _unit_exec_lines(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> tuple[str, ...]:
+    """The rank unit's Exec*= lines, read off the rendered unit so the dry run cannot drift from it."""
+    unit = next(a for a in rank_artifacts(plan, profile, rank) if a.path.endswith(f"/{plan.unit_name}"))
+    return tuple(line for line in unit.content.decode().splitlines() if line.startswith("Exec"))
+
+
+def fleet_rank(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> FleetRank:
     """The fleet scripts' view of one rank."""
+    world = len(plan.ranks)
     flags = sorted(name for name in rank.env if name.startswith("SPARK_"))
     return FleetRank(
         rank=rank.rank, node=rank.node, ssh=rank.ssh, directory=rank.directory, is_head=rank.is_head,
         role=_role(rank), gid_text=GID_AT_START if rank.gid_index is None else str(rank.gid_index),
         overlay_flags=",".join(flags), overlay_count=len(flags), rows_kind=rank.engram.source if rank.engram else "",
         rows_path=_rows_path(profile, rank), rows_expect=_rows_text(rank.engram.rows) if rank.engram else "",
-        engram_lines=_engram_lines(profile, rank, world), docker_lines=_docker_lines(rank),
-        env_lines=_env_lines(rank),
+        engram_lines=_engram_lines(profile, rank, world), unit_exec_lines=_unit_exec_lines(plan, profile, rank),
+        docker_lines=_docker_lines(rank),
+        env_lines=_env_lines(profile, rank),
     )
 
 
@@ -137,7 +148,7 @@ def fleet_context(plan: LaunchPlan, profile: Profile) -> dict[str, Any]:
     """Everything the fleet templates format."""
     ops, watchdog = profile.operations, profile.operations.watchdog
     world = len(plan.ranks)
-    ranks = [fleet_rank(profile, rank, world) for rank in plan.ranks]
+    ranks = [fleet_rank(plan, profile, rank) for rank in plan.ranks]
     head = plan.ranks[0]
     log_dir = home_path(head.home, ops.log_dir)
     overlay_on = any(r.engram_lines for r in ranks)
