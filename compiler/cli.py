@@ -15,7 +15,7 @@ from pathlib import Path
 from . import __version__
 from .errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, SparkCompileError, UsageError
 from .findings import Finding, has_errors
-from .load import LoadFailed
+from .load import LoadError
 from .report import render
 from .resolve import resolve
 from .validate import Validated, validate
@@ -64,7 +64,7 @@ def load_and_validate(path: Path) -> Validated | Finding:
     """Resolve and validate one profile; a file that cannot be parsed yields its one finding."""
     try:
         return validate(resolve(path))
-    except LoadFailed as failed:
+    except LoadError as failed:
         return failed.finding
 
 
@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback reaches the user
+    except Exception as exc:
         sys.stderr.write(f"spark-compile: internal error: {type(exc).__name__}: {exc} (please report this)\n")
         return EXIT_INTERNAL
 

@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .errors import EXIT_FINDINGS, EXIT_OK, InputError
-from .load import Document, LoadFailed, parse_text
+from .load import Document, LoadError, parse_text
 from .plan import LaunchPlan, RankPlan, build_plan
 from .report import render
 from .resolve import Resolved, resolve
@@ -68,15 +68,15 @@ def load_side(spec: str) -> Validated:
         path = Path(rest)
         try:
             return validate(resolve(path, f"{rev}:{rest}", _git_reader(rev)))
-        except LoadFailed as failed:
-            raise _Broken([failed.finding]) from None
+        except LoadError as failed:
+            raise _BrokenProfileError([failed.finding]) from None
     try:
         return validate(resolve(Path(spec)))
-    except LoadFailed as failed:
-        raise _Broken([failed.finding]) from None
+    except LoadError as failed:
+        raise _BrokenProfileError([failed.finding]) from None
 
 
-class _Broken(Exception):
+class _BrokenProfileError(Exception):
     def __init__(self, findings: list[Any]) -> None:
         super().__init__("broken profile")
         self.findings = findings
@@ -175,8 +175,10 @@ def unified_diff(old: Validated, new: Validated) -> str:
     b = {f.path: f.content.decode() for f in rendered_files(new)}
     chunks = []
     for path in sorted(set(a) | set(b)):
-        lines = difflib.unified_diff(a.get(path, "").splitlines(keepends=True), b.get(path, "").splitlines(keepends=True),
-                                     f"a/{path}" if path in a else "/dev/null", f"b/{path}" if path in b else "/dev/null")
+        before = a.get(path, "").splitlines(keepends=True)
+        after = b.get(path, "").splitlines(keepends=True)
+        lines = difflib.unified_diff(before, after, f"a/{path}" if path in a else "/dev/null",
+                                     f"b/{path}" if path in b else "/dev/null")
         chunks.append("".join(lines))
     return redact("".join(chunks))
 
@@ -195,7 +197,7 @@ def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = 
     """Print the diff of two profiles; return the exit code."""
     try:
         old, new = load_side(old_spec), load_side(new_spec)
-    except _Broken as broken:
+    except _BrokenProfileError as broken:
         sys.stdout.write(render(broken.findings, "text", 1))
         raise InputError("cannot diff a profile that does not load") from None
     for side in (old, new):

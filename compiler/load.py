@@ -65,7 +65,7 @@ _ProfileLoader.add_implicit_resolver(
 )
 
 
-class LoadFailed(Exception):
+class LoadError(Exception):
     """The file could not be turned into data; carries the finding that says why."""
 
     def __init__(self, finding: Finding) -> None:
@@ -77,10 +77,10 @@ def _pos(path: str, mark: Any) -> Position:
     return Position(path, mark.line + 1, mark.column + 1)
 
 
-def _fail(rule: str, pos: Position, message: str, hint: str, text: str = "") -> LoadFailed:
+def _fail(rule: str, pos: Position, message: str, hint: str, text: str = "") -> LoadError:
     lines = text.splitlines()
     source = lines[pos.line - 1] if 0 < pos.line <= len(lines) else ""
-    return LoadFailed(Finding(rule, "error", pos, message, hint, source))
+    return LoadError(Finding(rule, "error", pos, message, hint, source))
 
 
 class _Builder:
@@ -132,7 +132,7 @@ class _Builder:
 
 
 def parse_text(text: str, path: str) -> Document:
-    """Parse profile text into a Document; raises LoadFailed with a positioned finding."""
+    """Parse profile text into a Document; raises LoadError with a positioned finding."""
     doc = Document(path, text, None)
     try:
         node = yaml.compose(text, Loader=_ProfileLoader)

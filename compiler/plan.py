@@ -182,12 +182,13 @@ def engine_argv(profile: Profile, rank: int) -> list[str]:
             "--served-model-name", model.served_name]
     argv += ["--trust-remote-code"] if eng.trust_remote_code else []
     argv += _flag("--load-format", eng.load_format)
-    argv += ["--tp-size", str(eng.parallel.tp)] + _flag("--ep-size", eng.parallel.ep if eng.parallel.ep > 1 else None)
+    argv += ["--tp-size", str(eng.parallel.tp), *_flag("--ep-size", eng.parallel.ep if eng.parallel.ep > 1 else None)]
     argv += ["--nnodes", str(len(nodes)), "--node-rank", str(rank)]
     if len(nodes) > 1:
         argv += ["--dist-init-addr", f"{nodes[0].fabric_ip}:{eng.dist_init_port}"]
     argv += ["--host", eng.host, "--port", str(eng.port)]
-    argv += _flag("--attention-backend", eng.backends.attention) + _flag("--moe-runner-backend", eng.backends.moe_runner)
+    argv += _flag("--attention-backend", eng.backends.attention)
+    argv += _flag("--moe-runner-backend", eng.backends.moe_runner)
     argv += _flag("--fp8-gemm-backend", eng.backends.fp8_gemm)
     argv += ["--mem-fraction-static", fraction_text(limits.mem_fraction_static),
              "--chunked-prefill-size", str(limits.chunked_prefill_size),
@@ -200,7 +201,8 @@ def engine_argv(profile: Profile, rank: int) -> list[str]:
         argv += ["--cuda-graph-backend-decode", "disabled", "--cuda-graph-backend-prefill", "disabled"]
     argv += _flag("--random-seed", limits.random_seed)
     argv += _speculative_argv(profile)
-    argv += _flag("--tool-call-parser", eng.chat.tool_call_parser) + _flag("--reasoning-parser", eng.chat.reasoning_parser)
+    argv += _flag("--tool-call-parser", eng.chat.tool_call_parser)
+    argv += _flag("--reasoning-parser", eng.chat.reasoning_parser)
     argv += _flag("--watchdog-timeout", limits.watchdog_timeout)
     for name, value in eng.args.items():
         argv += _arg(name, value)
@@ -213,12 +215,12 @@ def _speculative_argv(profile: Profile) -> list[str]:
     spec = profile.engine.speculative
     if spec.algorithm == "none":
         return []
-    return (["--speculative-algorithm", spec.algorithm]
-            + _flag("--speculative-dspark-block-size", spec.dspark_block_size)
-            + _flag("--speculative-num-steps", spec.num_steps)
-            + _flag("--speculative-eagle-topk", spec.eagle_topk)
-            + _flag("--speculative-num-draft-tokens", spec.num_draft_tokens)
-            + _flag("--speculative-draft-model-path", spec.draft_model))
+    return ["--speculative-algorithm", spec.algorithm,
+            *_flag("--speculative-dspark-block-size", spec.dspark_block_size),
+            *_flag("--speculative-num-steps", spec.num_steps),
+            *_flag("--speculative-eagle-topk", spec.eagle_topk),
+            *_flag("--speculative-num-draft-tokens", spec.num_draft_tokens),
+            *_flag("--speculative-draft-model-path", spec.draft_model)]
 
 
 def _engram(profile: Profile, rank: int) -> EngramPlan | None:
@@ -248,7 +250,7 @@ def _docker_options(profile: Profile) -> list[str]:
     argv += _flag("--ipc", box.ipc)
     for cap in box.cap_add:
         argv += ["--cap-add", cap]
-    argv += ["--gpus", box.gpus] + _flag("--shm-size", box.shm_size) + _flag("--memory", box.memory)
+    argv += ["--gpus", box.gpus, *_flag("--shm-size", box.shm_size), *_flag("--memory", box.memory)]
     argv += _flag("--memory-swap", box.memory_swap)
     for name, limit in box.ulimits.items():
         argv += ["--ulimit", f"{name}={limit}"]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .findings import Finding, Position
-from .load import Delete, Document, LoadFailed, Spot, YamlPath, load_file
+from .load import Delete, Document, LoadError, Spot, YamlPath, load_file
 
 MAX_DEPTH = 16
 # Lists merged item by item, matched on a key field, instead of replaced whole.
@@ -130,14 +130,14 @@ def _read(path: Path, display: str) -> Document:
 
 
 def resolve(path: Path, display: str | None = None, reader: DocumentReader = _read) -> Resolved:
-    """Load ``path`` and every profile it extends, merged; raises LoadFailed on a broken chain."""
+    """Load ``path`` and every profile it extends, merged; raises LoadError on a broken chain."""
     return _resolve(path, display or str(path), reader, ())
 
 
-def _chain_error(doc: Document, message: str, hint: str) -> LoadFailed:
+def _chain_error(doc: Document, message: str, hint: str) -> LoadError:
     spot = doc.spots.get(("extends",))
     pos = spot.value if spot else Position(doc.path, 1, 1)
-    return LoadFailed(Finding("SC112", "error", pos, message, hint, doc.line(pos.line)))
+    return LoadError(Finding("SC112", "error", pos, message, hint, doc.line(pos.line)))
 
 
 def _resolve(path: Path, display: str, reader: DocumentReader, seen: tuple[str, ...]) -> Resolved:

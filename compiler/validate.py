@@ -77,7 +77,7 @@ def _description_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> str:
 
 
 def _type_word(kind: str) -> str:
-    return _TYPE_WORDS.get(kind.split("_")[0], kind.replace("_", " "))
+    return _TYPE_WORDS.get(kind.split("_", maxsplit=1)[0], kind.replace("_", " "))
 
 
 def _message(err: Any, where: str, model: type[BaseModel]) -> tuple[str, str, str, bool]:
@@ -116,15 +116,18 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
+def _is_type_tag(part: Any) -> bool:
+    """Pydantic puts union member and validator names (``int``, ``function-after[...]``) into a loc."""
+    return isinstance(part, str) and (part[:1].isupper() or "[" in part or part.startswith(("function-", "literal")))
+
+
 def _error_path(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
     """Strip pydantic's union/type tags from a loc, keeping only real keys and indexes of the data."""
     path: list[str | int] = []
     node = data
     for part in loc:
-        if isinstance(node, dict) and part in node:
-            path.append(part)
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+        in_list = isinstance(node, list) and isinstance(part, int) and part < len(node)
+        if (isinstance(node, dict) and part in node) or in_list:
             path.append(part)
             node = node[part]
         elif isinstance(node, dict) and isinstance(part, str) and part.isdigit() and int(part) in node:
@@ -132,7 +135,7 @@ def _error_path(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
             node = node[int(part)]
         elif part in ("[key]",):
             continue
-        elif not (isinstance(part, str) and (part[:1].isupper() or "[" in part or part.startswith(("function-", "literal")))):
+        elif not _is_type_tag(part):
             path.append(part)
     return tuple(path)
 

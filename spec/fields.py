@@ -23,7 +23,7 @@ _SNAPSHOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def _err(kind: str, message: str, **ctx: object) -> PydanticCustomError:
-    return PydanticCustomError(kind, message, ctx)  # type: ignore[arg-type]
+    return PydanticCustomError(kind, message, ctx)
 
 
 def _name(value: str) -> str:

@@ -227,6 +227,8 @@ class Engine(Section):
 
 
 Restart = Literal["no", "on-failure", "always", "unless-stopped"]
+UlimitName = Annotated[str, Field(pattern=r"^[a-z]+$")]
+UlimitValue = Annotated[str, Field(pattern=r"^-?[0-9]+(:-?[0-9]+)?$")] | int
 
 
 class Container(Section):
@@ -238,7 +240,7 @@ class Container(Section):
     """--memory-swap limit (equal to memory: no swap)."""
     shm_size: DockerSize | None = None
     """--shm-size."""
-    ulimits: dict[Annotated[str, Field(pattern=r"^[a-z]+$")], Annotated[str, Field(pattern=r"^-?[0-9]+(:-?[0-9]+)?$")] | int] = {}
+    ulimits: dict[UlimitName, UlimitValue] = {}
     """--ulimit name=soft[:hard]."""
     oom_score_adj: Annotated[int, Field(ge=-1000, le=1000)] | None = None
     """--oom-score-adj."""

@@ -40,7 +40,8 @@ def test_check_json_and_github_formats() -> None:
         "message": "ep 3 does not divide tp 4", "hint": "use a divisor of 4", "via": [],
     }]
     github = run_cli("check", path, "--format", "github")
-    assert github.stdout == f"::error file={path},line=3,col=18,title=SC201::ep 3 does not divide tp 4 (use a divisor of 4)\n"
+    assert github.stdout == (f"::error file={path},line=3,col=18,title=SC201::"
+                             "ep 3 does not divide tp 4 (use a divisor of 4)\n")
 
 
 def test_warnings_fail_only_with_strict() -> None:
@@ -84,7 +85,8 @@ def test_explain_and_rules() -> None:
     assert "Bad:\n    engine: {parallel: {tp: 4, ep: 3}}\n" in explain.stdout
     unknown = run_cli("explain", "SX401")
     assert unknown.returncode == 2
-    assert unknown.stderr == "spark-compile: error: no rule 'SX401'; did you mean 'SC401'? (see `spark-compile rules`)\n"
+    assert unknown.stderr == ("spark-compile: error: no rule 'SX401'; did you mean 'SC401'? "
+                              "(see `spark-compile rules`)\n")
     rules = run_cli("rules").stdout.splitlines()
     assert len(rules) >= 40
     assert "SC401  error    TP ranks must fill the fleet's GPUs" in rules
@@ -102,7 +104,8 @@ def test_plan_json_contract() -> None:
     assert rank1["env"]["HOST_IP"] == "192.0.2.12"
     assert rank1["runtime_env"] == ["NCCL_IB_GID_INDEX", "B12X_ROCE_GID_INDEX"]
     assert rank1["docker_argv"][:2] == ["docker", "run"]
-    assert "--node-rank" in rank1["docker_argv"] and rank1["docker_argv"][rank1["docker_argv"].index("--node-rank") + 1] == "1"
+    argv = rank1["docker_argv"]
+    assert argv[argv.index("--node-rank") + 1] == "1"
 
 
 def test_plan_of_a_broken_profile_prints_findings() -> None:

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_cli
 
 RELEASES = ROOT / "spec" / "profiles" / "releases"
+RELEASES_REL = "spec/profiles/releases"
 TAGS = ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.7.1"]
 
 
 def test_each_release_extends_its_predecessor() -> None:
-    for older, newer in zip(TAGS, TAGS[1:], strict=False):
+    for older, newer in itertools.pairwise(TAGS):
         text = (RELEASES / f"production-{newer}.yaml").read_text()
         assert f"extends: production-{older}.yaml\n" in text
         assert f"release: production-{newer}\n" in text
@@ -30,7 +31,7 @@ def test_reference_profile_resolves_to_the_newest_release() -> None:
 
 
 def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
-    result = run_cli("diff", "spec/profiles/releases/production-1.7.yaml", "spec/profiles/releases/production-1.7.1.yaml")
+    result = run_cli("diff", f"{RELEASES_REL}/production-1.7.yaml", f"{RELEASES_REL}/production-1.7.1.yaml")
     assert result.returncode == 1
     r = "spec/profiles/releases/production-"
     assert result.stdout == (
@@ -61,7 +62,7 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
 
 
 def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
-    result = run_cli("diff", "spec/profiles/releases/production-1.1.yaml", "spec/profiles/releases/production-1.2.yaml")
+    result = run_cli("diff", f"{RELEASES_REL}/production-1.1.yaml", f"{RELEASES_REL}/production-1.2.yaml")
     assert result.returncode == 1
     r = "spec/profiles/releases/production-"
     # SPARK_ENGRAM_MAX_IDS stays 65536: the 2048-token chunk dominates max(chunk, 8 x requests).

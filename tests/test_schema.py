@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-
 from pathlib import Path
 
 import yaml
-
 from conftest import REFERENCE_PROFILE, ROOT, run_cli
 from support.tools import require_tool
 

@@ -64,7 +64,7 @@ RULES: dict[str, Rule] = {}
 CHECKS: list[tuple[str, Check]] = []
 
 
-def define(id: str, severity: Severity, summary: str, doc: str, bad: str, good: str) -> Rule:  # noqa: A002
+def define(id: str, severity: Severity, summary: str, doc: str, bad: str, good: str) -> Rule:
     """Register a rule's documentation (for rules raised by the loader or the schema stage)."""
     if id in RULES:
         raise ValueError(f"rule {id} defined twice")
@@ -72,7 +72,7 @@ def define(id: str, severity: Severity, summary: str, doc: str, bad: str, good: 
     return RULES[id]
 
 
-def rule(id: str, severity: Severity, summary: str, doc: str, bad: str, good: str) -> Callable[[Check], Check]:  # noqa: A002
+def rule(id: str, severity: Severity, summary: str, doc: str, bad: str, good: str) -> Callable[[Check], Check]:
     """Register a rule and the check function that raises it."""
 
     def register(check: Check) -> Check:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...overlay.registry import FLAGS_BY_NAME
-from ..catalog import CatalogNotFound, EngineCatalog, EngineFlag, available_engine_catalogs, engine_catalog, env_catalog, nccl_catalog
+from ..catalog import (
+    CatalogNotFound,
+    EngineCatalog,
+    EngineFlag,
+    available_engine_catalogs,
+    engine_catalog,
+    env_catalog,
+    nccl_catalog,
+)
 from ..suggest import did_you_mean
 from . import Context, Hit, rule
 from .engine import TYPED_FLAGS
@@ -77,7 +85,7 @@ def _flag_path(ctx: Context, option: str) -> tuple[str | int, ...]:
 
 
 def _option_values(argv: tuple[str, ...]) -> Iterator[tuple[str, list[str]]]:
-    option, values = "", []
+    option, values = "", list[str]()
     for arg in argv:
         if arg.startswith("--"):
             if option:

@@ -56,7 +56,8 @@ def dspark_draft_tokens(ctx: Context) -> Iterator[Hit]:
     if spec.algorithm == "DSPARK" and spec.dspark_block_size and spec.num_draft_tokens is not None \
             and spec.num_draft_tokens != spec.dspark_block_size + 1:
         yield Hit("SC204", ("engine", "speculative", "num_draft_tokens"),
-                  f"num_draft_tokens {spec.num_draft_tokens} must be dspark_block_size + 1 = {spec.dspark_block_size + 1}",
+                  f"num_draft_tokens {spec.num_draft_tokens} must be dspark_block_size + 1 = "
+                  f"{spec.dspark_block_size + 1}",
                   "fix it or leave it unset")
 
 
@@ -138,7 +139,8 @@ def distinct_ports(ctx: Context) -> Iterator[Hit]:
 def served_names(ctx: Context) -> Iterator[Hit]:
     model = ctx.profile.model
     if ":" in model.served_name:
-        yield Hit("SC211", ("model", "served_name"), f"served_name {model.served_name!r} contains ':'", "remove the ':'")
+        yield Hit("SC211", ("model", "served_name"), f"served_name {model.served_name!r} contains ':'",
+                  "remove the ':'")
     seen = {model.served_name}
     for index, alias in enumerate(model.aliases):
         if alias in seen or "," in alias:

@@ -136,8 +136,8 @@ def one_engram_source(ctx: Context) -> Iterator[Hit]:
         from_shards = "SPARK_ENGRAM_ROWS" in rank.env
         from_copy = any(m.target == engram.container_dir for m in rank.mounts)
         if from_shards == from_copy:
-            yield Hit("SC408", ("fleet", "nodes", rank.rank),
-                      f"rank {rank.rank} reads Engram rows from {'both shards and a local copy' if from_shards else 'nowhere'}",
+            where = "both shards and a local copy" if from_shards else "nowhere"
+            yield Hit("SC408", ("fleet", "nodes", rank.rank), f"rank {rank.rank} reads Engram rows from {where}",
                       "one holder reads the shards, the others a local copy")
 
 
