@@ -19,12 +19,14 @@ from sglang_parse import (
 pytestmark = pytest.mark.engine
 
 ROOT = Path(__file__).resolve().parents[2]
-PROFILE = "spec/profiles/dsv41-4spark.yaml"
+# Every shipped profile (the reference and the release history) and every positive example.
+PROFILES = sorted(str(p.relative_to(ROOT)) for p in [*(ROOT / "spec" / "profiles").rglob("*.yaml"),
+                                                      *(ROOT / "tests" / "profiles" / "positive").glob("*.yaml")])
 
 
-def plan_json() -> dict[str, object]:
+def plan_json(profile: str) -> dict[str, object]:
     proc = subprocess.run(
-        [sys.executable, "-m", "spark_compile.cli", "plan", PROFILE, "--json"],
+        [sys.executable, "-m", "spark_compile.cli", "plan", profile, "--json"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -36,9 +38,10 @@ def plan_json() -> dict[str, object]:
     return plan
 
 
-def test_every_rank_argv_parses_to_what_it_states() -> None:
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_rank_argv_parses_to_what_it_states(profile: str) -> None:
     python = engine_python()
-    ranks = plan_json()["ranks"]
+    ranks = plan_json(profile)["ranks"]
     assert isinstance(ranks, list) and ranks
     argvs = [engine_argv_of(rank["docker_argv"]) for rank in ranks]
     results = parse_engine_argvs_full(argvs, python)
