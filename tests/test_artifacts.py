@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from conftest import REFERENCE_PROFILE, run_cli
 from reference_command import engine_pairs, reference_argv
 from support.tools import (

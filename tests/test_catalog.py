@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
 from spark_compile.spec import catalog
 from spark_compile.spec.catalog import (
     CatalogNotFound,

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import REFERENCE_PROFILE, ROOT
 
 ENGINE = ("sglang", "torch", "flashinfer")

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from conftest import REFERENCE_PROFILE, run_cli
 
 HCA = "rocep1s0f0"

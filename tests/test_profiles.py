@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from conftest import ROOT
 
 NEGATIVE = sorted((ROOT / "tests" / "profiles" / "negative").glob("*.yaml"))

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from conftest import ROOT, run_cli
 
 RELEASES = ROOT / "spec" / "profiles" / "releases"

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REFERENCE_PROFILE
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+
+from conftest import REFERENCE_PROFILE
 from support.tools import bash_argv, docker_env_file, systemd_environment
 
 TEXT = st.text(

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import yaml
+
 from conftest import REFERENCE_PROFILE, ROOT, run_cli
 from support.tools import require_tool
 

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from support.fake_dockerd import FakeDockerd
 from support.tools import (
     ToolError,

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sglang_parse import engine_python
+
 from spark_compile.catalog_extract import (
     catalog_paths,
     check_catalogs,
@@ -15,6 +15,8 @@ from spark_compile.catalog_extract import (
     main_catalog,
     render_catalog,
 )
+
+from sglang_parse import engine_python
 
 pytestmark = pytest.mark.engine
 

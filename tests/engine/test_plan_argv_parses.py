@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from sglang_parse import (
     engine_argv_of,
     engine_python,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from sglang_parse import (
     engine_python,
     expected_values,

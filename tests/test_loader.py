@@ -1,0 +1,82 @@
+"""The loader and the extends resolver: positions, YAML corner cases, merges and deletions."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from spark_compile.load import MAX_BYTES, LoadError, load_file, parse_text
+from spark_compile.resolve import resolve
+
+from conftest import REFERENCE_PROFILE
+
+
+def test_yaml_1_1_booleans_stay_strings() -> None:
+    doc = parse_text("restart: no\nthinking: true\nwhen: 2026-09-21\nx: off\n", "p.yaml")
+    assert doc.data == {"restart": "no", "thinking": True, "when": "2026-09-21", "x": "off"}
+
+
+def test_every_value_keeps_its_position() -> None:
+    doc = parse_text("engine:\n  port: 8210\n  args: [a, b]\n", "p.yaml")
+    assert (doc.spots[("engine", "port")].key.line, doc.spots[("engine", "port")].value.column) == (2, 9)
+    assert doc.spots[("engine", "args", 1)].value.column == 13
+
+
+def test_oversized_file_is_refused(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_text("# " + "x" * MAX_BYTES + "\nname: big\n")
+    with pytest.raises(LoadError) as failed:
+        load_file(big)
+    assert failed.value.finding.rule == "SC108"
+    assert failed.value.finding.message.startswith("the file is 104858")
+    assert failed.value.finding.message.endswith("bytes; profiles are limited to 1048576 bytes")
+
+
+def test_byte_order_mark_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "bom.yaml"
+    path.write_bytes(b"\xef\xbb\xbfname: x\n")
+    assert load_file(path).data == {"name": "x"}
+
+
+def _child(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "child.yaml"
+    path.write_text(f"extends: {os.path.relpath(REFERENCE_PROFILE, tmp_path)}\n{body}")
+    return path
+
+
+def test_keyed_nodes_merge_by_name_and_delete(tmp_path: Path) -> None:
+    resolved = resolve(_child(tmp_path, "fleet:\n  nodes:\n    - !delete spark-3\n"
+                                        "    - {name: spark-1, home: /home/ops}\n"
+                                        "    - {name: spark-4, fabric_ip: 192.0.2.15, ssh: s@192.0.2.15, home: /h}\n"))
+    nodes = resolved.data["fleet"]["nodes"]
+    assert [n["name"] for n in nodes] == ["spark-0", "spark-1", "spark-2", "spark-4"]
+    assert nodes[1] == {"name": "spark-1", "fabric_ip": "192.0.2.12", "ssh": "spark@192.0.2.12",
+                        "home": "/home/ops", "holds_checkpoint": True}
+    home = resolved.origin(("fleet", "nodes", 1, "home"))
+    assert (home.spot.value.file, home.spot.value.line, home.via) == (str(tmp_path / "child.yaml"), 5, ())
+    ssh = resolved.origin(("fleet", "nodes", 1, "ssh"))
+    assert ssh.spot.value.file.endswith("spec/profiles/dsv41-4spark.yaml")
+    assert ssh.via == (str(tmp_path / "child.yaml"),)
+    assert resolved.origin(("fleet", "nodes", 3, "name")).spot.value.line == 6
+
+
+def test_delete_removes_an_inherited_key_and_lists_replace(tmp_path: Path) -> None:
+    resolved = resolve(_child(tmp_path, "overlay:\n  roce_ar: !delete\nmodel:\n  aliases: [only-one]\n"))
+    assert "roce_ar" not in resolved.data["overlay"]
+    assert resolved.data["model"]["aliases"] == ["only-one"]
+    assert resolved.data["overlay"]["roce_ar_max"] == "1MB"
+
+
+def test_three_level_chain_reports_the_whole_route(tmp_path: Path) -> None:
+    middle = _child(tmp_path, "engine:\n  port: 8888\n")
+    leaf = tmp_path / "leaf.yaml"
+    leaf.write_text("extends: child.yaml\nengine:\n  dist_init_port: 8888\n")
+    from spark_compile.validate import validate
+
+    validated = validate(resolve(leaf))
+    [finding] = validated.findings
+    assert (finding.rule, finding.position.file, finding.position.line) == ("SC210", str(leaf), 3)
+    port = validated.resolved.origin(("engine", "port"))
+    assert (port.spot.value.file, port.via) == (str(middle), (str(leaf),))
