@@ -140,6 +140,13 @@ _HOOK_LIST = (
         "Wide verify: a lookup continuation verified past DSpark's block.",
     ),
     Hook("overlay", (), "The overlay's master switch; gates every other hook.", needs_gb10=False),
+    # Added after the peer's list: no flag of its own, armed whenever the overlay is (master switch on).
+    Hook(
+        "sm_family_gate",
+        (SRT + "utils.common", SRT + "model_loader.utils"),
+        "Capability checks that test for exactly SM 12.0 accept the SM 12.x family (GB10 is 12.1).",
+        needs_gb10=False,
+    ),
 )
 HOOKS: dict[str, Hook] = {hook.name: hook for hook in _HOOK_LIST}
 
