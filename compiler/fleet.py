@@ -103,9 +103,11 @@ def fleet_rank(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> FleetRank:
     return FleetRank(
         rank=rank.rank, node=rank.node, ssh=rank.ssh, directory=rank.directory, is_head=rank.is_head,
         role=_role(rank), gid_text=GID_AT_START if rank.gid_index is None else str(rank.gid_index),
-        overlay_flags=",".join(flags), overlay_count=len(flags), rows_kind=rank.engram.source if rank.engram else "",
+        overlay_flags=",".join(flags), overlay_count=len(flags),
+        rows_kind=rank.engram.source if rank.engram else "",
         rows_path=_rows_path(profile, rank), rows_expect=_rows_text(rank.engram.rows) if rank.engram else "",
-        engram_lines=_engram_lines(profile, rank, world), unit_exec_lines=_unit_exec_lines(plan, profile, rank),
+        engram_lines=_engram_lines(profile, rank, world),
+        unit_exec_lines=_unit_exec_lines(plan, profile, rank),
         docker_lines=_docker_lines(rank),
         env_lines=_env_lines(profile, rank),
     )
@@ -138,7 +140,8 @@ def smoke_config(plan: LaunchPlan, profile: Profile) -> dict[str, Any]:
     """smoke.py's defaults: where the API is and what the profile says the model can do."""
     smoke = profile.operations.smoke
     return {"host": plan.head_ip, "port": plan.port, "model": profile.model.served_name,
-            "context_length": profile.engine.limits.context_length, "needle_tokens": list(smoke.needle_tokens),
+            "context_length": profile.engine.limits.context_length,
+            "needle_tokens": list(smoke.needle_tokens),
             "image": smoke.image, "tools": smoke.tools, "timeout": smoke.request_timeout_seconds,
             "thinking_default": profile.engine.chat.thinking,
             "reasoning": profile.engine.chat.reasoning_parser is not None}
@@ -165,8 +168,8 @@ def fleet_context(plan: LaunchPlan, profile: Profile) -> dict[str, Any]:
         "watchdog_user": ssh_user(head.ssh), "watchdog": watchdog,
         "watchdog_env_file": f"{plan.install_dir}/{FLEET_DIR}/watchdog.env",
         "watchdog_run_timeout": watchdog.ready_timeout_seconds + WATCHDOG_RUN_MARGIN + gpu_wait,
-        "health_timeout": ops.health_timeout_seconds, "health_probe_timeout": min(HEALTH_PROBE_CAP,
-                                                                                   watchdog.probe_timeout_seconds),
+        "health_timeout": ops.health_timeout_seconds,
+        "health_probe_timeout": min(HEALTH_PROBE_CAP, watchdog.probe_timeout_seconds),
         "unit_active_timeout": UNIT_ACTIVE_TIMEOUT, "log_trim_at": LOG_TRIM_AT, "log_keep": LOG_KEEP,
         "probe_body": probe_body(profile), "probe_prompt": PROBE_PROMPT,
         "expect_overlay": overlay_on, "expect_roce": overlay_on and world > 1,
@@ -176,7 +179,8 @@ def fleet_context(plan: LaunchPlan, profile: Profile) -> dict[str, Any]:
 
 
 def _render(template: str, context: dict[str, Any]) -> bytes:
-    return environment().get_template(f"{FLEET_DIR}/{template}").render(version=__version__, **context).encode()
+    text = environment().get_template(f"{FLEET_DIR}/{template}").render(version=__version__, **context)
+    return text.encode()
 
 
 def fleet_artifacts(plan: LaunchPlan, profile: Profile) -> list[Artifact]:

@@ -1,0 +1,332 @@
+"""Stand-ins for a node's docker, systemctl, journalctl, nvidia-smi and dmesg in the fleet test.
+
+Each node's sshd puts wrappers for these first on PATH (``exec python standins.py TOOL "$@"``); they run
+inside the node's mount namespace, where ``$SPARK_FAKE_ROOT`` is that node's own folder. They record every
+call (state/records.jsonl), obey state/../control.json (faults the test injects) and behave enough like
+the real tools for the generated launcher: systemctl runs the installed unit's Exec lines, the docker
+stand-in's ``run`` reads the env files and mounts it is given and prints the boot-log lines the overlay
+would, and on rank 0 it becomes the fake OpenAI server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(os.environ.get("SPARK_FAKE_ROOT", "/nonexistent"))
+STATE = ROOT / "state"
+UNIT_DIR = Path("/etc/systemd/system")
+HERE = Path(__file__).resolve().parent
+FULL_TOKEN = 5242880
+
+
+def control() -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads((ROOT / "control.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return data
+
+
+def record(tool: str, argv: list[str]) -> None:
+    STATE.mkdir(parents=True, exist_ok=True)
+    with (STATE / "records.jsonl").open("a") as log:
+        log.write(json.dumps({"t": time.time(), "tool": tool, "argv": argv}) + "\n")
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def kill_group(pid: int, wait: float = 5.0) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, sig)
+        except OSError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and alive(pid):
+            time.sleep(0.05)
+        if not alive(pid):
+            return
+
+
+# -- systemctl -------------------------------------------------------------------------------------------
+def unit_state_file(unit: str) -> Path:
+    return STATE / "units" / f"{unit}.json"
+
+
+def unit_state(unit: str) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads(unit_state_file(unit).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data
+
+
+def save_unit_state(unit: str, data: dict[str, Any]) -> None:
+    path = unit_state_file(unit)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def active_state(unit: str) -> str:
+    data = unit_state(unit)
+    if not data:
+        return "inactive"
+    if data.get("failed"):
+        return "failed"
+    pid = data.get("pid")
+    if pid is None:
+        return "inactive"
+    return "active" if alive(int(pid)) else "failed"
+
+
+def exec_lines(unit: str) -> dict[str, list[str]]:
+    """The unit's Exec*= lines by key, in file order (every unit here keeps them in [Service])."""
+    lines: dict[str, list[str]] = {}
+    for line in (UNIT_DIR / unit).read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.startswith("Exec"):
+            lines.setdefault(key, []).append(value)
+    return lines
+
+
+def run_exec(value: str, journal: Path) -> int:
+    ignore = value.startswith("-")
+    argv = shlex.split(value.lstrip("-"))
+    with journal.open("a") as out:
+        code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              check=False).returncode
+    return 0 if ignore else code
+
+
+def systemctl(argv: list[str]) -> int:
+    args = [a for a in argv if not a.startswith("--")]
+    if not args:
+        return 1
+    verb, units = args[0], args[1:]
+    if verb in ("daemon-reload", "enable", "disable"):
+        return 0
+    if verb == "status":
+        print(f"{units[-1]}: {active_state(units[-1])}")
+        return 0
+    if verb == "is-active":
+        state = active_state(units[0])
+        if "--quiet" not in argv:
+            print(state)
+        return 0 if state == "active" else 3
+    if verb == "show":
+        print(unit_state(units[-1]).get("invocation", ""))
+        return 0
+    if verb == "start":
+        return start(units[0])
+    if verb == "stop":
+        return stop(units[0])
+    print(f"systemctl stand-in: unknown verb {verb}", file=sys.stderr)
+    return 1
+
+
+def start(unit: str) -> int:
+    if active_state(unit) == "active":
+        return 0
+    lines = exec_lines(unit)
+    invocation = uuid.uuid4().hex
+    journal = STATE / "journal" / unit / f"{time.time():.6f}-{invocation}.log"
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    journal.touch()
+    save_unit_state(unit, {"invocation": invocation})
+    for value in lines.get("ExecStartPre", []):
+        if run_exec(value, journal) != 0:
+            save_unit_state(unit, {"invocation": invocation, "failed": True})
+            print(f"Job for {unit} failed because the control process exited with error code.",
+                  file=sys.stderr)
+            return 1
+    with journal.open("a") as out:
+        main = subprocess.Popen(shlex.split(lines["ExecStart"][0]), stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    save_unit_state(unit, {"invocation": invocation, "pid": main.pid})
+    return 0
+
+
+def stop(unit: str) -> int:
+    data = unit_state(unit)
+    if not data:
+        return 0
+    lines = exec_lines(unit)
+    journal = next(iter(sorted((STATE / "journal" / unit).glob(f"*-{data['invocation']}.log"))))
+    if active_state(unit) == "active":
+        for value in lines.get("ExecStop", []):
+            run_exec(value, journal)
+    if data.get("pid"):
+        kill_group(int(data["pid"]))
+    for value in lines.get("ExecStopPost", []):
+        run_exec(value, journal)
+    save_unit_state(unit, {"invocation": data["invocation"]})
+    return 0
+
+
+def journalctl(argv: list[str]) -> int:
+    unit = argv[argv.index("-u") + 1]
+    invocation = next((a.split("=", 1)[1] for a in argv if a.startswith("_SYSTEMD_INVOCATION_ID=")), None)
+    files = sorted((STATE / "journal" / unit).glob("*.log"))
+    if invocation:
+        files = [f for f in files if f.name.endswith(f"-{invocation}.log")]
+    lines = [line for f in files for line in f.read_text().splitlines()]
+    if "-n" in argv:
+        lines = lines[-int(argv[argv.index("-n") + 1]):]
+    print("\n".join(lines))
+    return 0
+
+
+# -- docker ----------------------------------------------------------------------------------------------
+def container_file(name: str) -> Path:
+    return STATE / "containers" / f"{name}.json"
+
+
+def docker(argv: list[str]) -> int:
+    faults = control()
+    if argv[:2] == ["image", "inspect"]:
+        if faults.get("image_missing"):
+            print(f"Error: No such image: {argv[2]}", file=sys.stderr)
+            return 1
+        print(json.dumps([{"RepoTags": [argv[2]]}]))
+        return 0
+    if argv[:1] == ["run"] and "spark_overlay" in argv:
+        return overlay_flags(faults)
+    if argv[:1] == ["run"]:
+        return engine(argv[1:], faults)
+    if argv[:1] in (["stop"], ["rm"]):
+        name = argv[-1]
+        try:
+            pid = int(json.loads(container_file(name).read_text())["pid"])
+        except (OSError, ValueError, KeyError):
+            return 0 if argv[0] == "rm" else 1
+        kill_group(pid)
+        container_file(name).unlink(missing_ok=True)
+        return 0
+    if argv[:1] == ["ps"]:
+        print("CONTAINER ID   NAMES")
+        return 0
+    print(f"docker stand-in: unsupported {argv[:2]}", file=sys.stderr)
+    return 1
+
+
+def overlay_flags(faults: dict[str, Any]) -> int:
+    if faults.get("overlay_cli_missing"):
+        print("/usr/bin/python3: No module named spark_overlay", file=sys.stderr)
+        return 1
+    from spark_compile.overlay.registry import FLAGS, REGISTRY_VERSION
+
+    lacking = set(faults.get("overlay_lacks", []))
+    print(f"spark_overlay registry {REGISTRY_VERSION}")
+    for flag in FLAGS:
+        if flag.name not in lacking:
+            print(flag.name)
+    return 0
+
+
+def parse_run(argv: list[str]) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """docker run options -> (env, mounts target->source, argv after the image)."""
+    env: dict[str, str] = {}
+    mounts: dict[str, str] = {}
+    takes_value = {"--name", "--restart", "--network", "--ipc", "--cap-add", "--gpus", "--shm-size",
+                   "--memory", "--memory-swap", "--ulimit", "--device", "--oom-score-adj", "-v",
+                   "--env-file", "-e", "--entrypoint"}
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        option, value = argv[i], argv[i + 1] if argv[i] in takes_value else ""
+        if option == "--env-file":
+            for line in Path(value).read_text().splitlines():
+                if line and not line.startswith("#") and "=" in line:
+                    key, _, val = line.partition("=")
+                    env[key] = val
+        elif option == "-e":
+            key, _, val = value.partition("=")
+            env[key] = val
+        elif option == "-v":
+            source, target = value.split(":")[:2]
+            mounts[target] = source
+        i += 2 if option in takes_value else 1
+    return env, mounts, argv[i + 1:]
+
+
+def host_path(mounts: dict[str, str], path: str) -> Path:
+    for target, source in sorted(mounts.items(), key=lambda kv: -len(kv[0])):
+        if path == target or path.startswith(target + "/"):
+            return Path(source + path[len(target):])
+    return Path(path)
+
+
+def engine(argv: list[str], faults: dict[str, Any]) -> int:
+    """The serving container in the foreground: boot-log lines, then the API (head) or an idle worker."""
+    env, mounts, cmd = parse_run(argv)
+    name = argv[argv.index("--name") + 1]
+    container_file(name).parent.mkdir(parents=True, exist_ok=True)
+    container_file(name).write_text(json.dumps({"pid": os.getpid()}))
+    opt = {cmd[i]: cmd[i + 1] for i in range(len(cmd) - 1) if cmd[i].startswith("--")}
+    rank, world = int(opt["--node-rank"]), int(opt["--nnodes"])
+    if env.get("SPARK_ENGRAM_DIR"):
+        print(f"overlay: {0 if faults.get('hooks_zero') else 21} import hooks armed")
+        config = json.loads((host_path(mounts, opt["--model-path"]) / "config.json").read_text())
+        sizes = dict(zip(config["engram_layer_ids"], config["engram_num_embeddings"], strict=True))
+        if env.get("SPARK_ENGRAM_ROWS"):
+            rows = {int(p.split(":")[0]): (int(p.split(":")[1]), int(p.split(":")[2]))
+                    for p in env["SPARK_ENGRAM_ROWS"].split(",")}
+        else:
+            copy = host_path(mounts, env["SPARK_ENGRAM_DIR"])
+            manifest = json.loads((copy / "engram-local.json").read_text())
+            rows = {int(k): (v[0], v[1]) for k, v in manifest["layers"].items()}
+        for layer, (lo, hi) in sorted(rows.items()):
+            print(f"engram layer {layer}: rank {rank}/{world} owns rows [{lo}, {hi}) of {sizes[layer]}")
+        if world > 1 and not faults.get("drop_roce"):
+            print(f"RoCE collectives on: world={world}")
+    if rank == 0:
+        print(f"DSV4 memory calculation: rank 0 avail_mem=91.2 GB full_token={FULL_TOKEN} swa_token=65536")
+    sys.stdout.flush()
+    if rank == 0:
+        os.execv(sys.executable, [sys.executable, str(HERE / "fake_openai.py"), "--host", opt["--host"],
+                                  "--port", opt["--port"], "--control", str(ROOT / "control.json"),
+                                  "--log", str(STATE / "requests.jsonl")])
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        time.sleep(3600)
+
+
+def nvidia_smi(argv: list[str]) -> int:
+    holders = []
+    if control().get("gpu_busy"):
+        holders.append("4242, python3, 98304 MiB")
+    for path in (STATE / "containers").glob("*.json"):
+        pid = int(json.loads(path.read_text())["pid"])
+        if alive(pid):
+            holders.append(f"{pid}, python3, 98304 MiB")
+    if any(a.startswith("--query-compute-apps") for a in argv):
+        print("\n".join(holders), end="\n" if holders else "")
+    else:
+        print(f"NVIDIA-SMI stand-in: {len(holders)} compute processes")
+    return 0
+
+
+def main() -> int:
+    tool, argv = sys.argv[1], sys.argv[2:]
+    record(tool, argv)
+    handlers = {"docker": docker, "systemctl": systemctl, "journalctl": journalctl, "nvidia-smi": nvidia_smi,
+                "dmesg": lambda _: print(f"[    0.000000] dmesg stand-in of {ROOT}") or 0}
+    return int(handlers[tool](argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

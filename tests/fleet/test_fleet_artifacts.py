@@ -1,0 +1,94 @@
+"""The generated fleet/ folder, checked by the real tools: shellcheck and bash -n, systemd-analyze verify,
+ruff and the 3.11 compiler for smoke.py, and a dry run with a recording ssh that must never be called.
+No namespaces or root needed (the integration test is test_fleet_ops.py)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REFERENCE_PROFILE, ROOT, run_cli
+from support.tools import require_tool, shellcheck, systemd_verify
+
+SCRIPTS = ("fleet-lib.sh", "launch.sh", "verify.sh", "watchdog.sh")
+
+
+@pytest.fixture(scope="module")
+def fleet_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("fleet-artifacts")
+    result = run_cli(str(REFERENCE_PROFILE), "--out", str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+    return out / "dsv41-4spark" / "fleet"
+
+
+def test_committed_fleet_folder_is_current(fleet_dir: Path) -> None:
+    committed = ROOT / "generated" / "dsv41-4spark" / "fleet"
+    assert sorted(p.name for p in committed.iterdir()) == sorted(p.name for p in fleet_dir.iterdir())
+    for path in fleet_dir.iterdir():
+        assert (committed / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_scripts_pass_shellcheck_and_bash_n(fleet_dir: Path) -> None:
+    bash = require_tool("bash")
+    for name in SCRIPTS:
+        assert shellcheck(fleet_dir / name) == "", name
+        proc = subprocess.run([bash, "-n", str(fleet_dir / name)], capture_output=True, text=True,
+                              check=False)
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_watchdog_units_verify_clean(fleet_dir: Path) -> None:
+    units = {p.name: p.read_text() for p in fleet_dir.iterdir() if p.suffix in (".service", ".timer")}
+    assert sorted(units) == ["sglang-dsv41-4spark-watchdog.service", "sglang-dsv41-4spark-watchdog.timer"]
+    assert systemd_verify(units, extra_executables=[]) == ""
+    service = units["sglang-dsv41-4spark-watchdog.service"]
+    assert "User=spark\n" in service and "Type=oneshot\n" in service
+    assert "ExecStart=/etc/spark-compile/dsv41-4spark/fleet/watchdog.sh check\n" in service
+
+
+def test_smoke_is_ruff_clean_stdlib_only_python_311(fleet_dir: Path) -> None:
+    smoke = fleet_dir / "smoke.py"
+    ruff = require_tool("ruff")
+    proc = subprocess.run([ruff, "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"), str(smoke)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    tree = ast.parse(smoke.read_text(), feature_version=(3, 11))
+    modules = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+               for alias in node.names}
+    modules |= {node.module.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module}
+    assert modules - {"__future__"} <= set(sys.stdlib_module_names), modules
+    help_text = subprocess.run([sys.executable, str(smoke), "--help"], capture_output=True, text=True,
+                               check=True)
+    assert "reasoning-effort" in help_text.stdout
+
+
+def test_dry_run_never_calls_ssh(fleet_dir: Path, tmp_path: Path) -> None:
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    calls = tmp_path / "calls"
+    for tool in ("ssh", "curl", "scp"):
+        (shim / tool).write_text(f"#!/bin/sh\necho {tool} \"$@\" >> {calls}\nexit 1\n")
+        (shim / tool).chmod(0o755)
+    env = {"PATH": f"{shim}{os.pathsep}{os.environ['PATH']}", "LANG": "C.UTF-8"}
+    proc = subprocess.run(["bash", str(fleet_dir / "launch.sh"), "--dry-run"], capture_output=True, text=True,
+                          env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert not calls.exists()
+    plan = json.loads((fleet_dir.parent / "plan.json").read_text())
+    positions = [proc.stdout.index(f"== rank {rank}: ") for rank in plan["start_order"]]
+    assert positions == sorted(positions) and plan["start_order"] == [3, 2, 1, 0]
+    assert "RoCE v2 GID index: found at start" in proc.stdout
+
+
+def test_unknown_command_is_a_usage_error(fleet_dir: Path) -> None:
+    proc = subprocess.run(["bash", str(fleet_dir / "launch.sh"), "frobnicate"], capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 64
+    assert "launch.sh --dry-run" in proc.stderr

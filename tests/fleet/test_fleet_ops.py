@@ -1,0 +1,232 @@
+"""The generated fleet operations, driven for real: launch.sh over real ssh to four namespaced nodes.
+
+One fleet (see fleetbed.py) serves the whole module; the tests run in file order and each leaves the
+fleet as the next expects it. Needs root, iproute2 (ip netns), OpenSSH server and client, nsenter and
+unshare, curl: `bash .ci/setup-fleet` installs them. Missing pieces fail the test when CI is set.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fleetbed import NODES, FleetBed
+
+pytestmark = pytest.mark.fleet
+
+OPERATIONS = """\
+  health_timeout_seconds: 20
+  watchdog: {interval_seconds: 5, fail_threshold: 2, probe_timeout_seconds: 2, busy_grace_seconds: 8,
+             ready_timeout_seconds: 6, relaunch_limit: 2}
+  smoke: {needle_tokens: [2000, 600000], request_timeout_seconds: 20}
+"""
+NEEDS = ("ip", "ssh", "ssh-keygen", "nsenter", "unshare", "curl", "bash", "tar", "flock")
+
+
+def _missing() -> str | None:
+    if os.geteuid() != 0:
+        return "the fleet test needs root (network namespaces, bind mounts)"
+    for tool in NEEDS:
+        if shutil.which(tool) is None:
+            return f"{tool} not found (run: bash .ci/setup-fleet)"
+    if not os.access("/usr/sbin/sshd", os.X_OK):
+        return "/usr/sbin/sshd not found (run: bash .ci/setup-fleet)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetBed]:
+    reason = _missing()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    fleet = FleetBed(tmp_path_factory.mktemp("fleet"))
+    try:
+        yield fleet.up(OPERATIONS)
+    finally:
+        fleet.close()
+
+
+def starts(bed: FleetBed) -> list[tuple[float, int]]:
+    """(time, rank) of every `systemctl start` of the rank unit, over all nodes."""
+    return sorted((rec["t"], rank) for rank in range(NODES) for rec in bed.records(rank)
+                  if rec["tool"] == "systemctl" and rec["argv"][:1] == ["start"])
+
+
+def unit_actions(bed: FleetBed) -> list[str]:
+    """rank:start / rank:stop of every unit action, in time order over all nodes."""
+    actions = sorted((rec["t"], f"{rank}:{rec['argv'][0]}")
+                     for rank in range(NODES) for rec in bed.records(rank)
+                     if rec["tool"] == "systemctl" and rec["argv"][:1] in (["start"], ["stop"]))
+    return [action for _, action in actions]
+
+
+def wait_for(path: Path, pattern: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = path.read_text() if path.exists() else ""
+        if re.search(pattern, text):
+            return text
+        time.sleep(0.5)
+    raise AssertionError(f"{pattern!r} not in {path} after {timeout} s:\n{text}")
+
+
+def test_dry_run_contacts_no_node(bed: FleetBed) -> None:
+    connections = bed.sshd_connections()
+    result = bed.launch("--dry-run")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert bed.sshd_connections() == connections
+    assert all(not bed.records(rank) for rank in range(NODES))
+    out = result.stdout
+    headers = [int(n) for n in re.findall(r"^== rank (\d+):", out, re.MULTILINE)]
+    assert headers == [3, 2, 1, 0]
+    assert out.count("RoCE v2 GID index: found at start") == NODES
+    for rank in bed.plan["ranks"]:
+        assert f"--node-rank {rank['rank']} \\" in out
+        assert f"HOST_IP={rank['fabric_ip']}" in out
+
+
+def test_install_copies_every_rank_and_the_watchdog(bed: FleetBed) -> None:
+    result = bed.launch("install")
+    assert result.returncode == 0, result.stdout + result.stderr
+    unit = bed.plan["unit"]
+    for rank in range(NODES):
+        node = bed.tmp / "nodes" / f"r{rank}"
+        assert (node / "fs" / "etc" / "fleet-test" / "docker-run.sh").stat().st_mode & 0o111
+        assert (node / "systemd" / unit).read_text() == (
+            bed.out / bed.plan["ranks"][rank]["directory"] / unit).read_text()
+        assert ["daemon-reload"] in [r["argv"] for r in bed.records(rank) if r["tool"] == "systemctl"]
+    head = bed.tmp / "nodes" / "r0"
+    assert (head / "fs" / "etc" / "fleet-test" / "fleet" / "watchdog.sh").exists()
+    assert (head / "systemd" / "sglang-fleet-test-watchdog.timer").exists()
+    assert ["enable", "--now", "sglang-fleet-test-watchdog.timer"] in [r["argv"] for r in bed.records(0)]
+
+
+def test_preflight_problems_abort_with_nothing_started(bed: FleetBed) -> None:
+    (bed.node_fs(0) / "engram" / "engram-local.json").rename(bed.node_fs(0) / "engram" / "away.json")
+    bed.set_control(1, gpu_busy=True)
+    bed.set_control(2, image_missing=True)
+    bed.set_control(3, overlay_lacks=["SPARK_ENGRAM_PREFETCH", "SPARK_ROCE_AG_MAX"])
+    try:
+        result = bed.launch("start")
+    finally:
+        (bed.node_fs(0) / "engram" / "away.json").rename(bed.node_fs(0) / "engram" / "engram-local.json")
+        for rank in (1, 2, 3):
+            bed.set_control(rank)
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert re.search(r"^ABORT: rank 0: rows-MISSING: .*engram-local\.json", out, re.MULTILINE)
+    assert re.search(r"^ABORT: rank 1: .*GPU still busy", out, re.MULTILINE)
+    assert re.search(r"^ABORT: rank 2: image-MISSING", out, re.MULTILINE)
+    assert re.search(r"^ABORT: rank 3: overlay-MISMATCH: .*SPARK_ENGRAM_PREFETCH SPARK_ROCE_AG_MAX", out,
+                     re.MULTILINE)
+    assert "rank 1 (spark-1): rows-ok" in out and "rank 3 (spark-3): image-ok" in out
+    assert out.rstrip().endswith("ABORT preflight (nothing was stopped or started)")
+    assert unit_actions(bed) == []
+
+
+def test_start_runs_workers_first_and_the_plan_argv(bed: FleetBed) -> None:
+    result = bed.launch("start")
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert [rank for _, rank in starts(bed)] == [3, 2, 1, 0]
+    order = re.findall(r"^rank (\d) \(spark-\d\): systemctl start", out, re.MULTILINE)
+    assert [int(n) for n in order] == [3, 2, 1, 0]
+    assert "health OK after" in out and "watchdog enabled" in out
+    for rank in bed.plan["ranks"]:
+        runs = [r["argv"] for r in bed.records(rank["rank"])
+                if r["tool"] == "docker" and r["argv"][:1] == ["run"] and "spark_overlay" not in r["argv"]]
+        assert ["docker", *runs[-1]] == rank["docker_argv"]
+    runtime = (bed.node_fs(2) / "run" / "fleet-test" / "runtime.env").read_text()
+    assert "NCCL_IB_GID_INDEX=3" in runtime
+    status = bed.launch("status")
+    assert status.stdout.count("sglang-fleet-test.service active") == NODES, status.stdout
+    assert "/health: 200" in status.stdout
+
+
+def test_start_refuses_a_running_fleet(bed: FleetBed) -> None:
+    before = unit_actions(bed)
+    result = bed.launch("start", "--no-wait")
+    assert result.returncode == 1
+    assert "ALREADY-RUNNING" in result.stdout and "nothing was stopped or started" in result.stdout
+    assert unit_actions(bed) == before
+
+
+def test_verify_reads_the_boot_lines_of_every_rank(bed: FleetBed) -> None:
+    result = bed.operator("bash", str(bed.out / "fleet" / "verify.sh"), "--timeout", "10")
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "FAIL" not in out
+    for rank in range(NODES):
+        assert f"PASS rank {rank} (spark-{rank}): RoCE collectives on: world=4" in out
+        assert f"PASS rank {rank} (spark-{rank}): overlay: 21 hooks armed" in out
+    rows = "engram layer 14: rank 1/4 owns rows [96004170, 192008341) of 384016682"
+    assert f"PASS rank 1 (spark-1): {rows}" in out
+    assert "KV pool 5242880 tokens" in out
+
+
+def smoke(bed: FleetBed, *args: str) -> subprocess.CompletedProcess[str]:
+    return bed.operator(sys.executable, str(bed.out / "fleet" / "smoke.py"), *args, timeout=60)
+
+
+def test_smoke_passes_then_fails_on_wrong_answers(bed: FleetBed) -> None:
+    result = smoke(bed)
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    for name in ("count", "needle-2000", "image", "tool-call", "thinking", "reasoning-effort"):
+        assert re.search(rf"^PASS {name}: ", out, re.MULTILINE), (name, out)
+    skip = r"^SKIP needle-600000: 600000 tokens is above the context length 524288"
+    assert re.search(skip, out, re.MULTILINE)
+    bed.set_control(0, wrong=True)
+    try:
+        result = smoke(bed, "--only", "count,needle,image,tool-call,reasoning-effort")
+    finally:
+        bed.set_control(0)
+    out = result.stdout
+    assert result.returncode == 5, out + result.stderr
+    assert re.search(r"^FAIL count: '1, 2, .*12, 14, ", out, re.MULTILINE)
+    assert re.search(r"^FAIL image: 'The number is 1537\.'", out, re.MULTILINE)
+    assert "FAIL reasoning-effort" in out and "(identical: the effort was ignored)" in out
+
+
+def test_watchdog_relaunches_a_killed_head_then_gives_up(bed: FleetBed) -> None:
+    log = bed.node_fs(0) / "logs" / "watchdog.log"
+    out = open(bed.tmp / "watchdog.out", "w")  # noqa: SIM115
+    script = bed.tmp / "fs" / "etc" / "fleet-test" / "fleet" / "watchdog.sh"
+    watchdog = bed.on_head(["bash", str(script), "loop"], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for(log, r"armed: first fully passing check", 20)
+        bed.set_control(0, chat_delay=3)
+        wait_for(log, r"busy \(\d+ s of 8 s grace\)", 15)
+        bed.set_control(0)
+        os.kill(bed.unit_pid(0), 9)
+        text = wait_for(log, r"relaunch 1/2: the fleet is healthy again", 60)
+        assert re.search(r"check failed \(1/2\): /health answered nothing", text)
+        assert "check failed (2/2)" in text
+        postmortems = list((bed.node_fs(0) / "logs" / "postmortem").iterdir())
+        assert len(postmortems) == 1 and len(list(postmortems[0].glob("rank*.log"))) == NODES
+        assert [rank for _, rank in starts(bed)][-4:] == [3, 2, 1, 0]
+        bed.set_control(0, health=503)
+        os.kill(bed.unit_pid(0), 9)
+        text = wait_for(log, r"GIVING UP", 90)
+        assert "relaunch 2/2 FAILED (launch.sh start exit 2)" in text
+        assert text.count(": launch.sh stop\n") == 2
+        stop = bed.launch("stop")
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        assert re.search(r"watchdog on rank 0 \(spark-0\) was armed: disarmed", stop.stdout)
+        assert not (bed.node_fs(0) / "logs" / "watchdog.lock").exists()
+        assert unit_actions(bed)[-4:] == ["0:stop", "1:stop", "2:stop", "3:stop"]
+        wait_for(log, r"standing down: no lock", 15)
+    finally:
+        watchdog.kill()
+        watchdog.wait(timeout=10)
+        out.close()
+        bed.set_control(0)
