@@ -230,3 +230,22 @@ def test_watchdog_relaunches_a_killed_head_then_gives_up(bed: FleetBed) -> None:
         watchdog.wait(timeout=10)
         out.close()
         bed.set_control(0)
+
+
+def test_verify_fails_when_boot_lines_are_missing(bed: FleetBed) -> None:
+    bed.set_control(2, drop_roce=True)
+    bed.set_control(3, hooks_zero=True)
+    try:
+        start = bed.launch("start")
+        assert start.returncode == 0, start.stdout + start.stderr
+        result = bed.operator("bash", str(bed.out / "fleet" / "verify.sh"), "--timeout", "10")
+    finally:
+        bed.set_control(2)
+        bed.set_control(3)
+        bed.launch("stop")
+    out = result.stdout
+    assert result.returncode == 2, out + result.stderr
+    assert "FAIL rank 2 (spark-2): expected 'RoCE collectives on: world=4', found: nothing" in out
+    assert ("FAIL rank 3 (spark-3): expected 'overlay: N hooks armed' with N > 0 (stock SGLang?), "
+            "found: overlay: 0 import hooks armed") in out
+    assert "PASS rank 3 (spark-3): RoCE collectives on: world=4" in out

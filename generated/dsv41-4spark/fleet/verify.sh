@@ -5,7 +5,11 @@
 #   verify.sh [--timeout S]   wait for /health on the head (default 2400 s), then read the current
 #                             run of sglang-dsv41-4spark.service in every rank's journal over ssh
 #
-# Expected, from the plan: every rank "overlay: N hooks armed" with N > 0 and its Engram rows#   ("engram layer L: rank r/4 owns rows [lo, hi) of N"), "RoCE collectives on: world=4"#   and on the head "DSV4 memory calculation ... full_token=" (the KV pool).
+# Expected, from the plan:
+#   every rank: "overlay: N hooks armed" with N > 0, and one line per Engram layer it owns,
+#     "engram layer L: rank r/4 owns rows [lo, hi) of N", with the plan's lo, hi and N
+#   every rank: "RoCE collectives on: world=4"
+#   the head: "DSV4 memory calculation ... full_token=" (the KV pool)
 # Each check prints PASS or FAIL with what it found; the exit status is the number of failures.
 set -euo pipefail
 
