@@ -37,20 +37,29 @@ def _has_tool_result(blocks: Sequence[Any]) -> bool:
     return any(getattr(block, "type", None) == "tool_result" for block in blocks)
 
 
+def _joined(note: str, text: str, *, at_start: bool) -> str:
+    return "\n\n".join(part for part in ((note, text) if at_start else (text, note)) if part)
+
+
 def _with_note(message: Any, note: str, *, at_start: bool, text_block: Callable[..., Any]) -> Any:
     content = message.content
     if isinstance(content, str):
-        parts = [note, content] if at_start else [content, note]
-        return message.model_copy(update={"content": "\n\n".join(part for part in parts if part)})
+        return message.model_copy(update={"content": _joined(note, content, at_start=at_start)})
     blocks = list(content)
-    block = text_block(type="text", text=note)
-    if at_start and not _has_tool_result(blocks):
-        blocks.insert(0, block)
-    elif at_start:
-        last_result = max(i for i, b in enumerate(blocks) if getattr(b, "type", None) == "tool_result")
-        blocks.insert(last_result + 1, block)
+    if not at_start:
+        index = len(blocks)
+    elif _has_tool_result(blocks):
+        index = 1 + max(i for i, b in enumerate(blocks) if getattr(b, "type", None) == "tool_result")
     else:
-        blocks.append(block)
+        index = 0
+    # Joined to the neighbouring text block when there is one, so the note reads the same as in a
+    # plain-text message (SGLang joins separate text parts with a space).
+    neighbour = index if at_start else index - 1
+    if 0 <= neighbour < len(blocks) and getattr(blocks[neighbour], "type", None) == "text":
+        merged = _joined(note, blocks[neighbour].text or "", at_start=at_start)
+        blocks[neighbour] = blocks[neighbour].model_copy(update={"text": merged})
+    else:
+        blocks.insert(index, text_block(type="text", text=note))
     return message.model_copy(update={"content": blocks})
 
 

@@ -5,8 +5,8 @@ compiled kernel's binary into the device (``driver.active.utils.load_binary``) t
 kernel is launched. The CUDA driver refuses a module load while another stream of the process is
 capturing a CUDA graph ("operation not permitted when stream is capturing"); the capture ends a
 moment later, so the load is waited for and retried, with doubling delays, at most
-SPARK_KERNEL_LOAD_RETRIES times; then the last error is raised as is. Any other error passes through
-untouched on the first attempt.
+SPARK_KERNEL_LOAD_RETRIES times; then the last error is raised as is, the kernel left unloaded so
+that its next launch tries again. Any other error passes through untouched on the first attempt.
 """
 
 from __future__ import annotations
@@ -39,6 +39,17 @@ def delay(attempt: int) -> float:
     return float(min(BASE_DELAY_SECONDS * 2 ** (attempt - 1), MAX_DELAY_SECONDS))
 
 
+def _forget_launcher(kernel: Any) -> None:
+    """After the last refusal, leave the kernel as if never loaded.
+
+    triton 3.x sets the launcher (``_run``) before loading the binary and its ``run`` property only
+    loads while ``_run`` is None: a failed load would leave a launcher with no kernel behind it, and
+    the next launch would not try again.
+    """
+    if getattr(kernel, "module", None) is None and getattr(kernel, "_run", None) is not None:
+        kernel._run = None
+
+
 def apply(module: ModuleType, flags: Mapping[str, object]) -> None:
     retries = flags["SPARK_KERNEL_LOAD_RETRIES"]
     if not isinstance(retries, int) or retries <= 0:
@@ -53,7 +64,10 @@ def apply(module: ModuleType, flags: Mapping[str, object]) -> None:
             try:
                 return original(self)
             except (RuntimeError, OSError) as error:
-                if not is_refusal(error) or attempt >= retries:
+                if not is_refusal(error):
+                    raise
+                if attempt >= retries:
+                    _forget_launcher(self)
                     raise
                 attempt += 1
                 wait = delay(attempt)

@@ -236,6 +236,9 @@ class Block:
     type: str
     text: str = ""
 
+    def model_copy(self, update: dict[str, Any]) -> Block:
+        return replace(self, **update)
+
 
 @dataclass(frozen=True)
 class Message:
@@ -276,20 +279,36 @@ def test_inline_system_folds_notes_into_the_neighbouring_user_message() -> None:
 
 
 def test_inline_system_keeps_tool_results_next_to_the_tool_calls() -> None:
-    results = Message("user", [Block("tool_result"), Block("tool_result"), Block("text", "then this")])
-    folded = _fold(
-        Message("user", "u1"), Message("assistant", [Block("tool_use")]), Message("system", "note"), results
-    )
-    assert folded is not None
-    assert [b.type for b in folded[-1].content] == ["tool_result", "tool_result", "text", "text"]
-    assert folded[-1].content[2] == Block("text", "note")
-    plain = _fold(
+    u1, call, note = (
         Message("user", "u1"),
-        Message("assistant", "a"),
+        Message("assistant", [Block("tool_use")]),
         Message("system", "note"),
-        Message("user", [Block("text", "u2")]),
     )
-    assert plain is not None and plain[-1].content == [Block("text", "note"), Block("text", "u2")]
+    results = Message("user", [Block("tool_result"), Block("tool_result"), Block("text", "then this")])
+    folded = _fold(u1, call, note, results)
+    assert folded is not None
+    assert folded[-1].content == [
+        Block("tool_result"),
+        Block("tool_result"),
+        Block("text", "note\n\nthen this"),
+    ]
+    only_results = _fold(u1, call, note, Message("user", [Block("tool_result")]))
+    assert only_results is not None and only_results[-1].content == [
+        Block("tool_result"),
+        Block("text", "note"),
+    ]
+
+
+def test_inline_system_joins_the_note_to_a_neighbouring_text_block() -> None:
+    u1, a1, note = Message("user", "u1"), Message("assistant", "a"), Message("system", "note")
+    # Read the same as the plain-text case: SGLang would join two text parts with a space.
+    plain = _fold(u1, a1, note, Message("user", [Block("text", "u2")]))
+    assert plain is not None and plain[-1].content == [Block("text", "note\n\nu2")]
+    image_first = _fold(u1, a1, note, Message("user", [Block("image"), Block("text", "u2")]))
+    assert image_first is not None
+    assert image_first[-1].content == [Block("text", "note"), Block("image"), Block("text", "u2")]
+    appended = _fold(Message("user", [Block("text", "u1")]), note)
+    assert appended == [Message("user", [Block("text", "u1\n\nnote")])]
 
 
 def test_served_aliases_are_read_from_the_flag_deduplicated() -> None:

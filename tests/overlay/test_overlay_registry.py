@@ -45,8 +45,14 @@ def test_every_hook_that_patches_something_has_a_gate() -> None:
 def test_hooks_enabled_at_the_defaults() -> None:
     defaults = settings.parse_environment({}).values
     assert gates.enabled_hooks(defaults) == [
-        "engram_store", "engram_prefetch", "prefill_flush", "page_cache_release", "roce_collectives",
-        "kernel_load_guard", "inline_system", "sm_family_gate",
+        "engram_store",
+        "engram_prefetch",
+        "prefill_flush",
+        "page_cache_release",
+        "roce_collectives",
+        "kernel_load_guard",
+        "inline_system",
+        "sm_family_gate",
     ]
     wide = settings.parse_environment({"SPARK_LOOKUP_DRAFT": "1", "SPARK_LOOKUP_MODE": "wide"}).values
     assert {"lookup_draft", "lookup_wide"} <= set(gates.enabled_hooks(wide))
@@ -63,11 +69,21 @@ def test_the_flags_command_lists_the_registry_under_both_package_names(tmp_path:
     expected = [f"registry {REGISTRY_VERSION}", *(flag.name for flag in FLAGS)]
     # As the image has it: a top-level spark_overlay.
     make_overlay(tmp_path)
-    top_level = run_python("import runpy; runpy.run_module('spark_overlay', run_name='__main__')",
-                           cwd=tmp_path, path=[tmp_path], args=["flags"])
+    top_level = run_python(
+        "import runpy; runpy.run_module('spark_overlay', run_name='__main__')",
+        cwd=tmp_path,
+        path=[tmp_path],
+        args=["flags"],
+    )
     # As the compiler has it.
-    installed = subprocess.run([sys.executable, "-m", "spark_compile.overlay", "flags"], env=clean_env(),
-                               capture_output=True, text=True, check=False, cwd=tmp_path)
+    installed = subprocess.run(
+        [sys.executable, "-m", "spark_compile.overlay", "flags"],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
     for result in (top_level, installed):
         assert result.returncode == 0, result.stderr
         assert result.stdout.splitlines() == expected
@@ -75,8 +91,12 @@ def test_the_flags_command_lists_the_registry_under_both_package_names(tmp_path:
 
 def test_the_flags_json_carries_kind_default_hook_since_and_the_shipped_hooks(tmp_path: Path) -> None:
     make_overlay(tmp_path)
-    result = run_python("import runpy; runpy.run_module('spark_overlay', run_name='__main__')",
-                        cwd=tmp_path, path=[tmp_path], args=["flags", "--json"])
+    result = run_python(
+        "import runpy; runpy.run_module('spark_overlay', run_name='__main__')",
+        cwd=tmp_path,
+        path=[tmp_path],
+        args=["flags", "--json"],
+    )
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["registry_version"] == REGISTRY_VERSION
