@@ -50,6 +50,8 @@ class HookedLoader(importlib.abc.Loader):
 
     def __getattr__(self, name: str) -> Any:
         # get_source, get_resource_reader, is_package ...: inspect and importlib.resources use them.
+        if name == "_inner":  # not set yet (copy, unpickling): no endless recursion
+            raise AttributeError(name)
         return getattr(self._inner, name)
 
 

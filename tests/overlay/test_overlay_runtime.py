@@ -311,3 +311,19 @@ def test_the_overlay_arms_its_own_copy_whatever_its_folder_is_called(tmp_path: P
     result = run_python(code, cwd=tmp_path, path=[site / "site"], env={**MASTER_ON, **GB10_DEFAULTS_OFF})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(site)
+
+
+def test_a_hooked_module_keeps_its_loaders_services(tmp_path: Path) -> None:
+    # inspect, linecache and importlib.resources ask the loader: the wrapper passes them through.
+    site = make_overlay(tmp_path, recording=("engram_store",))
+    fake = _fakes(tmp_path)
+    code = f"""
+import inspect, json
+import {ENGRAM} as engram
+loader = engram.__spec__.loader
+print(json.dumps([type(loader).__name__, "EXECUTED = True" in inspect.getsource(engram),
+                  loader.is_package("{ENGRAM}"), loader.get_filename("{ENGRAM}") == engram.__file__]))
+"""
+    result = run_python(code, cwd=tmp_path, path=[site, fake], env={**MASTER_ON, **GB10_DEFAULTS_OFF})
+    assert result.returncode == 0, result.stderr
+    assert last_json(result.stdout) == ["HookedLoader", True, False, True]
