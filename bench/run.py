@@ -173,7 +173,8 @@ def run_all(mode: Mode, env: dict[str, str], work: Path) -> dict[str, object]:
     targets = [
         report.Target("cold check / floor", check.wall / floor.wall, 1.5, "x", check.cpu / floor.cpu),
         report.Target("cold full compile / floor", full.wall / floor.wall, 2.0, "x", full.cpu / floor.cpu),
-        report.Target("marginal compile cost per rank", fits.wall.slope * 1000, 2.0, "ms", fits.cpu.slope * 1000),
+        report.Target("marginal compile cost per rank", fits.wall.slope * 1000, 2.0, "ms",
+                      fits.cpu.slope * 1000),
         report.Target(f"{VARIANTS} profiles in one check / one", many.wall / one.wall, 3.0, "x",
                       many.cpu / one.cpu),
     ]
