@@ -247,5 +247,5 @@ def test_verify_fails_when_boot_lines_are_missing(bed: FleetBed) -> None:
     assert result.returncode == 2, out + result.stderr
     assert "FAIL rank 2 (spark-2): expected 'RoCE collectives on: world=4', found: nothing" in out
     assert ("FAIL rank 3 (spark-3): expected 'overlay: N hooks armed' with N > 0 (stock SGLang?), "
-            "found: overlay: 0 import hooks armed") in out
+            "found: overlay: 0 hooks armed: ") in out
     assert "PASS rank 3 (spark-3): RoCE collectives on: world=4" in out

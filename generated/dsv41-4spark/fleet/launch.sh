@@ -20,7 +20,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=fleet-lib.sh
+# shellcheck source-path=SCRIPTDIR source=fleet-lib.sh
 source "$here/fleet-lib.sh"
 
 # Set by the watchdog to the lock's generation: its own stop and start leave the lock alone, and a start
@@ -542,15 +542,16 @@ stop_ranks() {
     return "$status"
 }
 
-# wait_active RANK: until the rank's unit is active, at most unit_active_timeout seconds.
-wait_active() {
-    local rank=$1 state="" start=$SECONDS
-    while ((SECONDS - start < unit_active_timeout)); do
-        state=$(remote "$rank" node_unit state "$unit") || state="unreachable"
-        [ "$state" = active ] && return 0
+# start_rank RANK: systemctl start, then wait until the unit is active (at most unit_active_timeout s).
+start_rank() {
+    local rank=$1 state start=$SECONDS
+    state=$(remote "$rank" node_unit start "$unit") || return 1
+    while [ "$state" != active ] && ((SECONDS - start < unit_active_timeout)); do
         [ "$state" = failed ] && break
         sleep 1
+        state=$(remote "$rank" node_unit state "$unit") || state="unreachable"
     done
+    [ "$state" = active ] && return 0
     echo "ABORT: rank $rank: $unit is ${state:-unknown}, not active, after systemctl start"
     return 1
 }
@@ -591,7 +592,7 @@ cmd_start() {
             return 3
         fi
         echo "$(label "$rank"): systemctl start $unit (${rank_roles[$rank]})"
-        if ! remote "$rank" node_unit start "$unit" || ! wait_active "$rank"; then
+        if ! start_rank "$rank"; then
             echo "ABORT: rank $rank launch FAILED: stopping it and the ranks already started (${started[*]:-none})"
             stop_ranks "$rank" "${started[@]}" || true
             return 1

@@ -14,7 +14,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=fleet-lib.sh
+# shellcheck source-path=SCRIPTDIR source=fleet-lib.sh
 source "$here/fleet-lib.sh"
 
 expect_overlay=1

@@ -16,7 +16,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=fleet-lib.sh
+# shellcheck source-path=SCRIPTDIR source=fleet-lib.sh
 source "$here/fleet-lib.sh"
 
 interval=60
