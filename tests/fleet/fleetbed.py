@@ -261,3 +261,7 @@ SetEnv PATH={self.fs}/bin:/usr/local/bin:/usr/bin:/bin HOME={self.fs}/home SPARK
             proc.wait(timeout=10)
         for ns in reversed(self.made):
             run(["ip", "netns", "del", ns], check=False)
+        # A veth pair made but not yet moved into its namespaces would outlive them.
+        for rank in range(NODES):
+            if Path(f"/sys/class/net/{self.id}{rank}b").exists():
+                run(["ip", "link", "del", f"{self.id}{rank}b"], check=False)
