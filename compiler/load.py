@@ -111,8 +111,8 @@ class _Builder:
                         self.doc.text)
         return self.constructor.construct_object(node)
 
-    def _mapping(self, node: yaml.MappingNode, path: YamlPath) -> dict[str, Any]:
-        result: dict[str, Any] = {}
+    def _mapping(self, node: yaml.MappingNode, path: YamlPath) -> dict[str | int, Any]:
+        result: dict[str | int, Any] = {}
         for key_node, value_node in node.value:
             key_pos = _pos(self.doc.path, key_node.start_mark)
             if key_node.tag == "tag:yaml.org,2002:merge":
@@ -121,7 +121,10 @@ class _Builder:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise _fail("SC105", key_pos, "a mapping key must be a plain scalar",
                             "write the key as a plain word", self.doc.text)
-            key = str(self.constructor.construct_object(key_node))
+            constructed = self.constructor.construct_object(key_node)
+            # Integer keys (Engram layer ids) stay integers; every other key is read as text.
+            keep = isinstance(constructed, int) and not isinstance(constructed, bool)
+            key = constructed if keep else str(constructed)
             if key in result:
                 first = self.doc.spots[(*path, key)].key
                 where = f" (first at line {first.line})" if first else ""

@@ -33,7 +33,8 @@ EnvValue = str | int
 class Section(BaseModel):
     """Base of every profile section: unknown keys are errors, values are checked on assignment."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    # strict: a quoted "8210" or a `yes` is not silently converted; the JSON Schema refuses them too.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
 
 
 class Fabric(Section):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 from pydantic_core import PydanticCustomError
 
 from ..overlay.registry import FLAGS, Flag
@@ -28,6 +28,11 @@ def _rows(value: str) -> str:
     return value
 
 
+# The JSON Schema form of values.parse_size, so editors and check-jsonschema refuse what the overlay would.
+SIZE_SCHEMA = {"anyOf": [{"type": "string", "pattern": "^[0-9]+([bB]|[kKmMgG]([bB]|[iI][bB])?)?$"},
+                         {"type": "integer", "minimum": 0}]}
+
+
 def _field_type(flag: Flag) -> Any:
     if flag.kind == "switch":
         return bool
@@ -36,7 +41,7 @@ def _field_type(flag: Flag) -> Any:
     if flag.kind == "float":
         return Annotated[float, Field(ge=flag.minimum, le=flag.maximum)]
     if flag.kind == "size":
-        return Annotated[str | int, AfterValidator(_size)]
+        return Annotated[str | int, AfterValidator(_size), WithJsonSchema(SIZE_SCHEMA)]
     if flag.kind == "enum":
         choices = tuple(int(c) for c in flag.choices) if all(c.isdigit() for c in flag.choices) else flag.choices
         return Literal[choices]
@@ -67,7 +72,7 @@ _fields["b12x_roce_spin_limit"] = (
 
 OverlaySection: type[BaseModel] = create_model(
     "OverlaySection",
-    __config__=ConfigDict(extra="forbid", frozen=True),
+    __config__=ConfigDict(extra="forbid", frozen=True, strict=True),
     __doc__="SPARK_* overlay flags by key (name without SPARK_, lower case); unset = the hook's default.",
     **_fields,
 )

@@ -115,7 +115,7 @@ def engram_tiles(ctx: Context) -> Iterator[Hit]:
         if edge != rows:
             problems.append(f"the ranges end at {edge}, the table at {rows}")
         if problems:
-            yield Hit("SC407", ("model", "engram", "tables", str(layer)),
+            yield Hit("SC407", ("model", "engram", "tables", layer),
                       f"Engram layer {layer} ({rows} rows) is not tiled by {len(ranges)} ranks: {'; '.join(problems)}",
                       "each table needs at least one row per rank")
 
