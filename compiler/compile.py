@@ -12,7 +12,7 @@ from .fleet import fleet_artifacts
 from .plan import build_plan
 from .render import Artifact, manifest, render_plan
 from .validate import Validated
-from .write import write_file, write_tree
+from .write import write_tree
 
 SCHEMA_FILE = "profile.schema.json"
 
@@ -41,7 +41,7 @@ def source_digests(validated: Validated, out_root: Path) -> list[tuple[str, str]
 def rendered_files(validated: Validated) -> list[Artifact]:
     """Every file of the profile's directory except MANIFEST.json, rendered in memory."""
     profile = validated.profile
-    plan = build_plan(profile)
+    plan = validated.plan or build_plan(profile)
     return render_plan(plan, profile, extra=fleet_artifacts(plan, profile))
 
 
@@ -52,13 +52,11 @@ def artifacts(validated: Validated, out_root: Path) -> list[Artifact]:
 
 
 def compile_profile(validated: Validated, profile_path: Path, out: Path | None) -> int:
-    """Write the profile's artifacts and the schema; print a one-line summary."""
-    from .schema import schema_text
-
+    """Write the profile's artifacts; print a one-line summary. (`spark-compile schema` writes the schema:
+    it changes with the compiler, not with a profile, and the drift check holds it current.)"""
     out_root = out or default_out(profile_path)
     files = artifacts(validated, out_root)
     report = write_tree(out_root, validated.profile.name, files)
-    write_file(out_root / SCHEMA_FILE, schema_text().encode())
     target = out_root / validated.profile.name
     sys.stdout.write(f"{target}: {len(report.written)} written, {len(report.unchanged)} unchanged, "
                      f"{len(report.removed)} removed\n")

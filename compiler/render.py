@@ -5,9 +5,11 @@ One environment, built once per process with StrictUndefined; templates format t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -69,6 +71,34 @@ def argv_lines(argv: list[str] | tuple[str, ...]) -> list[list[str]]:
     return lines
 
 
+def sh_join(words: list[str] | tuple[str, ...]) -> str:
+    """Filter: words quoted for bash and joined by spaces (one call instead of a map and a join)."""
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def _bytecode_cache() -> Any:
+    """Compiled templates kept between runs (a compile is a short process: compiling 12 templates each time
+    would double its cost). Best effort: an unwritable cache only costs speed, never output."""
+    import jinja2
+
+    class QuietCache(jinja2.FileSystemBytecodeCache):
+        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            with contextlib.suppress(OSError):
+                super().load_bytecode(bucket)
+
+        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            with contextlib.suppress(OSError):
+                super().dump_bytecode(bucket)
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    directory = os.path.join(base, "spark-compile", f"jinja-{__version__}")
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    return QuietCache(directory)
+
+
 @functools.cache
 def environment() -> jinja2.Environment:
     """The one Jinja environment: templates from the package, StrictUndefined, our filters."""
@@ -77,10 +107,10 @@ def environment() -> jinja2.Environment:
     root = resources.files("spark_compile.templates")
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(root)), undefined=jinja2.StrictUndefined, autoescape=False,
-        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
     )
-    env.filters.update(sh=shlex.quote, systemd=systemd_arg, envfile=envfile_value, argv_lines=argv_lines,
-                       tojson_sorted=lambda v: json.dumps(v, indent=2, sort_keys=True))
+    env.filters.update(sh=shlex.quote, sh_join=sh_join, systemd=systemd_arg, envfile=envfile_value,
+                       argv_lines=argv_lines, tojson_sorted=lambda v: json.dumps(v, indent=2, sort_keys=True))
     return env
 
 

@@ -30,6 +30,7 @@ class Validated:
     profile: Any
     findings: list[Finding]
     resolved: Resolved
+    plan: Any = None  # the launch plan, when a rule already built it (compile reuses it)
 
 
 def dotted(path: tuple[str | int, ...]) -> str:
@@ -198,4 +199,4 @@ def validate(resolved: Resolved) -> Validated:
         for _, check in CHECKS
         for hit in check(context)
     ]
-    return Validated(profile, sorted(findings, key=Finding.sort_key), resolved)
+    return Validated(profile, sorted(findings, key=Finding.sort_key), resolved, context.built_plan)

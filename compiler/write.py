@@ -77,17 +77,26 @@ def _maybe_die(count: int) -> None:
         os.kill(os.getpid(), 9)
 
 
+def _write_new(path: Path, artifact: Artifact) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, artifact.mode)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(artifact.content)
+    os.chmod(path, artifact.mode)  # the umask may have narrowed the mode open() was given
+
+
 def _stage(staging: Path, target: Path, files: list[Artifact], report: WriteReport) -> None:
+    made: set[Path] = set()
     for count, artifact in enumerate(files, 1):
         _maybe_die(count)
         old, new = target / artifact.path, staging / artifact.path
-        new.parent.mkdir(parents=True, exist_ok=True)
+        if new.parent not in made:
+            new.parent.mkdir(parents=True, exist_ok=True)
+            made.add(new.parent)
         if _same(old, artifact):
             os.link(old, new)
             report.unchanged.append(artifact.path)
             continue
-        new.write_bytes(artifact.content)
-        new.chmod(artifact.mode)
+        _write_new(new, artifact)
         report.written.append(artifact.path)
 
 

@@ -43,22 +43,22 @@ def _close(word: str, candidates: Sequence[str]) -> list[str]:
     return other_case + [c for c in close if c not in other_case]
 
 
+@functools.cache
+def _field_names(cls: type[Any]) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
 def _make(cls: type[T], data: Mapping[str, Any], **converted: Any) -> T:
     """A catalog dataclass from its JSON object; `converted` replaces the fields JSON cannot spell."""
-    names = [f.name for f in fields(cls)]
+    names = _field_names(cls)
     return cls(**{name: data[name] for name in names if name in data and name not in converted}, **converted)
 
 
 @functools.cache
 def _directories() -> tuple[Traversable, ...]:
-    from importlib.resources import files
-
-    here = Path(__file__).with_name("catalogs")
-    try:
-        installed = files("spark_compile.spec").joinpath("catalogs")
-    except ModuleNotFoundError:  # a checkout that was never pip-installed
-        return (here,)
-    return (installed,) if str(installed) == str(here) else (installed, here)
+    # The JSON files are package data beside this module, in a checkout and in an installed wheel alike;
+    # importlib.resources would cost a few milliseconds of imports on every pre-commit run for nothing.
+    return (Path(__file__).with_name("catalogs"),)
 
 
 def _catalog_files() -> list[str]:

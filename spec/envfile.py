@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+_PRINTABLE_ASCII = re.compile(r"[ -~]*")
+
 
 def env_value_problem(value: str) -> str | None:
     """Why ``value`` cannot be written to an env file with one meaning for docker and systemd, or None."""
@@ -15,6 +19,6 @@ def env_value_problem(value: str) -> str | None:
         return "contains a quote or backslash: systemd unquotes and unescapes it, docker keeps it as written"
     if "$" in value or "`" in value:
         return "contains '$' or a backtick, which systemd may treat as a variable reference"
-    if not all(" " <= c <= "~" for c in value):
+    if not _PRINTABLE_ASCII.fullmatch(value):
         return "contains a character outside printable ASCII"
     return None

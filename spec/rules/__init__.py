@@ -51,6 +51,11 @@ class Context:
         self.present = present  # whether a path was written in the profile (not a model default)
 
     @property
+    def built_plan(self) -> Any:
+        """The plan if a check has built it, else None."""
+        return self._plan
+
+    @property
     def plan(self) -> Any:
         """The launch plan of the profile, built on first use."""
         if self._plan is None:
