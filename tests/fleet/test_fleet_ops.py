@@ -150,6 +150,7 @@ def test_start_runs_workers_first_and_the_plan_argv(bed: FleetBed) -> None:
     status = bed.launch("status")
     assert status.stdout.count("sglang-fleet-test.service active") == NODES, status.stdout
     assert "/health: 200" in status.stdout
+    assert "watchdog (sglang-fleet-test-watchdog.timer on rank 0 (spark-0)): enabled" in status.stdout
 
 
 def test_start_refuses_a_running_fleet(bed: FleetBed) -> None:
@@ -219,6 +220,8 @@ def test_watchdog_relaunches_a_killed_head_then_gives_up(bed: FleetBed) -> None:
         text = wait_for(log, r"GIVING UP", 90)
         assert "relaunch 2/2 FAILED (launch.sh start exit 2)" in text
         assert text.count(": launch.sh stop\n") == 2
+        status = bed.launch("status").stdout
+        assert re.search(r"watchdog .*: enabled; armed=1 failures=2 relaunches=2 gave_up=1", status), status
         stop = bed.launch("stop")
         assert stop.returncode == 0, stop.stdout + stop.stderr
         assert re.search(r"watchdog on rank 0 \(spark-0\) was armed: disarmed", stop.stdout)

@@ -183,7 +183,7 @@ print(",".join(f"{k}:{v[0]}:{v[1]}" for k, v in sorted(layers.items(), key=lambd
     return "$bad"
 }
 
-# node_lock set|clear|get LOCK STATE [GENERATION]: the watchdog's lock; present = the watchdog may act.
+# node_lock set|clear|get|show LOCK STATE [GENERATION]: the watchdog's lock; present = the watchdog may act.
 node_lock() {
     local lock=$2 state=$3 armed
     case $1 in
@@ -203,6 +203,15 @@ node_lock() {
             rm -f "$lock"
             ;;
         get) cat "$lock" 2>/dev/null || true ;;
+        show)
+            if [ ! -e "$lock" ]; then
+                echo "not enabled (launch.sh start enables it)"
+            elif grep -qx "generation=$(cat "$lock")" "$state" 2>/dev/null; then
+                echo "enabled; $(grep -E '^(armed|failures|relaunches|gave_up)=' "$state" | tr '\n' ' ')"
+            else
+                echo "enabled, no check since launch.sh start"
+            fi
+            ;;
     esac
 }
 

@@ -643,8 +643,8 @@ cmd_status() {
     code=$(health_code 10)
     echo "head API $api/health: ${code/#000/no answer}"
     if ((watchdog_enabled)); then
-        lock=$(remote 0 node_lock get "$watchdog_lock" "$watchdog_state" 2>/dev/null) || lock=""
-        echo "watchdog ($watchdog_timer on $(label 0)): ${lock:+enabled, generation $lock}${lock:-not enabled}"
+        lock=$(remote 0 node_lock show "$watchdog_lock" "$watchdog_state" 2>&1) || lock="unknown: $lock"
+        echo "watchdog ($watchdog_timer on $(label 0)): $lock"
     fi
 }
 
