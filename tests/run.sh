@@ -3,7 +3,8 @@
 #   bash tests/run.sh [pytest args...]
 # Creates .venv (the compiler and its dev tools) and .venv-engine (SGLang 0.5.23, CPU-only, for the
 # engine-parser, catalog and overlay tests), installs the system tools the artifact tests use
-# (shellcheck, the docker CLI, systemd-analyze), then runs pytest. Exits with pytest's status.
+# (shellcheck, the docker CLI, systemd-analyze) and the fleet test's (openssh-server, iproute2), then
+# runs pytest. Exits with pytest's status. Needs root for the apt installs and the network namespaces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,7 @@ fi
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
 bash .ci/install-tools "$PWD/.venv"
 bash .ci/install-engine "$PWD/.venv-engine"
+bash .ci/setup-fleet
 export SPARK_ENGINE_PYTHON="$PWD/.venv-engine/bin/python"
 export PATH="$PWD/.venv/bin:$PATH"
 
