@@ -11,7 +11,7 @@ from typing import Any
 
 from . import __version__
 from .plan import LaunchPlan, RankPlan
-from .render import SCRIPT_MODE, Artifact, argv_lines, environment, rank_artifacts
+from .render import SCRIPT_MODE, Artifact, argv_lines, environment, render_unit
 from .spec.model import Profile
 
 FLEET_DIR = "fleet"
@@ -92,8 +92,8 @@ def _engram_lines(profile: Profile, rank: RankPlan, world: int) -> tuple[str, ..
 
 def _unit_exec_lines(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> tuple[str, ...]:
     """The rank unit's Exec*= lines, read off the rendered unit so the dry run cannot drift from it."""
-    unit = next(a for a in rank_artifacts(plan, profile, rank) if a.path.endswith(f"/{plan.unit_name}"))
-    return tuple(line for line in unit.content.decode().splitlines() if line.startswith("Exec"))
+    unit = render_unit(plan, profile, rank).decode()
+    return tuple(line for line in unit.splitlines() if line.startswith("Exec"))
 
 
 def fleet_rank(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> FleetRank:

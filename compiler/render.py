@@ -136,11 +136,20 @@ def secrets_context(profile: Profile) -> dict[str, Any]:
             "secrets_dir": secrets_dir(profile), "engine_secrets": ENGINE_SECRETS}
 
 
+def _rank_context(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> dict[str, Any]:
+    return {"plan": plan, "rank": rank, "profile": profile, "gid_suffix": ipv4_mapped_gid(rank.fabric_ip),
+            "first_hca": profile.fleet.fabric.rdma_devices[0], "deploy": profile.deploy,
+            **secrets_context(profile)}
+
+
+def render_unit(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> bytes:
+    """The rank's systemd unit alone (the fleet launcher quotes its Exec lines)."""
+    return _render("unit.service.j2", **_rank_context(plan, profile, rank))
+
+
 def rank_artifacts(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> list[Artifact]:
     """The files of one rank: env files, docker-run.sh, preflight.sh and the systemd unit."""
-    ctx = {"plan": plan, "rank": rank, "profile": profile, "gid_suffix": ipv4_mapped_gid(rank.fabric_ip),
-           "first_hca": profile.fleet.fabric.rdma_devices[0], "deploy": profile.deploy,
-           **secrets_context(profile)}
+    ctx = _rank_context(plan, profile, rank)
     base = rank.directory
     files = [Artifact(f"{base}/{env_file.name}", _render("env.j2", env_file=env_file, **ctx))
              for env_file in rank.env_files]
