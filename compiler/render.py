@@ -164,11 +164,30 @@ def render_plan(plan: LaunchPlan, profile: Profile, extra: list[Artifact] | None
     from .readme import readme_context
 
     files = [a for rank in plan.ranks for a in rank_artifacts(plan, profile, rank)]
-    files.append(Artifact("plan.json", (json.dumps(plan.to_json(), indent=2) + "\n").encode()))
+    files.append(Artifact("plan.json", plan_json_text(plan.to_json()).encode()))
     files.append(Artifact("README.md", _render("README.md.j2", plan=plan, profile=profile,
                                                **readme_context(plan, profile))))
     files += extra or []
     return sorted(files, key=lambda a: a.path)
+
+
+def plan_json_text(plan: dict[str, Any]) -> str:
+    """plan.json: one line per top-level key and per rank field, each value compact.
+
+    Readable in a review, and fast: json's C encoder only runs without indent, and a 1,024-rank plan
+    pretty-printed in full took longer than rendering every file."""
+    def dump(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    lines = ["{"]
+    items = [(key, value) for key, value in plan.items() if key != "ranks"]
+    lines += [f"  {dump(key)}: {dump(value)}," for key, value in items]
+    ranks = []
+    for rank in plan["ranks"]:
+        fields = [f"      {dump(key)}: {dump(value)}" for key, value in rank.items()]
+        ranks.append("    {\n" + ",\n".join(fields) + "\n    }")
+    lines.append('  "ranks": [\n' + ",\n".join(ranks) + "\n  ]")
+    return "\n".join(lines) + "\n}\n"
 
 
 def manifest(files: list[Artifact], profile_files: list[tuple[str, str]], name: str) -> Artifact:
