@@ -11,7 +11,7 @@ from typing import Any
 
 from . import __version__
 from .plan import LaunchPlan, RankPlan
-from .render import SCRIPT_MODE, Artifact, argv_lines, environment, render_unit
+from .render import SCRIPT_MODE, Artifact, environment, render_unit
 from .spec.model import Profile
 
 FLEET_DIR = "fleet"
@@ -47,7 +47,7 @@ class FleetRank:
     rows_expect: str  # L:lo:hi,... as the local manifest must describe it
     engram_lines: tuple[str, ...]  # boot-log lines proving this rank owns its rows
     unit_exec_lines: tuple[str, ...]  # the Exec*= lines of the rank's unit, as rendered
-    docker_lines: tuple[tuple[str, ...], ...]
+    docker_argv: tuple[str, ...]
     env_lines: tuple[str, ...]
 
 
@@ -66,10 +66,6 @@ def _env_lines(profile: Profile, rank: RankPlan) -> tuple[str, ...]:
         return "<secret, read on the node at start>" if name in profile.secrets.env else f"<{GID_AT_START}>"
 
     return tuple(f"{name}={shown(name, value)}" for name, value in rank.env.items())
-
-
-def _docker_lines(rank: RankPlan) -> tuple[tuple[str, ...], ...]:
-    return tuple(tuple(line) for line in argv_lines(rank.docker_argv))
 
 
 def _rows_path(profile: Profile, rank: RankPlan) -> str:
@@ -108,7 +104,7 @@ def fleet_rank(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> FleetRank:
         rows_path=_rows_path(profile, rank), rows_expect=_rows_text(rank.engram.rows) if rank.engram else "",
         engram_lines=_engram_lines(profile, rank, world),
         unit_exec_lines=_unit_exec_lines(plan, profile, rank),
-        docker_lines=_docker_lines(rank),
+        docker_argv=rank.docker_argv,
         env_lines=_env_lines(profile, rank),
     )
 

@@ -71,6 +71,13 @@ def argv_lines(argv: list[str] | tuple[str, ...]) -> list[list[str]]:
     return lines
 
 
+def sh_command(argv: list[str] | tuple[str, ...], first: str = "", indent: str = "  ") -> str:
+    """Filter: an argv as a bash command, one option per line with continuations, every word quoted."""
+    lines = [sh_join(line) for line in argv_lines(argv)]
+    body = f" \\\n{indent}".join(lines)
+    return f"{first}{body}"
+
+
 def sh_join(words: list[str] | tuple[str, ...]) -> str:
     """Filter: words quoted for bash and joined by spaces (one call instead of a map and a join)."""
     return " ".join(shlex.quote(word) for word in words)
@@ -109,8 +116,8 @@ def environment() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(str(root)), undefined=jinja2.StrictUndefined, autoescape=False,
         keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
     )
-    env.filters.update(sh=shlex.quote, sh_join=sh_join, systemd=systemd_arg, envfile=envfile_value,
-                       argv_lines=argv_lines, tojson_sorted=lambda v: json.dumps(v, indent=2, sort_keys=True))
+    env.filters.update(sh=shlex.quote, sh_command=sh_command, systemd=systemd_arg, envfile=envfile_value,
+                       tojson_sorted=lambda v: json.dumps(v, indent=2, sort_keys=True))
     return env
 
 

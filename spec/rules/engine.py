@@ -227,14 +227,14 @@ def env_section(ctx: Context) -> Iterator[Hit]:
       "a backslash, '$', a backtick, edge spaces or non-ASCII would mean two things, so it is refused.",
       "engine: {env: {SGLANG_X: '\"quoted\"'}}", "engine: {env: {SGLANG_X: quoted}}")
 def env_values_portable(ctx: Context) -> Iterator[Hit]:
+    # Most values are the same on every rank: check each distinct pair once, in rank order.
+    pairs = dict.fromkeys(pair for rank in ctx.plan.ranks for env_file in rank.env_files for pair in env_file.values)
     reported: set[str] = set()
-    for rank in ctx.plan.ranks:
-        for env_file in rank.env_files:
-            for name, value in env_file.values:
-                problem = env_value_problem(value)
-                if problem and name not in reported:
-                    reported.add(name)
-                    yield Hit("SC215", _env_source(ctx, name), f"{name}={value!r} {problem}",
+    for name, value in pairs:
+        problem = env_value_problem(value)
+        if problem and name not in reported:
+            reported.add(name)
+            yield Hit("SC215", _env_source(ctx, name), f"{name}={value!r} {problem}",
                               "change the value so it holds only printable ASCII without quotes, '\\', '$' or "
                               "backticks")
 
