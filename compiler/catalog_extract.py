@@ -26,7 +26,7 @@ EXIT_USAGE = 2
 PROBE = Path(__file__).resolve().with_name("sglang_probe.py")
 CATALOG_FORMAT = 1
 PROBE_TIMEOUT_S = 600.0
-ENGINE_PYTHON_ENV = "SPARK_ENGINE_PYTHON"
+ENGINE_PYTHON_ENV = "ENGINE_PYTHON"
 DEFAULT_ENGINE_PYTHON = Path(".venv-engine") / "bin" / "python"
 
 Catalog = dict[str, Any]

@@ -15,7 +15,7 @@ fi
 bash .ci/install-tools "$PWD/.venv"
 bash .ci/install-engine "$PWD/.venv-engine"
 bash .ci/setup-fleet
-export SPARK_ENGINE_PYTHON="$PWD/.venv-engine/bin/python"
+export ENGINE_PYTHON="$PWD/.venv-engine/bin/python"
 export PATH="$PWD/.venv/bin:$PATH"
 
 exec .venv/bin/python -m pytest "$@"

@@ -1,6 +1,6 @@
 """Parse engine argv with SGLang's real parser, in the engine venv, in a subprocess.
 
-``engine_python()`` finds that interpreter from $SPARK_ENGINE_PYTHON (made by .ci/install-engine): when
+``engine_python()`` finds that interpreter from $ENGINE_PYTHON (made by .ci/install-engine): when
 it is missing the calling test fails under CI (``CI`` set) and is skipped, with the reason, elsewhere.
 
 ``parse_engine_argv(argv)`` takes everything after ``-m sglang.launch_server`` and returns the parsed
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-ENGINE_PYTHON_ENV = "SPARK_ENGINE_PYTHON"
+ENGINE_PYTHON_ENV = "ENGINE_PYTHON"
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "spec" / "catalogs" / "sglang-0.5.23.json"
 

@@ -26,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 OVERLAY = ROOT / "overlay"
 ACTIVATION_DIR = OVERLAY / "site"
-ENGINE_PYTHON_ENV = "SPARK_ENGINE_PYTHON"
+ENGINE_PYTHON_ENV = "ENGINE_PYTHON"
 
 # Flags that turn off the GB10-only hooks armed by default (besides Engram, which has no off switch).
 GB10_DEFAULTS_OFF = {"SPARK_ENGRAM_PREFETCH": "0", "SPARK_ROCE_AG": "0", "SPARK_PREFILL_FLUSH_TOKENS": "0"}
@@ -82,7 +82,7 @@ def fake_target(name: str) -> str:
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The test's environment without any SPARK_* variable (SPARK_ENGINE_PYTHON would be an unknown
+    """The test's environment without any SPARK_* variable (ENGINE_PYTHON would be an unknown
     flag to the overlay), PYTHON* settings or SGLang settings, plus ``extra``."""
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYTHON", "SGLANG_", "SGL_"))}
     return {**keep, **(extra or {})}

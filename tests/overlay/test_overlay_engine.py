@@ -2,7 +2,7 @@
 
 One engine process (engine_checks.py) starts with the overlay armed by its sitecustomize, as in the
 serving image, imports the real target modules through the overlay's finder and runs every check; each
-test here asserts on one check's report. The interpreter comes from $SPARK_ENGINE_PYTHON (made by
+test here asserts on one check's report. The interpreter comes from $ENGINE_PYTHON (made by
 .ci/install-engine with .ci/engine-extra-requirements.txt); without it the tests fail under CI and are
 skipped elsewhere.
 """
