@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -47,9 +48,22 @@ class ArtifactChange:
     new: str | None
 
 
+def _git_path(path: Path) -> str:
+    return str(PurePosixPath(*Path(os.path.normpath(path)).parts))
+
+
+def _git_exists(rev: str) -> Any:
+    def exists(path: Path) -> bool:
+        proc = subprocess.run(["git", "cat-file", "-e", f"{rev}:./{_git_path(path)}"], capture_output=True,
+                              check=False)
+        return proc.returncode == 0
+
+    return exists
+
+
 def _git_reader(rev: str) -> Any:
     def read(path: Path, display: str) -> Document:
-        rel = PurePosixPath(*Path(path).parts) if not path.is_absolute() else path
+        rel = _git_path(path)
         proc = subprocess.run(["git", "show", f"{rev}:./{rel}"], capture_output=True, check=False)
         if proc.returncode != 0:
             message = proc.stderr.decode(errors="replace").strip().splitlines()
@@ -67,7 +81,7 @@ def load_side(spec: str) -> Validated:
     if sep and rev and not Path(spec).exists():
         path = Path(rest)
         try:
-            return validate(resolve(path, f"{rev}:{rest}", _git_reader(rev)))
+            return validate(resolve(path, f"{rev}:{rest}", _git_reader(rev), _git_exists(rev)))
         except LoadError as failed:
             raise _BrokenProfileError([failed.finding]) from None
     try:

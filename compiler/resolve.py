@@ -129,9 +129,11 @@ def _read(path: Path, display: str) -> Document:
     return load_file(path, display)
 
 
-def resolve(path: Path, display: str | None = None, reader: DocumentReader = _read) -> Resolved:
-    """Load ``path`` and every profile it extends, merged; raises LoadError on a broken chain."""
-    return _resolve(path, display or str(path), reader, ())
+def resolve(path: Path, display: str | None = None, reader: DocumentReader = _read,
+            exists: Callable[[Path], bool] = Path.is_file) -> Resolved:
+    """Load ``path`` and every profile it extends, merged; raises LoadError on a broken chain.
+    ``reader`` and ``exists`` read another source than the working tree (a git revision)."""
+    return _resolve(path, display or str(path), reader, exists, ())
 
 
 def _chain_error(doc: Document, message: str, hint: str) -> LoadError:
@@ -140,7 +142,8 @@ def _chain_error(doc: Document, message: str, hint: str) -> LoadError:
     return LoadError(Finding("SC112", "error", pos, message, hint, doc.line(pos.line)))
 
 
-def _resolve(path: Path, display: str, reader: DocumentReader, seen: tuple[str, ...]) -> Resolved:
+def _resolve(path: Path, display: str, reader: DocumentReader, exists: Callable[[Path], bool],
+             seen: tuple[str, ...]) -> Resolved:
     doc = reader(path, display)
     parent_ref = doc.data.get("extends")
     own = Resolved(display, doc.data, {p: Origin(s) for p, s in doc.spots.items()}, {display: doc}, (display,))
@@ -157,10 +160,10 @@ def _resolve(path: Path, display: str, reader: DocumentReader, seen: tuple[str, 
                            "remove the extends: line that closes the loop")
     if len(seen) >= MAX_DEPTH:
         raise _chain_error(doc, f"extends chain deeper than {MAX_DEPTH} profiles", "flatten the chain")
-    if not parent_path.is_file():
+    if not exists(parent_path):
         raise _chain_error(doc, f"extends names {parent_ref}, which does not exist (looked for {parent_display})",
                            "fix the path; it is relative to the file that extends it")
-    parent = _resolve(parent_path, parent_display, reader, (*seen, str(path.resolve())))
+    parent = _resolve(parent_path, parent_display, reader, exists, (*seen, str(path.resolve())))
     merger = _Merger(parent, doc)
     data = merger.merge(parent.data, doc.data, (), (), ())
     data.pop("extends", None)

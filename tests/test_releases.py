@@ -184,3 +184,23 @@ def test_pre_commit_hooks_in_an_infra_repo(tmp_path: Path) -> None:
     failed = hooks("spec/profiles/broken.yaml")
     assert failed.returncode == 1
     assert "spec/profiles/broken.yaml:3:3: SC101 error: unknown key 'prot' in engine" in failed.stdout
+
+
+def test_diff_reads_a_parent_that_exists_only_at_the_revision(tmp_path: Path) -> None:
+    repo = tmp_path / "infra"
+    shutil.copytree(ROOT / "spec" / "profiles", repo / "spec" / "profiles")
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=repo,
+                       check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "history")
+    git("rm", "-q", "spec/profiles/releases/production-1.6.yaml")
+    git("commit", "-qm", "drop 1.6 from the tree")
+    result = run_cli("diff", "HEAD~1:spec/profiles/releases/production-1.7.yaml",
+                     "HEAD~1:spec/profiles/releases/production-1.7.1.yaml", cwd=repo)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "  ranks 0-3 overlay.env: SPARK_LOOKUP_MODE wide → (unset)" in result.stdout
+    assert "(HEAD~1:spec/profiles/releases/production-1.6.yaml:12)" in result.stdout
