@@ -72,7 +72,7 @@ def load_and_validate(path: Path) -> Validated | Finding:
 def _validated_or_exit(path: Path, fmt: str = "text") -> Validated:
     outcome = load_and_validate(path)
     findings = [outcome] if isinstance(outcome, Finding) else outcome.findings
-    if isinstance(outcome, Finding) or has_errors([f for f in findings if f.severity == "error"]):
+    if isinstance(outcome, Finding) or has_errors(findings):
         sys.stdout.write(render(findings, fmt, 1))  # type: ignore[arg-type]
         raise SystemExit(EXIT_FINDINGS)
     if findings:

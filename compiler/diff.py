@@ -78,13 +78,10 @@ def _git_reader(rev: str) -> Any:
 def load_side(spec: str) -> Validated:
     """Resolve and validate one side: a path, or GITREV:path."""
     rev, sep, rest = spec.partition(":")
-    if sep and rev and not Path(spec).exists():
-        path = Path(rest)
-        try:
-            return validate(resolve(path, f"{rev}:{rest}", _git_reader(rev), _git_exists(rev)))
-        except LoadError as failed:
-            raise _BrokenProfileError([failed.finding]) from None
+    from_git = bool(sep and rev) and not Path(spec).exists()
     try:
+        if from_git:
+            return validate(resolve(Path(rest), spec, _git_reader(rev), _git_exists(rev)))
         return validate(resolve(Path(spec)))
     except LoadError as failed:
         raise _BrokenProfileError([failed.finding]) from None

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from .overlay.registry import FLAGS
 from .overlay.values import format_rows
+from .spec.envfile import env_text
 from .spec.hardware import FAMILIES
 from .spec.model import Profile
 from .spec.nccl_presets import NCCL_FABRIC_TAIL, NCCL_PRESETS
@@ -15,17 +16,6 @@ if TYPE_CHECKING:
     from .plan import EngramPlan
 
 Pairs = tuple[tuple[str, str], ...]
-
-def env_text(value: Any) -> str:
-    """How a profile value is written into an env file."""
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, list):
-        return ",".join(str(v) for v in value)
-    return str(value)
-
 
 def _merge(base: list[tuple[str, str]], extra: dict[str, Any]) -> Pairs:
     """``base`` with ``extra`` applied: an existing name keeps its place, new names follow."""

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from .envsets import engine_env, nccl_env, overlay_env
 from .spec.model import Profile
+from .spec.overlay_model import derived_engram_max_ids
 
 EngramSource = Literal["shards", "local"]
 ENV_FILES = ("engine.env", "nccl.env", "overlay.env")
@@ -141,18 +141,13 @@ def engram_max_ids(profile: Profile) -> int:
     if pinned is not None:
         return int(pinned)
     limits = profile.engine.limits
-    return max(limits.chunked_prefill_size, limits.max_running_requests * 8) * 32
+    return derived_engram_max_ids(limits.chunked_prefill_size, limits.max_running_requests)
 
 
 def cuda_graph_max_bs_decode(profile: Profile) -> int:
     """--cuda-graph-max-bs-decode: the request cap, unless pinned."""
     graph = profile.engine.cuda_graph
     return graph.max_bs_decode or profile.engine.limits.max_running_requests
-
-
-def subnet_prefix(profile: Profile) -> int:
-    """The fabric subnet's prefix length."""
-    return ipaddress.IPv4Network(profile.fleet.fabric.subnet).prefixlen
 
 
 def fraction_text(value: float) -> str:

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .envsets import env_text
 from .overlay.registry import FLAGS_BY_NAME
 from .plan import LaunchPlan
-from .spec.model import Profile
 
 
-def readme_context(plan: LaunchPlan, profile: Profile) -> dict[str, Any]:
+def readme_context(plan: LaunchPlan) -> dict[str, Any]:
     """Rows for the README: each SPARK_* value of rank 0 with the hook's default beside it."""
-    del profile
     head_env = dict(plan.ranks[0].env_files[2].values) if plan.ranks else {}
     rows = []
     for name, value in head_env.items():
         flag = FLAGS_BY_NAME.get(name)
         default = flag.default if flag is not None else None
         rows.append({"name": name, "value": value, "default": "-" if default is None else default or '""',
-                     "differs": default is None or env_text(value) != default})
+                     "differs": default is None or value != default})
     return {"overlay_rows": rows}

@@ -140,18 +140,3 @@ def _swap(staging: Path, target: Path) -> None:
         shutil.rmtree(old)
     else:
         staging.rename(target)
-
-
-def write_file(path: Path, content: bytes) -> bool:
-    """Replace one file atomically unless it already holds ``content``; True when written."""
-    try:
-        if path.is_file() and path.read_bytes() == content:
-            return False
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        tmp.write_bytes(content)
-        tmp.chmod(0o644)
-        tmp.replace(path)
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    return True

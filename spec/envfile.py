@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _PRINTABLE_ASCII = re.compile(r"[ -~]*")
 # The common case in one match: printable ASCII without quotes, backslash, '$' or backtick, no edge spaces.
@@ -24,3 +25,14 @@ def env_value_problem(value: str) -> str | None:
     if not _PRINTABLE_ASCII.fullmatch(value):
         return "contains a character outside printable ASCII"
     return None
+
+
+def env_text(value: Any) -> str:
+    """How a profile value is written into an env file."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)

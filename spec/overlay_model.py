@@ -59,6 +59,11 @@ def _description(flag: Flag) -> str:
             f"since {flag.since}.{pinned}")
 
 
+def derived_engram_max_ids(chunked_prefill_size: int, max_running_requests: int) -> int:
+    """SPARK_ENGRAM_MAX_IDS as the launcher derives it: max(chunk, 8 x running requests) x 32."""
+    return max(chunked_prefill_size, max_running_requests * 8) * 32
+
+
 PROFILE_FLAGS: tuple[Flag, ...] = tuple(flag for flag in FLAGS if flag.source != "plan")
 
 _fields: dict[str, Any] = {

@@ -5,20 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...overlay.registry import FLAGS, FLAGS_BY_NAME, Flag
+from ..envfile import env_text
 from ..nccl_presets import NCCL_FABRIC_TAIL, NCCL_PRESETS
+from ..overlay_model import derived_engram_max_ids
 from . import Context, Hit, rule
-
-
-def _env_text(value: object) -> str:
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    return str(value)
 
 
 def _effective(ctx: Context, flag: Flag) -> str | None:
     """The flag's value in force: as set in the profile, else the hook's default."""
     value = getattr(ctx.profile.overlay, flag.key, None)
-    return flag.default if value is None else _env_text(value)
+    return flag.default if value is None else env_text(value)
 
 
 def _is_set(ctx: Context, flag: Flag) -> bool:
@@ -87,7 +83,7 @@ def master_switch(ctx: Context) -> Iterator[Hit]:
 def max_ids_pin(ctx: Context) -> Iterator[Hit]:
     pinned = getattr(ctx.profile.overlay, "engram_max_ids", None)
     limits = ctx.profile.engine.limits
-    derived = max(limits.chunked_prefill_size, limits.max_running_requests * 8) * 32
+    derived = derived_engram_max_ids(limits.chunked_prefill_size, limits.max_running_requests)
     if pinned is not None and pinned < derived:
         yield Hit("SC224", ("overlay", "engram_max_ids"), f"engram_max_ids {pinned} is below the derived {derived}",
                   "remove the pin")
