@@ -27,7 +27,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from spark_compile.spec.overlay_types import {imports}
+from spark_compile.spec.fields import {imports}
 
 
 class OverlaySection(BaseModel):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from spark_compile.spec.checks import check_hardware, check_secret_ref
 
 from spark_compile.spec.fields import (
     AbsPath,
@@ -28,6 +29,8 @@ from spark_compile.spec.overlay_section import OverlaySection
 GidIndex = Literal["probe"] | Annotated[int, Field(ge=0, le=255)]
 Scalar = str | int | float | bool
 EnvValue = str | int
+# A hardware catalog entry (spec/hardware.py) that exists.
+Hardware = Annotated[Text, AfterValidator(check_hardware)]
 
 
 class Section(BaseModel):
@@ -321,11 +324,8 @@ class SecretRef(Section):
         description="A variable of the unit's environment on the node (e.g. from a drop-in's EnvironmentFile=).",
     )
 
-    @model_validator(mode="after")
-    def _exactly_one(self) -> SecretRef:
-        if (self.file is None) == (self.env is None):
-            raise PydanticCustomError("secret_ref", "a secret reference takes exactly one of file or env")
-        return self
+    # A plain function (spec/checks.py), so that the generated core validator refers to the same check.
+    _exactly_one = model_validator(mode="after")(check_secret_ref)
 
 
 class Secrets(Section):
@@ -395,7 +395,7 @@ class Profile(Section):
     description: str | None = Field(None, description="Free text for humans.")
     extends: str | None = Field(None, description="Relative path of a parent profile whose values this one overrides.")
     fleet: Fleet = Field(description="Nodes and fabric.")
-    hardware: Text = Field(description="Hardware catalog entry of every node, e.g. dgx-spark-gb10.")
+    hardware: Hardware = Field(description="Hardware catalog entry of every node, e.g. dgx-spark-gb10.")
     model: Model = Field(description="The checkpoint.")
     engine: Engine = Field(description="The engine.")
     container: Container = Field(default_factory=Container, description="Container options.")
@@ -413,13 +413,3 @@ class Profile(Section):
         default_factory=Secrets,
         description="Secrets by reference (files or variables on the nodes).",
     )
-
-    @field_validator("hardware")
-    @classmethod
-    def _known_hardware(cls, value: str) -> str:
-        from spark_compile.spec.hardware import HARDWARE
-        from spark_compile.spec.suggest import unknown_choice
-
-        if value not in HARDWARE:
-            raise unknown_choice("hardware", value, sorted(HARDWARE))
-        return value

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from spark_compile.spec.overlay_types import OverlaySize
+from spark_compile.spec.fields import OverlaySize
 
 
 class OverlaySection(BaseModel):
