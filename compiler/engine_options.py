@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from spark_compile.launch_plan import Option, ProfilePath
-from spark_compile.spec.model import Profile
+from spark_compile.spec.core_model import Profile
 
 
 def cuda_graph_max_bs_decode(profile: Profile) -> int:

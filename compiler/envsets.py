@@ -8,9 +8,9 @@ from typing import Any
 from spark_compile.launch_plan import EngramPlan, EnvVar, ProfilePath
 from spark_compile.overlay.registry import FLAGS
 from spark_compile.overlay.values import format_rows
+from spark_compile.spec.core_model import Profile
 from spark_compile.spec.envfile import env_text
 from spark_compile.spec.hardware import FAMILIES
-from spark_compile.spec.model import Profile
 from spark_compile.spec.nccl_presets import NCCL_FABRIC_TAIL, NCCL_PRESETS
 from spark_compile.spec.overlay_types import flag_value
 

@@ -16,7 +16,7 @@ from spark_compile.launch_plan import (
     RankPlan,
     UnitPlan,
 )
-from spark_compile.spec.model import Profile
+from spark_compile.spec.core_model import Profile
 from spark_compile.spec.overlay_types import derived_engram_max_ids
 
 ENV_FILES = ("engine.env", "nccl.env", "overlay.env")

@@ -24,7 +24,7 @@ from spark_compile.spec.envfile import env_value_problem
 if TYPE_CHECKING:
     import jinja2
 
-    from spark_compile.spec.model import Profile
+    from spark_compile.spec.core_model import Profile
 
 SCRIPT_MODE = 0o755
 FILE_MODE = 0o644

@@ -7,7 +7,7 @@ from dataclasses import replace
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.resolve import Resolved
-from spark_compile.spec.model import Profile
+from spark_compile.spec.core_model import Profile
 from spark_compile.spec.rules import CHECKS, RULES, Context, load_all
 from spark_compile.validate import locate
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic_core import ValidationError
 
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import dotted
 from spark_compile.resolve import Resolved
 
 if TYPE_CHECKING:
-    from spark_compile.spec.model import Profile
+    from pydantic import BaseModel
+
+    from spark_compile.spec.core_model import Profile
 
 _RANGE_TEXT = {
     "greater_than": "must be greater than {gt}", "greater_than_equal": "must be at least {ge}",
@@ -40,6 +42,8 @@ def _fields_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
 
 
 def _model_in(annotation: Any) -> Any:
+    from pydantic import BaseModel
+
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in getattr(annotation, "__args__", ()):
@@ -152,10 +156,15 @@ def locate(resolved: Resolved, path: tuple[str | int, ...], rule: str, severity:
 
 
 def schema(resolved: Resolved) -> Profile | list[Finding]:
-    """Stage: the resolved data as a typed Profile, or the positioned findings of every schema error."""
-    from spark_compile.spec.model import Profile
+    """Stage: the resolved data as a typed Profile, or the positioned findings of every schema error.
+
+    The generated core validator (spec/core_model.py) raises exactly the pydantic model's errors
+    (tests/test_core_model.py); the model itself is imported only to word them (field names, descriptions)."""
+    from spark_compile.spec.core_model import validate_profile
 
     try:
-        return Profile.model_validate(resolved.data)
+        return validate_profile(resolved.data)
     except ValidationError as exc:
-        return schema_findings(resolved, exc, Profile)
+        from spark_compile.spec.model import Profile as ProfileModel
+
+        return schema_findings(resolved, exc, ProfileModel)

@@ -10,7 +10,6 @@ from typing import Protocol, TypeVar
 from pydantic_core import PydanticCustomError
 
 
-
 class _Reference(Protocol):
     @property
     def file(self) -> str | None: ...

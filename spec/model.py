@@ -7,7 +7,6 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from spark_compile.spec.checks import check_hardware, check_secret_ref
-
 from spark_compile.spec.fields import (
     AbsPath,
     DockerSize,

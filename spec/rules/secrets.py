@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from spark_compile.spec.record import as_data
 from spark_compile.spec.rules import Context, Hit, rule
 from spark_compile.spec.secret_patterns import looks_secret
 
@@ -29,7 +30,7 @@ def _dotted(path: tuple[str | int, ...]) -> str:
       "where the value lives on the node instead; the unit reads it at start into a root-only runtime file.",
       "engine:\n  env: {HF_TOKEN: hf_abc...}", "secrets:\n  env:\n    HF_TOKEN: {file: /etc/spark-compile/hf-token}")
 def literal_secrets(ctx: Context) -> Iterator[Hit]:
-    data = ctx.profile.model_dump(mode="json", exclude={"secrets"})
+    data = {key: value for key, value in as_data(ctx.profile).items() if key != "secrets"}
     for path, value in _leaves(data):
         if not isinstance(value, str) or not ctx.present(path):
             continue
