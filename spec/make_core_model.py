@@ -183,7 +183,7 @@ def _stable_refs(root: Any) -> dict[str, str]:
     return refs
 
 
-def _root_config(root: dict[str, Any]) -> dict[str, Any]:
+def _root_config(root: Any) -> dict[str, Any]:
     """The profile model's own config: pydantic gives it to the validator too (the errors' title comes from it)."""
     model = root["schema"] if root["type"] == "definitions" else root
     return dict(model["config"])

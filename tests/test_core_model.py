@@ -112,7 +112,7 @@ def test_every_section_mirrors_its_model() -> None:
                if isinstance(cls, type) and issubclass(cls, Record) and cls is not Record}
     assert sorted(records) == sorted(seen)
     for name, model in seen.items():
-        assert records[name].FIELDS == tuple(model.model_fields), name
+        assert tuple(model.model_fields) == records[name].FIELDS, name
 
 
 def _flatten(annotation: Any) -> Iterator[Any]:
