@@ -14,9 +14,10 @@ from spark_compile.spec.record import Record
 
 
 class Fabric(Record):
-    """The RoCE fabric every rank talks over."""
+    """The network every rank talks over: RoCE, InfiniBand, or plain TCP sockets."""
 
-    FIELDS = ('interface', 'subnet', 'rdma_devices', 'gid_index')
+    FIELDS = ('kind', 'interface', 'subnet', 'rdma_devices', 'gid_index')
+    kind: Literal['roce', 'infiniband', 'tcp']
     interface: str
     subnet: str
     rdma_devices: list[str]
@@ -111,7 +112,7 @@ class CudaGraph(Record):
 
     FIELDS = ('enabled', 'max_bs_decode')
     enabled: bool
-    max_bs_decode: int | None
+    max_bs_decode: int | Literal['max_running_requests'] | None
 
 
 class Chat(Record):
@@ -125,7 +126,7 @@ class Chat(Record):
 
 
 class Limits(Record):
-    """Capacity limits."""
+    """Capacity limits. Each is optional: unset, the flag is not written and SGLang's default applies."""
 
     FIELDS = (
         'context_length',
@@ -136,10 +137,10 @@ class Limits(Record):
         'watchdog_timeout',
         'random_seed',
     )
-    context_length: int
-    max_running_requests: int
-    chunked_prefill_size: int
-    mem_fraction_static: float
+    context_length: int | None
+    max_running_requests: int | None
+    chunked_prefill_size: int | None
+    mem_fraction_static: float | None
     max_total_tokens: int | None
     watchdog_timeout: int | None
     random_seed: int | None
@@ -186,6 +187,15 @@ class Engine(Record):
     env: dict[str, str | int]
 
 
+class ContainerMount(Record):
+    """A host directory or file bind-mounted into every rank's container."""
+
+    FIELDS = ('source', 'target', 'read_only')
+    source: str
+    target: str
+    read_only: bool
+
+
 class Container(Record):
     """docker run options of every rank's container."""
 
@@ -203,6 +213,7 @@ class Container(Record):
         'cache_dir',
         'restart',
         'stop_timeout',
+        'mounts',
     )
     memory: str | None
     memory_swap: str | None
@@ -217,6 +228,7 @@ class Container(Record):
     cache_dir: str
     restart: Literal['no', 'on-failure', 'always', 'unless-stopped']
     stop_timeout: int
+    mounts: list[ContainerMount]
 
 
 class Nccl(Record):
@@ -430,6 +442,17 @@ _FABRIC: dict[str, Any] = {
     'schema': {
         'type': 'model-fields',
         'fields': {
+            'kind': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'literal',
+                        'expected': ['roce', 'infiniband', 'tcp'],
+                    },
+                    'default': 'roce',
+                },
+            },
             'interface': {
                 'type': 'model-field',
                 'schema': {
@@ -449,13 +472,16 @@ _FABRIC: dict[str, Any] = {
             'rdma_devices': {
                 'type': 'model-field',
                 'schema': {
-                    'type': 'list',
-                    'items_schema': {
-                        'type': 'function-after',
-                        'function': {'type': 'no-info', 'function': checks.check_text},
-                        'schema': {'type': 'str'},
+                    'type': 'default',
+                    'schema': {
+                        'type': 'list',
+                        'items_schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks.check_rdma},
+                            'schema': {'type': 'str'},
+                        },
                     },
-                    'min_length': 1,
+                    'default': [],
                 },
             },
             'gid_index': {
@@ -893,7 +919,19 @@ _CUDA_GRAPH: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': {'type': 'nullable', 'schema': {'type': 'int', 'ge': 1}},
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'union',
+                            'choices': [
+                                {'type': 'int', 'ge': 1},
+                                {
+                                    'type': 'literal',
+                                    'expected': ['max_running_requests'],
+                                },
+                            ],
+                        },
+                    },
                     'default': None,
                 },
             },
@@ -976,10 +1014,38 @@ _LIMITS: dict[str, Any] = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'context_length': {'type': 'model-field', 'schema': {'type': 'int', 'ge': 1}},
-            'max_running_requests': {'type': 'model-field', 'schema': {'type': 'int', 'ge': 1}},
-            'chunked_prefill_size': {'type': 'model-field', 'schema': {'type': 'int', 'ge': 1}},
-            'mem_fraction_static': {'type': 'model-field', 'schema': {'type': 'float'}},
+            'context_length': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'nullable', 'schema': {'type': 'int', 'ge': 1}},
+                    'default': None,
+                },
+            },
+            'max_running_requests': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'nullable', 'schema': {'type': 'int', 'ge': 1}},
+                    'default': None,
+                },
+            },
+            'chunked_prefill_size': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'nullable', 'schema': {'type': 'int', 'ge': 1}},
+                    'default': None,
+                },
+            },
+            'mem_fraction_static': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'nullable', 'schema': {'type': 'float'}},
+                    'default': None,
+                },
+            },
             'max_total_tokens': {
                 'type': 'model-field',
                 'schema': {
@@ -1150,7 +1216,15 @@ _ENGINE: dict[str, Any] = {
                     'validate_default': True,
                 },
             },
-            'limits': {'type': 'model-field', 'schema': _LIMITS},
+            'limits': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': _LIMITS,
+                    'default': {},
+                    'validate_default': True,
+                },
+            },
             'args': {
                 'type': 'model-field',
                 'schema': {
@@ -1208,6 +1282,45 @@ _ENGINE: dict[str, Any] = {
     'root_model': False,
     'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Engine'},
     'ref': 'Engine',
+}
+_CONTAINER_MOUNT: dict[str, Any] = {
+    'type': 'model',
+    'cls': ContainerMount,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'source': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'function-after',
+                    'function': {'type': 'no-info', 'function': checks.check_abs_path},
+                    'schema': {'type': 'str'},
+                },
+            },
+            'target': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'function-after',
+                    'function': {'type': 'no-info', 'function': checks.check_abs_path},
+                    'schema': {'type': 'str'},
+                },
+            },
+            'read_only': {
+                'type': 'model-field',
+                'schema': {'type': 'default', 'schema': {'type': 'bool'}, 'default': True},
+            },
+        },
+        'model_name': 'ContainerMount',
+        'computed_fields': [],
+    },
+    'custom_init': False,
+    'root_model': False,
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'title': 'ContainerMount',
+    },
+    'ref': 'ContainerMount',
 }
 _CONTAINER: dict[str, Any] = {
     'type': 'model',
@@ -1398,6 +1511,14 @@ _CONTAINER: dict[str, Any] = {
                     'type': 'default',
                     'schema': {'type': 'int', 'ge': 1},
                     'default': 60,
+                },
+            },
+            'mounts': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'list', 'items_schema': _CONTAINER_MOUNT},
+                    'default': [],
                 },
             },
         },

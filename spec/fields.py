@@ -17,6 +17,7 @@ from spark_compile.spec.checks import (
     check_name,
     check_overlay_rows,
     check_overlay_size,
+    check_rdma,
     check_rel_or_abs_path,
     check_snapshot,
     check_ssh,
@@ -36,6 +37,7 @@ SshTarget = Annotated[str, AfterValidator(check_ssh)]
 ImageRef = Annotated[str, AfterValidator(check_image)]
 Text = Annotated[str, AfterValidator(check_text)]
 Snapshot = Annotated[str, AfterValidator(check_snapshot)]
+RdmaName = Annotated[str, AfterValidator(check_rdma)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 Positive = Annotated[int, Field(ge=1)]
 # Overlay values: what the container's own parsers accept (spark_compile.overlay.values).
