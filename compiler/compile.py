@@ -42,7 +42,12 @@ def rendered_files(validated: Validated) -> list[Artifact]:
     """Every file of the profile's directory except MANIFEST.json, rendered in memory."""
     profile = validated.profile
     plan = validated.plan or build_plan(profile)
-    return render_plan(plan, profile, extra=fleet_artifacts(plan, profile))
+    extra = fleet_artifacts(plan, profile)
+    if profile.kubernetes is not None:
+        from .k8s_render import k8s_artifacts
+
+        extra += k8s_artifacts(plan, profile)
+    return render_plan(plan, profile, extra=extra)
 
 
 def artifacts(validated: Validated, out_root: Path) -> list[Artifact]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from .compile import SCHEMA_FILE, artifacts
@@ -11,9 +12,12 @@ from .resolve import resolve
 from .validate import validate
 
 
-def drift_lines(profile: Path, root: Path) -> list[str]:
+def drift_lines(profile: Path, root: Path, targets: Sequence[str] = ()) -> list[str]:
     """One line per file under root/<profile name>/ that differs, is missing, or is extra."""
-    validated = validate(resolve(profile))
+    resolved = resolve(profile)
+    for target in targets:
+        resolved.data.setdefault(target, {})
+    validated = validate(resolved)
     name = validated.profile.name
     expected = {a.path: a.content for a in artifacts(validated, root)}
     target = root / name
@@ -39,7 +43,7 @@ def _schema_line(root: Path) -> list[str]:
     return []
 
 
-def check_drift(profiles: list[Path], out: Path | None) -> int:
+def check_drift(profiles: list[Path], out: Path | None, targets: Sequence[str] = ()) -> int:
     """Compare every profile's committed output (under ``out``, else generated/ beside spec/); 1 on drift."""
     from .compile import default_out
 
@@ -47,7 +51,7 @@ def check_drift(profiles: list[Path], out: Path | None) -> int:
     for root in sorted({out or default_out(p) for p in profiles}):
         lines += _schema_line(root)
     for profile in profiles:
-        lines += drift_lines(profile, out or default_out(profile))
+        lines += drift_lines(profile, out or default_out(profile), targets)
     for line in lines:
         sys.stdout.write(line + "\n")
     if lines:

@@ -1,6 +1,6 @@
 """The rule registry: every finding spark-compile can report, with its id, severity and documentation.
 
-SC1xx schema and file, SC2xx cross-field, SC3xx catalogs, SC4xx fleet and hardware.
+SC1xx schema and file, SC2xx cross-field, SC3xx catalogs, SC4xx fleet and hardware, SC5xx Kubernetes.
 Checks are plain functions over a validated profile; they locate findings through the Context.
 """
 
@@ -90,6 +90,6 @@ def rule(id: str, severity: Severity, summary: str, doc: str, bad: str, good: st
 
 def load_all() -> dict[str, Rule]:
     """Import every rule module (they register on import) and return the registry."""
-    from . import catalogs, engine, fleet, overlay, schema, secrets  # noqa: F401
+    from . import catalogs, engine, fleet, k8s, overlay, schema, secrets  # noqa: F401
 
     return RULES
