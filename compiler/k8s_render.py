@@ -3,6 +3,7 @@ through the templates. Key order is the builder's (insertion order), so output i
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -26,9 +27,21 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
+# PyYAML quotes what YAML 1.1 would resolve to a non-string; Go's YAML (kubectl, kustomize) also reads
+# numbers such as 1e3, 0o17 or 1_000 its own way. Anything number-like is quoted (over-quoting is harmless).
+_NUMBER_LIKE = re.compile(r"^[-+]?[.0-9][0-9A-Za-z_.+-]*$")
+
+
+_STR = "tag:yaml.org,2002:str"
+
+
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+    plain_tag = dumper.resolve(yaml.ScalarNode, value, (True, False))
+    # "=" resolves to PyYAML's 'value' tag yet is emitted plain (yaml/pyyaml#89): quote whatever a plain
+    # scalar would not read back as this string.
+    quote = plain_tag != _STR or _NUMBER_LIKE.match(value)
+    style = "|" if "\n" in value else ("'" if quote else None)
+    return dumper.represent_scalar(_STR, value, style=style)
 
 
 _Dumper.add_representer(str, _str)
