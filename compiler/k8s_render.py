@@ -36,7 +36,7 @@ _STR = "tag:yaml.org,2002:str"
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    plain_tag = dumper.resolve(yaml.ScalarNode, value, (True, False))
+    plain_tag = dumper.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
     # "=" resolves to PyYAML's 'value' tag yet is emitted plain (yaml/pyyaml#89): quote whatever a plain
     # scalar would not read back as this string.
     quote = plain_tag != _STR or _NUMBER_LIKE.match(value)

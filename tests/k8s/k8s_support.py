@@ -48,16 +48,51 @@ def kube_validate(obj: dict[str, Any]) -> None:
         raise AssertionError(missing.message) from None
 
 
+# The OpenAPI schemas state these enums only in prose ("One of Always, Never, IfNotPresent"), so the JSON
+# Schema accepts any string; test_enum_table_matches_the_schema_text holds this table to that prose.
+ENUMS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("Container", "imagePullPolicy"): ("Always", "Never", "IfNotPresent"),
+    ("PodSpec", "dnsPolicy"): ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"),
+    ("PodSpec", "restartPolicy"): ("Always", "OnFailure", "Never"),
+    ("ContainerPort", "protocol"): ("UDP", "TCP", "SCTP"),
+    ("EmptyDirVolumeSource", "medium"): ("", "Memory"),
+}
+
+
+def _enum_errors(template: dict[str, Any]) -> list[str]:
+    spec = template.get("spec", {})
+    found: list[tuple[str, str, Any]] = [("PodSpec", k, spec[k]) for k in ("dnsPolicy", "restartPolicy") if k in spec]
+    for container in spec.get("containers", []):
+        if "imagePullPolicy" in container:
+            found.append(("Container", "imagePullPolicy", container["imagePullPolicy"]))
+        found += [("ContainerPort", "protocol", p["protocol"]) for p in container.get("ports", []) if "protocol" in p]
+    found += [("EmptyDirVolumeSource", "medium", v["emptyDir"]["medium"]) for v in spec.get("volumes", [])
+              if "medium" in v.get("emptyDir", {})]
+    return [f"{kind}.{field}: {value!r} is not one of {ENUMS[kind, field]}" for kind, field, value in found
+            if value not in ENUMS[kind, field]]
+
+
 def pod_template_errors(template: dict[str, Any]) -> str:
-    """'' when ``template`` is a valid PodTemplateSpec (checked as a v1 PodTemplate), else the error."""
+    """'' when ``template`` is a valid PodTemplateSpec (checked as a v1 PodTemplate, plus the enums the
+    schema states in prose), else the errors."""
     from kubernetes_validate.utils import ValidationError
 
     wrapper = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "probe"}, "template": template}
+    errors = _enum_errors(template)
     try:
         kube_validate(wrapper)
     except ValidationError as err:
-        return f"{'.'.join(str(p) for p in err.path)}: {err.message}"
-    return ""
+        errors.insert(0, f"{'.'.join(str(p) for p in err.path)}: {err.message}")
+    return "; ".join(errors)
+
+
+def schema_description(kind: str, field: str) -> str:
+    """The bundled core/v1 schema's description of kind.field."""
+    from kubernetes_validate import utils
+
+    version = f"v{[v for v in utils.all_versions() if utils.major_minor(v) <= KUBE_VERSION][-1]}-local-strict"
+    defs = utils.schema_contents(f"kubernetes-json-schema/{version}/_definitions.json", KUBE_VERSION)["$defs"]
+    return str(defs[f"io.k8s.api.core.v1.{kind}"]["properties"][field]["description"])
 
 
 @functools.cache

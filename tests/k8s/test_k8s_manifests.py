@@ -42,6 +42,15 @@ def test_pod_templates_pass_the_strict_podtemplatespec_schema(objs: dict[str, An
         assert pod_template_errors(template) == "", role
 
 
+def test_enum_table_matches_the_schema_text() -> None:
+    from k8s_support import ENUMS, schema_description
+
+    for (kind, field), values in ENUMS.items():
+        text = schema_description(kind, field)
+        for value in values:
+            assert (value or "empty string") in text, (kind, field, value, text)
+
+
 def test_lws_envelope_passes_our_lws_v1_schema(objs: dict[str, Any]) -> None:
     assert lws_errors(objs["leaderworkerset.yaml"]) == []
 
