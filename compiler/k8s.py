@@ -34,6 +34,7 @@ PROBE_PERIOD = 10  # seconds between two startup/readiness probes of the leader
 PROBED = ("HOST_IP", "NCCL_IB_GID_INDEX", "B12X_ROCE_GID_INDEX")  # found on the node by the entrypoint
 LWS_ARGS = {"--nnodes": "$(LWS_GROUP_SIZE)", "--node-rank": "$(LWS_WORKER_INDEX)"}
 FILES = ("configmap.yaml", "service.yaml", "leaderworkerset.yaml")
+CONFIGMAP_LIMIT = 1 << 20  # bytes: the API server refuses a larger ConfigMap
 _SIZE_UNITS = {"b": "", "k": "Ki", "m": "Mi", "g": "Gi"}
 
 
@@ -275,6 +276,12 @@ def configmap(plan: LaunchPlan, conf: Settings, entrypoint: str) -> dict[str, An
     data = {ENTRYPOINT: entrypoint}
     for rank in plan.ranks:
         data.update((key, env_file_text(pairs)) for key, pairs in config_env(rank).items())
+    size = sum(len(key) + len(value.encode()) for key, value in data.items())
+    if size > CONFIGMAP_LIMIT:
+        from .errors import InputError
+
+        raise InputError(f"the ConfigMap {conf.name}-config would take {size} bytes, over the {CONFIGMAP_LIMIT} "
+                         f"Kubernetes allows: {len(plan.ranks)} ranks' env files do not fit one ConfigMap")
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(conf, f"{conf.name}-config"),
             "data": dict(sorted(data.items()))}
 

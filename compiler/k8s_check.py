@@ -18,7 +18,6 @@ from .spec.hardware import HARDWARE
 if TYPE_CHECKING:
     from .spec.model import Profile
 
-CONFIGMAP_LIMIT = 1 << 20  # bytes: etcd's limit on one object
 _UNITS = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
           "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 _QUANTITY = re.compile(r"^([0-9]+)(Ki|Mi|Gi|Ti|k|M|G|T)?$")
@@ -53,7 +52,7 @@ def _engine(template: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_shape(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
-    """SC501-SC503: the group's size, the GPUs it fills, the leader's port and probes."""
+    """SC501-SC502: the group's size and the GPUs it fills; the leader's port, probes and start policy."""
     nodes = len(profile.fleet.nodes)
     lwt = lws.get("spec", {}).get("leaderWorkerTemplate", {})
     if lwt.get("size") != nodes:
@@ -62,37 +61,36 @@ def check_shape(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
     if "workerTemplate" not in lwt:
         yield Problem("SC501", ("kubernetes",), "the LeaderWorkerSet has no workerTemplate")
     gpus = HARDWARE[profile.hardware].gpus_per_node
-    tp = profile.engine.parallel.tp
+    tp, size = profile.engine.parallel.tp, lwt.get("size")
+    if isinstance(size, int) and tp != size * gpus:
+        yield Problem("SC501", ("engine", "parallel", "tp"), f"tp {tp} is not size {size} x {gpus} GPU(s) per pod")
     for role, template in templates(lws):
         asked = _engine(template).get("resources", {}).get("limits", {}).get("nvidia.com/gpu")
         if asked != str(gpus):
-            yield Problem("SC502", ("hardware",), f"the {role} pod asks for nvidia.com/gpu {asked!r}, each node "
+            yield Problem("SC501", ("hardware",), f"the {role} pod asks for nvidia.com/gpu {asked!r}, each node "
                           f"has {gpus}")
-        elif isinstance(lwt.get("size"), int) and tp == nodes * gpus and tp != lwt["size"] * gpus:
-            yield Problem("SC502", ("engine", "parallel", "tp"), f"tp {tp} is not size {lwt['size']} x {gpus} "
-                          "GPU(s) per pod")
         if "livenessProbe" in _engine(template):
-            yield Problem("SC503", ("kubernetes",), f"the {role} has a liveness probe: any restart recreates the "
+            yield Problem("SC502", ("kubernetes",), f"the {role} has a liveness probe: any restart recreates the "
                           "whole group, and a boot outlasts it")
     yield from _check_leader(lws, profile)
 
 
 def _check_leader(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
     if lws.get("spec", {}).get("startupPolicy") == "LeaderReady":
-        yield Problem("SC503", ("kubernetes", "startup_policy"), "startupPolicy LeaderReady deadlocks: the leader "
+        yield Problem("SC502", ("kubernetes", "startup_policy"), "startupPolicy LeaderReady deadlocks: the leader "
                       "becomes ready only once the workers it waits for have joined")
     leader = dict(templates(lws)).get("leader")
     if leader is None:
-        yield Problem("SC503", ("kubernetes",), "the LeaderWorkerSet has no leaderTemplate for rank 0")
+        yield Problem("SC502", ("kubernetes",), "the LeaderWorkerSet has no leaderTemplate for rank 0")
         return
     container = _engine(leader)
     ports = {p.get("name"): p.get("containerPort") for p in container.get("ports", []) if isinstance(p, dict)}
     if ports.get(API_PORT_NAME) != profile.engine.port:
-        yield Problem("SC503", ("engine", "port"), f"the leader does not expose the API port {profile.engine.port} "
+        yield Problem("SC502", ("engine", "port"), f"the leader does not expose the API port {profile.engine.port} "
                       f"as {API_PORT_NAME!r}")
     probe = container.get("startupProbe", {}).get("httpGet", {})
     if probe.get("path") != "/health" or probe.get("port") != API_PORT_NAME:
-        yield Problem("SC503", ("kubernetes",), "the leader has no startup probe on /health of the API port")
+        yield Problem("SC502", ("kubernetes",), "the leader has no startup probe on /health of the API port")
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -112,68 +110,68 @@ def _token(text: str) -> re.Pattern[str]:
 
 
 def check_uniform(lws: dict[str, Any], plan: LaunchPlan, profile: Profile) -> Iterator[Problem]:
-    """SC504: nothing in either template names a node, a node's address, or a value probed per node."""
+    """SC503: nothing in either template names a node, a node's address, or a value probed per node."""
     for rank in plan.ranks[1:]:
         if lws_engine_argv(plan, rank) != lws_engine_argv(plan, plan.ranks[0]):
-            yield Problem("SC504", ("fleet", "nodes", rank.rank), f"rank {rank.rank}'s engine flags differ from rank "
+            yield Problem("SC503", ("fleet", "nodes", rank.rank), f"rank {rank.rank}'s engine flags differ from rank "
                           "0's beyond what LWS supplies")
     _, mount_problems = host_volumes(plan)
-    yield from (Problem("SC504", ("model",), text) for text in mount_problems)
+    yield from (Problem("SC503", ("model",), text) for text in mount_problems)
     fabric = profile.fleet.fabric
     if fabric.gid_index != "probe" or any(n.gid_index not in (None, "probe") for n in profile.fleet.nodes):
-        yield Problem("SC504", ("fleet", "fabric", "gid_index"), "a pinned RoCE GID index is per node and drifts: "
+        yield Problem("SC503", ("fleet", "fabric", "gid_index"), "a pinned RoCE GID index is per node and drifts: "
                       "the Kubernetes target probes it on each node at start")
     node_tokens = [(f"node {n.name}", _token(n.name)) for n in profile.fleet.nodes]
     node_tokens += [(f"{n.name}'s address {n.fabric_ip}", _token(n.fabric_ip)) for n in profile.fleet.nodes]
     for role, template in templates(lws):
         spec = template.get("spec", {})
         if "nodeName" in spec:
-            yield Problem("SC504", ("kubernetes",), f"the {role} template pins nodeName {spec['nodeName']!r}")
+            yield Problem("SC503", ("kubernetes",), f"the {role} template pins nodeName {spec['nodeName']!r}")
         for env in _engine(template).get("env", []):
             if isinstance(env, dict) and env.get("name") in PROBED:
-                yield Problem("SC504", ("kubernetes",), f"the {role} template sets {env['name']}, which differs per "
+                yield Problem("SC503", ("kubernetes",), f"the {role} template sets {env['name']}, which differs per "
                               "node: the entrypoint probes it")
         texts = list(_strings(template))
         for what, pattern in node_tokens:
             if any(pattern.search(text) for text in texts):
-                yield Problem("SC504", ("kubernetes",), f"the {role} template names {what}: the same template "
+                yield Problem("SC503", ("kubernetes",), f"the {role} template names {what}: the same template "
                               "runs on every node")
 
 
 def check_memory(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
-    """SC505: /dev/shm inside the pod's memory limit, the limit below the node's memory."""
-    node_bytes = HARDWARE[profile.hardware].memory_gb * 10**9
+    """SC504: /dev/shm inside the pod's memory limit, the limit below the node's memory."""
+    node_gb = HARDWARE[profile.hardware].memory_gb
     path = ("kubernetes", "memory") if profile.kubernetes and profile.kubernetes.memory else ("container", "memory")
+    found: dict[tuple[tuple[str | int, ...], str], list[str]] = {}
     for role, template in templates(lws):
         limit = _engine(template).get("resources", {}).get("limits", {}).get("memory")
         shm = next((v.get("emptyDir", {}).get("sizeLimit") for v in template.get("spec", {}).get("volumes", [])
                     if isinstance(v, dict) and v.get("name") == "dshm"), None)
         limit_b, shm_b = quantity_bytes(limit), quantity_bytes(shm)
         if limit is None or shm is None:
-            yield Problem("SC505", path, f"the {role} pod needs both a memory limit and a /dev/shm size limit "
-                          "(shm pages are charged to the pod)")
-        elif limit_b is not None and limit_b >= node_bytes:
-            yield Problem("SC505", path, f"the {role} pod's memory limit {limit} is not below the node's "
-                          f"{HARDWARE[profile.hardware].memory_gb} GB")
+            key = (path, "needs both a memory limit and a /dev/shm size limit (shm pages are charged to the pod)")
+        elif limit_b is not None and limit_b >= node_gb * 10**9:
+            key = (path, f"memory limit {limit} is not below the node's {node_gb} GB")
         elif shm_b is not None and limit_b is not None and shm_b > limit_b:
-            yield Problem("SC505", ("kubernetes", "shm_size"), f"the {role} pod's /dev/shm size {shm} exceeds its "
-                          f"memory limit {limit}")
+            key = (("kubernetes", "shm_size"), f"/dev/shm size {shm} exceeds the memory limit {limit}")
+        else:
+            continue
+        found.setdefault(key, []).append(role)
+    for (where, text), roles in found.items():
+        yield Problem("SC504", where, f"the {' and '.join(roles)} pod{'s' * (len(roles) > 1)}: {text}")
 
 
-def check_settings(plan: LaunchPlan, profile: Profile, env_bytes: int) -> Iterator[Problem]:
-    """SC506-SC509: image digest, ranks tied to nodes, unsupported secrets, the ConfigMap's size."""
+def check_settings(plan: LaunchPlan, profile: Profile) -> Iterator[Problem]:
+    """SC505-SC507: image digest, ranks tied to nodes, unsupported secrets."""
     conf = settings(profile)
     if "@sha256:" not in conf.image:
         where = ("kubernetes", "image") if profile.kubernetes and profile.kubernetes.image else ("engine", "image")
-        yield Problem("SC506", where, f"image {conf.image} is pinned by tag only: a tag can move between the pulls "
+        yield Problem("SC505", where, f"image {conf.image} is pinned by tag only: a tag can move between the pulls "
                       "of two nodes")
     bound = bound_ranks(plan)
     if bound:
         ranks = ", ".join(f"{r} ({p.node})" for r, p in bound.items())
-        yield Problem("SC507", ("model", "engram", "local_dir"), f"ranks {ranks} read Engram rows copied to one node; "
+        yield Problem("SC506", ("model", "engram", "local_dir"), f"ranks {ranks} read Engram rows copied to one node; "
                       "LWS may place a rank on any node, and the entrypoint stops a rank that lands elsewhere")
     if profile.secrets.api_key is not None:
-        yield Problem("SC508", ("secrets", "api_key"), "secrets.api_key is not supported by the Kubernetes target yet")
-    if env_bytes > CONFIGMAP_LIMIT - (64 << 10):
-        yield Problem("SC509", ("fleet", "nodes"), f"the env files take {env_bytes} bytes; with the entrypoint the "
-                      "ConfigMap would pass Kubernetes' 1 MiB limit")
+        yield Problem("SC507", ("secrets", "api_key"), "secrets.api_key is not supported by the Kubernetes target yet")

@@ -30,26 +30,18 @@ def _hits(ctx: Context, rule_id: str, run: Callable[[Any], Iterator[Any]], hint:
             yield Hit(rule_id, problem.path, problem.message, hint)
 
 
-@rule("SC501", "error", "LeaderWorkerSet size is the node count",
-      "One group holds one pod per node: size = len(fleet.nodes), the leader is rank 0, and the group needs its "
-      f"workerTemplate. {_DOC_FACTS}", "kubernetes: {}   # with 4 nodes, size 4", "kubernetes: {}")
-def size_is_nodes(ctx: Context) -> Iterator[Hit]:
+@rule("SC501", "error", "LeaderWorkerSet size is the node count; tp = size x GPUs per node",
+      "One group holds one pod per node: size = len(fleet.nodes), the leader is rank 0, the workers come from "
+      "the workerTemplate. Each pod asks for every GPU of its node (nvidia.com/gpu = the hardware's GPUs per "
+      f"node, 1 on a GB10), and tp covers them all: tp = size x GPUs per node. {_DOC_FACTS}",
+      "engine: {parallel: {tp: 8}}   # 4 GB10 pods", "engine: {parallel: {tp: 4}}")
+def group_shape(ctx: Context) -> Iterator[Hit]:
     from ...k8s_check import check_shape
 
-    yield from _hits(ctx, "SC501", lambda lws: check_shape(lws, ctx.profile), "recompile; do not edit size")
+    yield from _hits(ctx, "SC501", lambda lws: check_shape(lws, ctx.profile), "set tp to nodes x GPUs per node")
 
 
-@rule("SC502", "error", "tp = size x GPUs per node",
-      "Each pod asks for every GPU of its node (nvidia.com/gpu = the hardware's GPUs per node, 1 on a GB10), and "
-      "tp covers them all: tp = size x GPUs per node.", "engine: {parallel: {tp: 8}}   # 4 GB10 pods",
-      "engine: {parallel: {tp: 4}}")
-def tp_is_size_times_gpus(ctx: Context) -> Iterator[Hit]:
-    from ...k8s_check import check_shape
-
-    yield from _hits(ctx, "SC502", lambda lws: check_shape(lws, ctx.profile), "set tp to nodes x GPUs per node")
-
-
-@rule("SC503", "error", "the leader exposes the API with a startup probe; no liveness probe; LeaderCreated",
+@rule("SC502", "error", "the leader exposes the API with a startup probe; no liveness probe; LeaderCreated",
       "The Service reaches the leader's API port; a startup probe on /health gives the boot "
       "operations.health_timeout_seconds. A liveness probe would restart a busy engine, and any restart "
       "recreates the whole group. startupPolicy LeaderReady deadlocks: the leader's /health needs the workers, "
@@ -58,10 +50,10 @@ def tp_is_size_times_gpus(ctx: Context) -> Iterator[Hit]:
 def leader_serves(ctx: Context) -> Iterator[Hit]:
     from ...k8s_check import check_shape
 
-    yield from _hits(ctx, "SC503", lambda lws: check_shape(lws, ctx.profile), "keep startup_policy LeaderCreated")
+    yield from _hits(ctx, "SC502", lambda lws: check_shape(lws, ctx.profile), "keep startup_policy LeaderCreated")
 
 
-@rule("SC504", "error", "nothing node-specific in the pod templates",
+@rule("SC503", "error", "nothing node-specific in the pod templates",
       "LWS runs the same template on every node. Values that differ by node (RoCE GID index, HCA names, the "
       "fabric address) are probed by the entrypoint at start; values that differ by rank come from the "
       "ConfigMap. A pinned GID index, a mount whose node path differs by rank, or a node's name or address in "
@@ -70,61 +62,51 @@ def leader_serves(ctx: Context) -> Iterator[Hit]:
 def uniform_templates(ctx: Context) -> Iterator[Hit]:
     from ...k8s_check import check_uniform
 
-    yield from _hits(ctx, "SC504", lambda lws: check_uniform(lws, ctx.plan, ctx.profile),
+    yield from _hits(ctx, "SC503", lambda lws: check_uniform(lws, ctx.plan, ctx.profile),
                      "let the entrypoint probe per-node values; keep paths the same on every node")
 
 
-@rule("SC505", "error", "shm and memory limits within the node's memory",
+@rule("SC504", "error", "shm and memory limits within the node's memory",
       "/dev/shm is an emptyDir in memory whose pages are charged to the pod, so its sizeLimit must fit inside "
       "the pod's memory limit, and that limit must stay below the node's memory (on a GB10, also the GPU's).",
       "kubernetes: {memory: 128g}   # GB10", "kubernetes: {memory: 112g, shm_size: 32g}")
 def memory_within_node(ctx: Context) -> Iterator[Hit]:
     from ...k8s_check import check_memory
 
-    yield from _hits(ctx, "SC505", lambda lws: check_memory(lws, ctx.profile),
+    yield from _hits(ctx, "SC504", lambda lws: check_memory(lws, ctx.profile),
                      "set container.memory and container.shm_size (or kubernetes.memory / shm_size)")
 
 
 def _settings_hits(ctx: Context, rule_id: str, hint: str) -> Iterator[Hit]:
     if ctx.profile.kubernetes is None:
         return
-    from ...k8s import config_env, env_file_text
     from ...k8s_check import check_settings
 
-    env_bytes = sum(len(key) + len(env_file_text(pairs)) for r in ctx.plan.ranks for key, pairs in
-                    config_env(r).items())
-    for problem in check_settings(ctx.plan, ctx.profile, env_bytes):
+    for problem in check_settings(ctx.plan, ctx.profile):
         if problem.rule == rule_id:
             yield Hit(rule_id, problem.path, problem.message, hint)
 
 
-@rule("SC506", "warning", "image pinned by digest for Kubernetes",
+@rule("SC505", "warning", "image pinned by digest for Kubernetes",
       "Each node pulls the image itself; a tag can move between two pulls, and ranks of one group would run "
       "different engines. Pin name@sha256:<digest> in kubernetes.image.",
       "kubernetes: {image: repo/sglang:production-1.7.1}", "kubernetes: {image: repo/sglang@sha256:0f3c...}")
 def image_digest(ctx: Context) -> Iterator[Hit]:
-    yield from _settings_hits(ctx, "SC506", "docker buildx imagetools inspect <image> prints the digest")
+    yield from _settings_hits(ctx, "SC505", "docker buildx imagetools inspect <image> prints the digest")
 
 
-@rule("SC507", "warning", "ranks tied to one node's data",
+@rule("SC506", "warning", "ranks tied to one node's data",
       "A rank that reads a node-local Engram copy can run only on that node, but LWS places ranks freely; the "
       "entrypoint stops a rank that lands on another node and the group is recreated.",
       "model: {engram: {local_dir: /srv/engram-local/dsv41}}   # copies per node",
       "copy every rank's rows to every node, or serve them from the shared checkpoint")
 def ranks_tied_to_nodes(ctx: Context) -> Iterator[Hit]:
-    yield from _settings_hits(ctx, "SC507", "see the README under k8s/")
+    yield from _settings_hits(ctx, "SC506", "see the README under k8s/")
 
 
-@rule("SC508", "error", "secrets the Kubernetes target cannot carry",
+@rule("SC507", "error", "secrets the Kubernetes target cannot carry",
       "The API key reaches SGLang through a config file written at start on the node; the Kubernetes target has "
       "no equivalent yet. Variables in secrets.env come from a Secret named <name>-secrets.",
       "secrets: {api_key: {file: /etc/sglang/key}}", "secrets: {env: {HF_TOKEN: {env: HF_TOKEN}}}")
 def unsupported_secrets(ctx: Context) -> Iterator[Hit]:
-    yield from _settings_hits(ctx, "SC508", "remove kubernetes, or secrets.api_key")
-
-
-@rule("SC509", "error", "ConfigMap within 1 MiB",
-      "Every rank's env files and the entrypoint travel in one ConfigMap, which Kubernetes caps at 1 MiB.",
-      "# thousands of ranks with long env files", "# fewer ranks, or shorter env values")
-def configmap_size(ctx: Context) -> Iterator[Hit]:
-    yield from _settings_hits(ctx, "SC509", "shorten env values")
+    yield from _settings_hits(ctx, "SC507", "remove kubernetes, or secrets.api_key")

@@ -116,19 +116,19 @@ def test_a_node_specific_value_in_a_template_is_caught(lws: Lws, checks: Callabl
                                                         change: Callable[[Lws], None], expected: str) -> None:
     mutant = _mutant(lws, change)
     assert pod_template_errors(_worker(mutant)) == ""  # valid Kubernetes: only our rule knows it is wrong
-    assert any(p.startswith("SC504") and expected in p for p in checks(mutant)), (name, checks(mutant))
+    assert any(p.startswith("SC503") and expected in p for p in checks(mutant)), (name, checks(mutant))
 
 
 def test_leader_port_probes_and_policy_are_checked(lws: Lws, checks: Callable[[Lws], list[str]]) -> None:
     no_probe = _mutant(lws, lambda m: _leader_container(m).pop("startupProbe"))
-    assert "SC503: the leader has no startup probe on /health of the API port" in checks(no_probe)
+    assert "SC502: the leader has no startup probe on /health of the API port" in checks(no_probe)
     no_port = _mutant(lws, lambda m: _leader_container(m).pop("ports"))
-    assert any(p.startswith("SC503: the leader does not expose the API port 8210") for p in checks(no_port))
+    assert any(p.startswith("SC502: the leader does not expose the API port 8210") for p in checks(no_port))
     live = _mutant(lws, lambda m: _leader_container(m).update(livenessProbe={"tcpSocket": {"port": "api"}}))
-    assert any(p.startswith("SC503: the leader has a liveness probe") for p in checks(live))
+    assert any(p.startswith("SC502: the leader has a liveness probe") for p in checks(live))
     ready = _mutant(lws, lambda m: m["spec"].update(startupPolicy="LeaderReady"))
     assert lws_errors(ready) == []  # a valid LWS value, yet it deadlocks this engine
-    assert any(p.startswith("SC503: startupPolicy LeaderReady deadlocks") for p in checks(ready))
+    assert any(p.startswith("SC502: startupPolicy LeaderReady deadlocks") for p in checks(ready))
 
 
 def test_size_gpus_and_memory_are_checked(lws: Lws, checks: Callable[[Lws], list[str]]) -> None:
@@ -136,14 +136,14 @@ def test_size_gpus_and_memory_are_checked(lws: Lws, checks: Callable[[Lws], list
     assert "SC501: LeaderWorkerSet size is 3, the fleet has 4 nodes" in checks(size)
     gpus = _mutant(lws, lambda m: _worker(m)["spec"]["containers"][0]["resources"]["limits"].update(
         {"nvidia.com/gpu": "2"}))
-    assert any(p.startswith("SC502: the worker pod asks for nvidia.com/gpu '2'") for p in checks(gpus))
+    assert any(p.startswith("SC501: the worker pod asks for nvidia.com/gpu '2'") for p in checks(gpus))
 
     def big_shm(m: Lws) -> None:
         next(v for v in _worker(m)["spec"]["volumes"] if v["name"] == "dshm")["emptyDir"]["sizeLimit"] = "113Gi"
 
-    assert "SC505: the worker pod's /dev/shm size 113Gi exceeds its memory limit 112Gi" in checks(_mutant(lws, big_shm))
+    assert "SC504: the worker pod: /dev/shm size 113Gi exceeds the memory limit 112Gi" in checks(_mutant(lws, big_shm))
     huge = _mutant(lws, lambda m: _worker(m)["spec"]["containers"][0]["resources"]["limits"].update(memory="128G"))
-    assert any(p.startswith("SC505: the worker pod's memory limit 128G is not below") for p in checks(huge))
+    assert any(p.startswith("SC504: the worker pod: memory limit 128G is not below") for p in checks(huge))
 
 
 def test_mutants_of_the_files_on_disk_fail_check_generated(tmp_path: Path) -> None:

@@ -26,15 +26,15 @@ def _rules(findings: list[dict[str, str]]) -> set[str]:
 
 def test_the_fixture_has_only_the_node_bound_warning(tmp_path: Path) -> None:
     code, findings = _check(tmp_path, "")
-    assert code == 0 and _rules(findings) == {"SC507"}
+    assert code == 0 and _rules(findings) == {"SC506"}
 
 
 @pytest.mark.parametrize(("text", "rule", "line"), [
-    ("fleet:\n  fabric:\n    gid_index: 3\n", "SC504", 4),
-    ("kubernetes:\n  startup_policy: LeaderReady\n", "SC503", 3),
-    ("kubernetes:\n  memory: 128g\n", "SC505", 3),
-    ("kubernetes:\n  shm_size: 113g\n", "SC505", 3),
-    ("secrets:\n  api_key: {file: /etc/sglang/api-key}\n", "SC508", 3),
+    ("fleet:\n  fabric:\n    gid_index: 3\n", "SC503", 4),
+    ("kubernetes:\n  startup_policy: LeaderReady\n", "SC502", 3),
+    ("kubernetes:\n  memory: 128g\n", "SC504", 3),
+    ("kubernetes:\n  shm_size: 113g\n", "SC504", 3),
+    ("secrets:\n  api_key: {file: /etc/sglang/api-key}\n", "SC507", 3),
 ])
 def test_errors_point_at_the_profile_line(tmp_path: Path, text: str, rule: str, line: int) -> None:
     code, findings = _check(tmp_path, text)
@@ -46,7 +46,7 @@ def test_errors_point_at_the_profile_line(tmp_path: Path, text: str, rule: str, 
 
 def test_a_tag_alone_is_a_warning_for_this_target_only(tmp_path: Path) -> None:
     code, findings = _check(tmp_path, "kubernetes: {}\n", base=REFERENCE_PROFILE)
-    assert code == 0 and _rules(findings) == {"SC506", "SC507"}
+    assert code == 0 and _rules(findings) == {"SC505", "SC506"}
     code, _ = _check(tmp_path, "kubernetes: {}\n", "--strict", base=REFERENCE_PROFILE)
     assert code == 1
     code, findings = _check(tmp_path, "", base=REFERENCE_PROFILE)
@@ -55,7 +55,7 @@ def test_a_tag_alone_is_a_warning_for_this_target_only(tmp_path: Path) -> None:
 
 def test_target_on_the_command_line_equals_an_empty_section(tmp_path: Path) -> None:
     code, findings = _check(tmp_path, "", "--target", "kubernetes", base=REFERENCE_PROFILE)
-    assert code == 0 and _rules(findings) == {"SC506", "SC507"}
+    assert code == 0 and _rules(findings) == {"SC505", "SC506"}
     flag, section = tmp_path / "flag", tmp_path / "section"
     result = run_cli(str(REFERENCE_PROFILE), "--target", "kubernetes", "--out", str(flag))
     assert result.returncode == 0, result.stderr
