@@ -16,11 +16,11 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .plan import LaunchPlan, RankPlan
-from .spec.hardware import HARDWARE
+from spark_compile.launch_plan import LaunchPlan, ProfilePath, RankPlan
+from spark_compile.spec.hardware import HARDWARE
 
 if TYPE_CHECKING:
-    from .spec.model import Profile
+    from spark_compile.spec.model import Profile
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"  # set by the LWS controller on every pod of the set
@@ -72,7 +72,7 @@ def quantity(docker_size: str | None) -> str | None:
 
 def settings(profile: Profile) -> Settings:
     """The effective settings of the target (defaults when the profile has no kubernetes section)."""
-    from .spec.model import Kubernetes
+    from spark_compile.spec.model import Kubernetes
 
     k8s = profile.kubernetes or Kubernetes()
     box = profile.container
@@ -129,20 +129,21 @@ def _volume_name(target: str, taken: set[str]) -> str:
     return name
 
 
-def host_volumes(plan: LaunchPlan) -> tuple[list[Volume], list[str]]:
-    """Every rank's bind mounts as one list of hostPath volumes, and why any cannot be uniform."""
+def host_volumes(plan: LaunchPlan) -> tuple[list[Volume], list[tuple[ProfilePath, str]]]:
+    """Every rank's bind mounts as one list of hostPath volumes, and why any cannot be uniform (with the
+    profile path behind the mount)."""
     by_target: dict[str, list[tuple[int, Any]]] = {}
     for rank in plan.ranks:
         for mount in rank.mounts:
             by_target.setdefault(mount.target, []).append((rank.rank, mount))
     volumes: list[Volume] = []
-    problems: list[str] = []
+    problems: list[tuple[ProfilePath, str]] = []
     taken: set[str] = set()
     for target, uses in by_target.items():
         sources = {(m.source, m.read_only) for _, m in uses}
         if len(sources) > 1:
             shown = "; ".join(f"rank {r}: {m.source}" for r, m in uses)
-            problems.append(f"{target} is mounted from a different node path per rank ({shown})")
+            problems.append((uses[-1][1].origin, f"{target} is mounted from a different node path per rank ({shown})"))
         mount = uses[0][1]
         kind = "Directory" if mount.read_only and len(uses) == len(plan.ranks) else "DirectoryOrCreate"
         volumes.append(Volume(_volume_name(target, taken), mount.source, target, mount.read_only, kind))
@@ -262,7 +263,7 @@ def service(profile: Profile, conf: Settings) -> dict[str, Any]:
 
 def env_file_text(pairs: tuple[tuple[str, str], ...]) -> str:
     """One env file of the ConfigMap: NAME=value lines, read literally by the entrypoint (as docker does)."""
-    from .spec.envfile import env_value_problem
+    from spark_compile.spec.envfile import env_value_problem
 
     for name, value in pairs:
         problem = env_value_problem(value)
@@ -278,7 +279,7 @@ def configmap(plan: LaunchPlan, conf: Settings, entrypoint: str) -> dict[str, An
         data.update((key, env_file_text(pairs)) for key, pairs in config_env(rank).items())
     size = sum(len(key) + len(value.encode()) for key, value in data.items())
     if size > CONFIGMAP_LIMIT:
-        from .errors import InputError
+        from spark_compile.errors import InputError
 
         raise InputError(f"the ConfigMap {conf.name}-config would take {size} bytes, over the {CONFIGMAP_LIMIT} "
                          f"Kubernetes allows: {len(plan.ranks)} ranks' env files do not fit one ConfigMap")

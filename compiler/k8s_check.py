@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .k8s import API_PORT_NAME, PROBED, bound_ranks, host_volumes, lws_engine_argv, settings
-from .plan import LaunchPlan
-from .spec.hardware import HARDWARE
+from spark_compile.k8s import API_PORT_NAME, PROBED, bound_ranks, host_volumes, lws_engine_argv, settings
+from spark_compile.launch_plan import LaunchPlan
+from spark_compile.spec.hardware import HARDWARE
 
 if TYPE_CHECKING:
-    from .spec.model import Profile
+    from spark_compile.spec.model import Profile
 
 _UNITS = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
           "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
@@ -116,7 +116,7 @@ def check_uniform(lws: dict[str, Any], plan: LaunchPlan, profile: Profile) -> It
             yield Problem("SC503", ("fleet", "nodes", rank.rank), f"rank {rank.rank}'s engine flags differ from rank "
                           "0's beyond what LWS supplies")
     _, mount_problems = host_volumes(plan)
-    yield from (Problem("SC503", ("model",), text) for text in mount_problems)
+    yield from (Problem("SC503", origin or ("model",), text) for origin, text in mount_problems)
     fabric = profile.fleet.fabric
     if fabric.gid_index != "probe" or any(n.gid_index not in (None, "probe") for n in profile.fleet.nodes):
         yield Problem("SC503", ("fleet", "fabric", "gid_index"), "a pinned RoCE GID index is per node and drifts: "

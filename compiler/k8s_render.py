@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from . import __version__
-from .k8s import bound_ranks, host_volumes, manifests, settings, subnet_numbers
-from .plan import LaunchPlan
-from .render import Artifact, environment
+from spark_compile import __version__
+from spark_compile.k8s import bound_ranks, host_volumes, manifests, settings, subnet_numbers
+from spark_compile.launch_plan import LaunchPlan
+from spark_compile.render import Artifact, environment
 
 if TYPE_CHECKING:
-    from .spec.model import Profile
+    from spark_compile.spec.model import Profile
 
 DIRECTORY = "k8s"
 

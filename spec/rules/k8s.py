@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import Context, Hit, rule
+from spark_compile.spec.rules import Context, Hit, rule
 
 _DOC_FACTS = "(LWS v1 API: kubernetes-sigs/lws api/leaderworkerset/v1; SGLang's Kubernetes deployment notes.)"
 
 
 def _manifest(ctx: Context) -> Any:
-    from ...k8s import config_digest, configmap, leaderworkerset, settings
+    from spark_compile.k8s import config_digest, configmap, leaderworkerset, settings
 
     conf = settings(ctx.profile)
     digest = config_digest(configmap(ctx.plan, conf, ""))
@@ -36,7 +36,7 @@ def _hits(ctx: Context, rule_id: str, run: Callable[[Any], Iterator[Any]], hint:
       f"node, 1 on a GB10), and tp covers them all: tp = size x GPUs per node. {_DOC_FACTS}",
       "engine: {parallel: {tp: 8}}   # 4 GB10 pods", "engine: {parallel: {tp: 4}}")
 def group_shape(ctx: Context) -> Iterator[Hit]:
-    from ...k8s_check import check_shape
+    from spark_compile.k8s_check import check_shape
 
     yield from _hits(ctx, "SC501", lambda lws: check_shape(lws, ctx.profile), "set tp to nodes x GPUs per node")
 
@@ -48,7 +48,7 @@ def group_shape(ctx: Context) -> Iterator[Hit]:
       "which LeaderReady starts only once the leader is ready.",
       "kubernetes: {startup_policy: LeaderReady}", "kubernetes: {startup_policy: LeaderCreated}")
 def leader_serves(ctx: Context) -> Iterator[Hit]:
-    from ...k8s_check import check_shape
+    from spark_compile.k8s_check import check_shape
 
     yield from _hits(ctx, "SC502", lambda lws: check_shape(lws, ctx.profile), "keep startup_policy LeaderCreated")
 
@@ -60,7 +60,7 @@ def leader_serves(ctx: Context) -> Iterator[Hit]:
       "a template cannot be expressed; GID indexes were seen moving from 3 to 4 within 30 minutes.",
       "fleet: {fabric: {gid_index: 3}}", "fleet: {fabric: {gid_index: probe}}")
 def uniform_templates(ctx: Context) -> Iterator[Hit]:
-    from ...k8s_check import check_uniform
+    from spark_compile.k8s_check import check_uniform
 
     yield from _hits(ctx, "SC503", lambda lws: check_uniform(lws, ctx.plan, ctx.profile),
                      "let the entrypoint probe per-node values; keep paths the same on every node")
@@ -71,7 +71,7 @@ def uniform_templates(ctx: Context) -> Iterator[Hit]:
       "the pod's memory limit, and that limit must stay below the node's memory (on a GB10, also the GPU's).",
       "kubernetes: {memory: 128g}   # GB10", "kubernetes: {memory: 112g, shm_size: 32g}")
 def memory_within_node(ctx: Context) -> Iterator[Hit]:
-    from ...k8s_check import check_memory
+    from spark_compile.k8s_check import check_memory
 
     yield from _hits(ctx, "SC504", lambda lws: check_memory(lws, ctx.profile),
                      "set container.memory and container.shm_size (or kubernetes.memory / shm_size)")
@@ -80,7 +80,7 @@ def memory_within_node(ctx: Context) -> Iterator[Hit]:
 def _settings_hits(ctx: Context, rule_id: str, hint: str) -> Iterator[Hit]:
     if ctx.profile.kubernetes is None:
         return
-    from ...k8s_check import check_settings
+    from spark_compile.k8s_check import check_settings
 
     for problem in check_settings(ctx.plan, ctx.profile):
         if problem.rule == rule_id:

@@ -23,15 +23,13 @@ def lws(tmp_path_factory: pytest.TempPathFactory) -> Lws:
 @pytest.fixture(scope="module")
 def checks() -> Callable[[Lws], list[str]]:
     """Every SC5xx problem of a manifest, as 'SCxxx: message' (the reference profile and its plan)."""
+    from spark_compile.compile import validate
     from spark_compile.k8s_check import check_memory, check_shape, check_uniform
-    from spark_compile.plan import build_plan
     from spark_compile.resolve import resolve
-    from spark_compile.validate import validate
 
     from k8s_support import K8S_PROFILE
 
-    profile = validate(resolve(K8S_PROFILE)).profile
-    plan = build_plan(profile)
+    profile, plan = validate(resolve(K8S_PROFILE)).planned()
 
     def run(manifest: Lws) -> list[str]:
         found = [*check_shape(manifest, profile), *check_uniform(manifest, plan, profile),
