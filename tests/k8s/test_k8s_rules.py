@@ -100,3 +100,14 @@ def test_diff_shows_manifest_changes(tmp_path: Path) -> None:
             ".sizeLimit 32Gi → 16Gi") in result.stdout
     unified = run_cli("diff", "--unified", str(K8S_PROFILE), str(child)).stdout
     assert "+++ b/k8s/leaderworkerset.yaml" in unified and "-  namespace: inference" in unified
+
+
+def test_check_of_a_kubernetes_profile_stays_light() -> None:
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom spark_compile.cli import main\nmain(['check', sys.argv[1]])\n"
+             "print(sorted(m for m in ('jinja2', 'jsonschema', 'sglang', 'torch') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe, str(K8S_PROFILE)], capture_output=True, text=True,
+                            check=False)
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout + result.stderr
