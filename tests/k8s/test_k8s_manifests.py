@@ -127,12 +127,13 @@ def test_device_plugin_mode_asks_for_the_resource_instead_of_privilege(tmp_path:
         assert pod_template_errors(template) == "", role
 
 
-def test_output_is_byte_deterministic_across_hash_seeds(tmp_path: Path) -> None:
+def test_output_is_byte_deterministic_across_hash_seeds_locales_and_zones(tmp_path: Path) -> None:
     runs = []
-    for seed in ("0", "1234"):
+    for seed, locale, zone in (("0", "C.UTF-8", "UTC"), ("1234", "C", "Pacific/Chatham")):
         root = tmp_path / seed
         root.mkdir()
-        result = run_cli(str(K8S_PROFILE), "--out", str(root), env={"PYTHONHASHSEED": seed})
+        env = {"PYTHONHASHSEED": seed, "LC_ALL": locale, "TZ": zone}
+        result = run_cli(str(K8S_PROFILE), "--out", str(root), env=env)
         assert result.returncode == 0, result.stderr
         runs.append({p.name: p.read_bytes() for p in sorted((root / "dsv41-k8s" / "k8s").iterdir())})
     assert runs[0] == runs[1]
