@@ -57,11 +57,6 @@ class Settings:
     startup_failures: int  # startup probe failures allowed: the launcher's health timeout / PROBE_PERIOD
 
 
-def enabled(profile: Profile) -> bool:
-    """Whether the profile selects the Kubernetes target."""
-    return profile.kubernetes is not None
-
-
 def quantity(docker_size: str | None) -> str | None:
     """A docker size (112g, binary units) as a Kubernetes quantity (112Gi)."""
     if docker_size is None:
@@ -91,16 +86,24 @@ def kubelet_literal(value: str) -> str:
     return value.replace("$", "$$")
 
 
-def lws_engine_argv(plan: LaunchPlan, rank: RankPlan) -> list[str]:
-    """The rank's engine argv with the values LWS supplies replaced by the kubelet's $(LWS_*) references."""
-    argv = [kubelet_literal(arg) for arg in rank.engine_argv]
-    for index, arg in enumerate(rank.engine_argv[:-1]):
-        if arg in LWS_ARGS:
-            argv[index + 1] = LWS_ARGS[arg]
-        elif arg == "--dist-init-addr":
-            port = rank.engine_argv[index + 1].rpartition(":")[2]
-            argv[index + 1] = f"$(LWS_LEADER_ADDRESS):{port}"
-    return argv
+def lws_options(rank: RankPlan) -> list[tuple[str, ...]]:
+    """The rank's engine options as kubelet args: the values LWS supplies become $(LWS_*) references, every
+    other word is escaped for the kubelet."""
+    options: list[tuple[str, ...]] = []
+    for option in rank.engine_options:
+        if option.flag in LWS_ARGS:
+            options.append((option.flag, LWS_ARGS[option.flag]))
+        elif option.flag == "--dist-init-addr":
+            port = option.values[0].rpartition(":")[2]
+            options.append((option.flag, f"$(LWS_LEADER_ADDRESS):{port}"))
+        else:
+            options.append(tuple(kubelet_literal(word) for word in option.words))
+    return options
+
+
+def lws_engine_argv(rank: RankPlan) -> list[str]:
+    """The engine argv every pod gets (the same for every rank when the templates are uniform)."""
+    return [word for option in lws_options(rank) for word in option]
 
 
 def config_env(rank: RankPlan) -> dict[str, tuple[tuple[str, str], ...]]:
@@ -143,7 +146,8 @@ def host_volumes(plan: LaunchPlan) -> tuple[list[Volume], list[tuple[ProfilePath
         sources = {(m.source, m.read_only) for _, m in uses}
         if len(sources) > 1:
             shown = "; ".join(f"rank {r}: {m.source}" for r, m in uses)
-            problems.append((uses[-1][1].origin, f"{target} is mounted from a different node path per rank ({shown})"))
+            odd = next(m for _, m in uses if (m.source, m.read_only) != (uses[0][1].source, uses[0][1].read_only))
+            problems.append((odd.origin, f"{target} is mounted from a different node path per rank ({shown})"))
         mount = uses[0][1]
         kind = "Directory" if mount.read_only and len(uses) == len(plan.ranks) else "DirectoryOrCreate"
         volumes.append(Volume(_volume_name(target, taken), mount.source, target, mount.read_only, kind))
@@ -176,7 +180,7 @@ def _container(plan: LaunchPlan, profile: Profile, conf: Settings, volumes: list
     container: dict[str, Any] = {
         "name": CONTAINER, "image": conf.image, "imagePullPolicy": "IfNotPresent",
         "command": ["/bin/bash", f"{CONFIG_DIR}/{ENTRYPOINT}"],
-        "args": [*(kubelet_literal(a) for a in profile.engine.launcher), *lws_engine_argv(plan, rank0)],
+        "args": [*(kubelet_literal(a) for a in rank0.launcher), *lws_engine_argv(rank0)],
     }
     secret_env = [{"name": name, "valueFrom": {"secretKeyRef": {"name": f"{conf.name}-secrets", "key": name}}}
                   for name in profile.secrets.env]

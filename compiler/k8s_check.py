@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spark_compile.k8s import API_PORT_NAME, PROBED, bound_ranks, host_volumes, lws_engine_argv, settings
+from spark_compile.k8s import API_PORT_NAME, PROBED, bound_ranks, host_volumes, lws_options, settings
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.spec.hardware import HARDWARE
 
@@ -111,10 +111,16 @@ def _token(text: str) -> re.Pattern[str]:
 
 def check_uniform(lws: dict[str, Any], plan: LaunchPlan, profile: Profile) -> Iterator[Problem]:
     """SC503: nothing in either template names a node, a node's address, or a value probed per node."""
+    first = lws_options(plan.ranks[0])
     for rank in plan.ranks[1:]:
-        if lws_engine_argv(plan, rank) != lws_engine_argv(plan, plan.ranks[0]):
-            yield Problem("SC503", ("fleet", "nodes", rank.rank), f"rank {rank.rank}'s engine flags differ from rank "
-                          "0's beyond what LWS supplies")
+        for option, words in zip(rank.engine_options, lws_options(rank), strict=False):
+            if words not in first:
+                yield Problem("SC503", option.source or ("fleet", "nodes", rank.rank), f"rank {rank.rank}'s "
+                              f"{option.flag} {' '.join(option.values)} differs from rank 0's: the template is "
+                              "the same for every rank")
+        if len(rank.engine_options) != len(first):
+            yield Problem("SC503", ("fleet", "nodes", rank.rank), f"rank {rank.rank} has other engine flags than "
+                          "rank 0")
     _, mount_problems = host_volumes(plan)
     yield from (Problem("SC503", origin or ("model",), text) for origin, text in mount_problems)
     fabric = profile.fleet.fabric

@@ -31,6 +31,7 @@ def test_the_fixture_has_only_the_node_bound_warning(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("text", "rule", "line"), [
     ("fleet:\n  fabric:\n    gid_index: 3\n", "SC503", 4),
+    ("model:\n  holder_repo: /data/dsv41\n", "SC503", 3),
     ("kubernetes:\n  startup_policy: LeaderReady\n", "SC502", 3),
     ("kubernetes:\n  memory: 128g\n", "SC504", 3),
     ("kubernetes:\n  shm_size: 113g\n", "SC504", 3),
