@@ -174,3 +174,14 @@ def test_a_dollar_in_a_flag_reaches_the_engine_literally(tmp_path: Path) -> None
     written = values[values.index("--chat-template") + 1]
     assert written == "/t/$$(HOME)-$$$$x.jinja"
     assert kubelet_expand(written, {"HOME": "/root"}) == "/t/$(HOME)-$$x.jinja"
+
+
+def test_secret_variables_come_from_a_secret_never_from_the_files(tmp_path: Path) -> None:
+    out = compile_profile(tmp_path, "secrets:\n  env:\n    HF_TOKEN: {file: /etc/sglang/hf-token}\n")
+    objs = objects(out)
+    worker = objs["leaderworkerset.yaml"]["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    env = worker["spec"]["containers"][0]["env"]
+    assert env == [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "dsv41-k8s-secrets", "key": "HF_TOKEN"}}}]
+    assert pod_template_errors(worker) == ""
+    assert not any("HF_TOKEN" in text for text in objs["configmap.yaml"]["data"].values())
+    assert "`dsv41-k8s-secrets`" in (out / "k8s" / "README.md").read_text()
