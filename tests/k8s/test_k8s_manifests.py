@@ -181,7 +181,8 @@ def test_secret_variables_come_from_a_secret_never_from_the_files(tmp_path: Path
     objs = objects(out)
     worker = objs["leaderworkerset.yaml"]["spec"]["leaderWorkerTemplate"]["workerTemplate"]
     env = worker["spec"]["containers"][0]["env"]
-    assert env == [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "dsv41-k8s-secrets", "key": "HF_TOKEN"}}}]
+    ref = {"secretKeyRef": {"name": "dsv41-k8s-secrets", "key": "HF_TOKEN"}}
+    assert env == [{"name": "HF_TOKEN", "valueFrom": ref}]
     assert pod_template_errors(worker) == ""
     assert not any("HF_TOKEN" in text for text in objs["configmap.yaml"]["data"].values())
     assert "`dsv41-k8s-secrets`" in (out / "k8s" / "README.md").read_text()
