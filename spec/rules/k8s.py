@@ -54,10 +54,11 @@ def leader_serves(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("SC503", "error", "nothing node-specific in the pod templates",
-      "LWS runs the same template on every node. Values that differ by node (RoCE GID index, HCA names, the "
-      "fabric address) are probed by the entrypoint at start; values that differ by rank come from the "
-      "ConfigMap. A pinned GID index, a mount whose node path differs by rank, or a node's name or address in "
-      "a template cannot be expressed; GID indexes were seen moving from 3 to 4 within 30 minutes.",
+      "LWS runs the same template on every node. Values that differ by node (the RoCE GID index, the fabric "
+      "address) are probed by the entrypoint at start, which also checks the HCAs are there; values that differ "
+      "by rank come from the ConfigMap. A pinned GID index, a mount whose node path differs by rank, or a "
+      "node's name or address in a template cannot be expressed; GID indexes were seen moving from 3 to 4 "
+      "within 30 minutes.",
       "fleet: {fabric: {gid_index: 3}}", "fleet: {fabric: {gid_index: probe}}")
 def uniform_templates(ctx: Context) -> Iterator[Hit]:
     from spark_compile.k8s_check import check_uniform
