@@ -105,16 +105,21 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def _token(text: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![A-Za-z0-9._/-]){re.escape(text)}(?![A-Za-z0-9._/-])")
+def _node_words(profile: Profile) -> tuple[re.Pattern[str], dict[str, str]]:
+    """One pattern finding any node's name or fabric address as a whole word, and what each word means."""
+    words = {n.name: f"node {n.name}" for n in profile.fleet.nodes}
+    words.update({n.fabric_ip: f"{n.name}'s address {n.fabric_ip}" for n in profile.fleet.nodes})
+    alternatives = "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
+    return re.compile(rf"(?<![A-Za-z0-9._/-])(?:{alternatives})(?![A-Za-z0-9._/-])"), words
 
 
 def check_uniform(lws: dict[str, Any], plan: LaunchPlan, profile: Profile) -> Iterator[Problem]:
     """SC503: nothing in either template names a node, a node's address, or a value probed per node."""
     first = lws_options(plan.ranks[0])
+    known = set(first)
     for rank in plan.ranks[1:]:
         for option, words in zip(rank.engine_options, lws_options(rank), strict=False):
-            if words not in first:
+            if words not in known:
                 yield Problem("SC503", option.source or ("fleet", "nodes", rank.rank), f"rank {rank.rank}'s "
                               f"{option.flag} {' '.join(option.values)} differs from rank 0's: the template is "
                               "the same for every rank")
@@ -127,8 +132,7 @@ def check_uniform(lws: dict[str, Any], plan: LaunchPlan, profile: Profile) -> It
     if fabric.gid_index != "probe" or any(n.gid_index not in (None, "probe") for n in profile.fleet.nodes):
         yield Problem("SC503", ("fleet", "fabric", "gid_index"), "a pinned RoCE GID index is per node and drifts: "
                       "the Kubernetes target probes it on each node at start")
-    node_tokens = [(f"node {n.name}", _token(n.name)) for n in profile.fleet.nodes]
-    node_tokens += [(f"{n.name}'s address {n.fabric_ip}", _token(n.fabric_ip)) for n in profile.fleet.nodes]
+    pattern, meaning = _node_words(profile)
     for role, template in templates(lws):
         spec = template.get("spec", {})
         if "nodeName" in spec:
@@ -137,11 +141,10 @@ def check_uniform(lws: dict[str, Any], plan: LaunchPlan, profile: Profile) -> It
             if isinstance(env, dict) and env.get("name") in PROBED:
                 yield Problem("SC503", ("kubernetes",), f"the {role} template sets {env['name']}, which differs per "
                               "node: the entrypoint probes it")
-        texts = list(_strings(template))
-        for what, pattern in node_tokens:
-            if any(pattern.search(text) for text in texts):
-                yield Problem("SC503", ("kubernetes",), f"the {role} template names {what}: the same template "
-                              "runs on every node")
+        named = {word for text in set(_strings(template)) for word in pattern.findall(text)}
+        for word in sorted(named):
+            yield Problem("SC503", ("kubernetes",), f"the {role} template names {meaning[word]}: the same "
+                          "template runs on every node")
 
 
 def check_memory(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
