@@ -22,12 +22,12 @@ HCA = "rocep1s0f0"
 IFACE = "enp1s0f0np0"
 
 
-def compile_profile(root: Path, text: str = "", *args: str) -> Path:
-    """Compile K8S_PROFILE (or a child of it with ``text`` appended) under root; return generated/<name>/."""
-    profile = K8S_PROFILE
+def compile_profile(root: Path, text: str = "", *args: str, base: Path = K8S_PROFILE) -> Path:
+    """Compile ``base`` (or a child of it with ``text`` appended) under root; return generated/<name>/."""
+    profile = base
     if text:
         profile = root / "child.yaml"
-        profile.write_text(f"extends: {os.path.relpath(K8S_PROFILE, root)}\n{text}")
+        profile.write_text(f"extends: {os.path.relpath(base, root)}\n{text}")
     result = run_cli(str(profile), "--out", str(root / "generated"), *args)
     assert result.returncode == 0, result.stdout + result.stderr
     return next(p for p in (root / "generated").iterdir() if p.is_dir())
