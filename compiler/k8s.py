@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spark_compile.launch_plan import LaunchPlan, ProfilePath, RankPlan
+from spark_compile.launch_plan import LaunchPlan, Mount, ProfilePath, RankPlan
 from spark_compile.spec.hardware import HARDWARE
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def _volume_name(target: str, taken: set[str]) -> str:
 def host_volumes(plan: LaunchPlan) -> tuple[list[Volume], list[tuple[ProfilePath, str]]]:
     """Every rank's bind mounts as one list of hostPath volumes, and why any cannot be uniform (with the
     profile path behind the mount)."""
-    by_target: dict[str, list[tuple[int, Any]]] = {}
+    by_target: dict[str, list[tuple[int, Mount]]] = {}
     for rank in plan.ranks:
         for mount in rank.mounts:
             by_target.setdefault(mount.target, []).append((rank.rank, mount))

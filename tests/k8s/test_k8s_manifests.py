@@ -142,7 +142,7 @@ def test_output_is_byte_deterministic_across_hash_seeds_locales_and_zones(tmp_pa
 HOSTILE = ["yes", "on", "0x1F", "1e3", "012", "# not a comment", "a: b", "...", "---", "- item", "{x}", "'q'",
            '"d"', "~", "null", " lead", "trail ", "tab\tin", "two\nlines\n", "last line has no newline\nx",
            "*alias", "&anchor", "!tag", "%directive", "@at", "`tick`", "\u00e9", "", "=", "0o17", "1_000", ".inf",
-           "-.5", "+1", "0b101", "1:20", "2026-11-30", "Yes", "NO", "True", "Null"]
+           "-.5", "+1", "0b101", "1:20", "2026-11-30", "Yes", "NO", "True", "Null", "<<", "? key", "| block"]
 
 
 def test_hostile_strings_are_quoted_by_the_serialiser(tmp_path: Path) -> None:
