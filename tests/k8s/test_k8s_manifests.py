@@ -158,9 +158,11 @@ def test_hostile_strings_are_quoted_by_the_serialiser(tmp_path: Path) -> None:
     assert yaml.safe_load((tmp_path / "configmap.yaml").read_text())["data"] == data
     proc = subprocess.run([kubectl, "kustomize", str(tmp_path)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
-    # kustomize prints "=" plain, which PyYAML's loader cannot construct (yaml/pyyaml#89): read it as text.
+    # kustomize prints "=" and "<<" plain (YAML 1.2 strings), which PyYAML's 1.1 loader cannot construct as
+    # values (yaml/pyyaml#89): read them as the text they are.
     loader = type("Loader", (yaml.SafeLoader,), {})
-    loader.add_constructor("tag:yaml.org,2002:value", lambda load, node: load.construct_scalar(node))
+    for tag in ("tag:yaml.org,2002:value", "tag:yaml.org,2002:merge"):
+        loader.add_constructor(tag, lambda load, node: load.construct_scalar(node))
     assert yaml.load(proc.stdout, Loader=loader)["data"] == data
 
 
