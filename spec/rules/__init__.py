@@ -79,6 +79,15 @@ def rule(id: str, severity: Severity, summary: str, doc: str, bad: str, good: st
 
 def load_all() -> dict[str, Rule]:
     """Import every rule module (they register on import) and return the registry."""
-    from spark_compile.spec.rules import catalogs, engine, fleet, k8s, overlay, schema, secrets  # noqa: F401
+    from spark_compile.spec.rules import (  # noqa: F401
+        catalogs,
+        deployment,
+        engine,
+        fleet,
+        k8s,
+        overlay,
+        schema,
+        secrets,
+    )
 
     return RULES
