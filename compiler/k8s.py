@@ -54,6 +54,7 @@ class Settings:
     startup_policy: str
     node_selector: dict[str, str]
     gpus: int
+    rdma: bool  # the fabric uses RDMA devices (roce, infiniband): /dev/infiniband or the plugin's resource
     startup_failures: int  # startup probe failures allowed: the launcher's health timeout / PROBE_PERIOD
 
 
@@ -77,6 +78,7 @@ def settings(profile: Profile) -> Settings:
         rdma_mode=k8s.rdma.mode, rdma_resource=k8s.rdma.resource, service_type=k8s.service_type,
         restart_policy=k8s.restart_policy, startup_policy=k8s.startup_policy, node_selector=dict(k8s.node_selector),
         gpus=HARDWARE[profile.hardware].gpus_per_node,
+        rdma=profile.fleet.fabric is not None and profile.fleet.fabric.kind != "tcp",
         startup_failures=math.ceil(profile.operations.health_timeout_seconds / PROBE_PERIOD),
     )
 
@@ -154,8 +156,11 @@ def host_volumes(plan: LaunchPlan) -> tuple[list[Volume], list[tuple[ProfilePath
     return volumes, problems
 
 
-def bound_ranks(plan: LaunchPlan) -> dict[int, RankPlan]:
-    """Ranks whose data lives on one node (a node-local Engram copy): the entrypoint checks where they run."""
+def bound_ranks(plan: LaunchPlan, profile: Profile) -> dict[int, RankPlan]:
+    """Ranks whose data lives on one node (a node-local Engram copy) of a fleet with a fabric: the entrypoint
+    checks they run at that node's fabric address."""
+    if profile.fleet.fabric is None:
+        return {}
     return {r.rank: r for r in plan.ranks if r.engram is not None and r.engram.source == "local"}
 
 
@@ -165,15 +170,15 @@ def _container(plan: LaunchPlan, profile: Profile, conf: Settings, volumes: list
                                     {"name": "dshm", "mountPath": "/dev/shm"}]
     mounts += [{"name": v.name, "mountPath": v.target, **({"readOnly": True} if v.read_only else {})}
                for v in volumes]
-    if conf.rdma_mode == "hostpath":
+    if conf.rdma and conf.rdma_mode == "hostpath":
         mounts.append({"name": "infiniband", "mountPath": "/dev/infiniband"})
     limits: dict[str, str] = {"nvidia.com/gpu": str(conf.gpus)}
     if conf.memory is not None:
         limits["memory"] = conf.memory
-    if conf.rdma_resource is not None:
+    if conf.rdma and conf.rdma_resource is not None:
         limits[conf.rdma_resource] = "1"
     security: dict[str, Any] = {}
-    if conf.rdma_mode == "hostpath":
+    if conf.rdma and conf.rdma_mode == "hostpath":
         security["privileged"] = True  # a hostPath /dev/infiniband is usable only with the device cgroup open
     if profile.container.cap_add:
         security["capabilities"] = {"add": list(profile.container.cap_add)}
@@ -182,10 +187,12 @@ def _container(plan: LaunchPlan, profile: Profile, conf: Settings, volumes: list
         "command": ["/bin/bash", f"{CONFIG_DIR}/{ENTRYPOINT}"],
         "args": [*(kubelet_literal(a) for a in rank0.launcher), *lws_engine_argv(rank0)],
     }
-    secret_env = [{"name": name, "valueFrom": {"secretKeyRef": {"name": f"{conf.name}-secrets", "key": name}}}
-                  for name in profile.secrets.env]
-    if secret_env:
-        container["env"] = secret_env
+    env = [{"name": name, "valueFrom": {"secretKeyRef": {"name": f"{conf.name}-secrets", "key": name}}}
+           for name in profile.secrets.env]
+    if profile.fleet.fabric is None:  # one node, no fabric to probe: HOST_IP is the node's address
+        env.append({"name": "NODE_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}})
+    if env:
+        container["env"] = env
     container.update(resources={"limits": limits, "requests": dict(limits)}, securityContext=security,
                      volumeMounts=mounts)
     return container
@@ -200,7 +207,7 @@ def _pod_volumes(conf: Settings, volumes: list[Volume]) -> list[dict[str, Any]]:
         {"name": "dshm", "emptyDir": shm},
     ]
     items += [{"name": v.name, "hostPath": {"path": v.source, "type": v.kind}} for v in volumes]
-    if conf.rdma_mode == "hostpath":
+    if conf.rdma and conf.rdma_mode == "hostpath":
         items.append({"name": "infiniband", "hostPath": {"path": "/dev/infiniband", "type": "Directory"}})
     return items
 

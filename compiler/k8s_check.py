@@ -129,7 +129,9 @@ def check_uniform(lws: dict[str, Any], plan: LaunchPlan, profile: Profile) -> It
     _, mount_problems = host_volumes(plan)
     yield from (Problem("SC503", origin or ("model",), text) for origin, text in mount_problems)
     fabric = profile.fleet.fabric
-    if fabric.gid_index != "probe" or any(n.gid_index not in (None, "probe") for n in profile.fleet.nodes):
+    pinned = fabric is not None and fabric.kind == "roce" and (
+        fabric.gid_index != "probe" or any(n.gid_index not in (None, "probe") for n in profile.fleet.nodes))
+    if pinned:
         yield Problem("SC503", ("fleet", "fabric", "gid_index"), "a pinned RoCE GID index is per node and drifts: "
                       "the Kubernetes target probes it on each node at start")
     pattern, meaning = _node_words(profile)
@@ -157,12 +159,12 @@ def check_memory(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
         shm = next((v.get("emptyDir", {}).get("sizeLimit") for v in template.get("spec", {}).get("volumes", [])
                     if isinstance(v, dict) and v.get("name") == "dshm"), None)
         limit_b, shm_b = quantity_bytes(limit), quantity_bytes(shm)
-        if limit is None or shm is None:
-            key = (path, "needs both a memory limit and a /dev/shm size limit (shm pages are charged to the pod)")
-        elif limit_b is not None and limit_b >= node_gb * 10**9:
+        if limit_b is not None and limit_b >= node_gb * 10**9:
             key = (path, f"memory limit {limit} is not below the node's {node_gb} GB")
         elif shm_b is not None and limit_b is not None and shm_b > limit_b:
             key = (("kubernetes", "shm_size"), f"/dev/shm size {shm} exceeds the memory limit {limit}")
+        elif shm_b is not None and limit_b is None and shm_b >= node_gb * 10**9:
+            key = (("kubernetes", "shm_size"), f"/dev/shm size {shm} is not below the node's {node_gb} GB")
         else:
             continue
         found.setdefault(key, []).append(role)
@@ -177,7 +179,7 @@ def check_settings(plan: LaunchPlan, profile: Profile) -> Iterator[Problem]:
         where = ("kubernetes", "image") if profile.kubernetes and profile.kubernetes.image else ("engine", "image")
         yield Problem("SC505", where, f"image {conf.image} is pinned by tag only: a tag can move between the pulls "
                       "of two nodes")
-    bound = bound_ranks(plan)
+    bound = bound_ranks(plan, profile)
     if bound:
         ranks = ", ".join(f"{r} ({p.node})" for r, p in bound.items())
         yield Problem("SC506", ("model", "engram", "local_dir"), f"ranks {ranks} read Engram rows copied to one node; "

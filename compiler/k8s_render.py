@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from spark_compile import __version__
-from spark_compile.k8s import bound_ranks, host_volumes, manifests, settings, subnet_numbers
+from spark_compile.k8s import PROBED, bound_ranks, host_volumes, manifests, settings, subnet_numbers
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.render import Artifact, environment
 
@@ -55,12 +55,14 @@ def yaml_text(obj: Any, header: str) -> str:
 
 
 def _context(plan: LaunchPlan, profile: Profile) -> dict[str, Any]:
-    net, mask = subnet_numbers(profile.fleet.fabric.subnet)
     fabric = profile.fleet.fabric
+    net, mask = subnet_numbers(fabric.subnet) if fabric is not None else (0, 0)
+    rdma = fabric is not None and fabric.kind != "tcp"
     return {"plan": plan, "profile": profile, "conf": settings(profile), "version": __version__,
-            "hcas": list(fabric.rdma_devices), "interface": fabric.interface, "subnet": fabric.subnet,
-            "net": net, "mask": mask, "bound": bound_ranks(plan), "volumes": host_volumes(plan)[0],
-            "b12x_gid": "B12X_ROCE_GID_INDEX" in plan.ranks[0].runtime_env}
+            "fabric": fabric, "hcas": list(fabric.rdma_devices) if fabric is not None and rdma else [],
+            "net": net, "mask": mask, "bound": bound_ranks(plan, profile),
+            "volumes": host_volumes(plan)[0], "env_files": [f.name for f in plan.ranks[0].env_files],
+            "gid_names": [name for name in plan.ranks[0].runtime_env if name in PROBED]}
 
 
 def entrypoint_text(plan: LaunchPlan, profile: Profile) -> str:

@@ -128,6 +128,21 @@ def fake_sysfs(root: Path, ip: str, extra_hcas: tuple[str, ...] = ("roceP2p1s0f0
     return root
 
 
+def fake_fib_trie(root: Path, local: tuple[str, ...]) -> Path:
+    """A /proc/net/fib_trie (Main and Local tables, as the kernel prints them) whose node owns ``local``,
+    plus a loopback and an address on another network; returns the root to put in SPARK_SYSFS_ROOT."""
+    def leaf(ip: str, kind: str) -> str:
+        return f"        |-- {ip}\n           /32 host {kind}\n"
+
+    table = ("     +-- 0.0.0.0/0 3 0 5\n        |-- 0.0.0.0\n           /0 universe UNICAST\n"
+             + leaf("127.0.0.1", "LOCAL") + leaf("10.9.8.7", "LOCAL") + "".join(leaf(ip, "LOCAL") for ip in local)
+             + "        |-- 10.9.8.255\n           /32 link BROADCAST\n")
+    path = root / "proc" / "net" / "fib_trie"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"Main:\n{table}Local:\n{table}")
+    return root
+
+
 RECORDER = """#!/bin/bash
 # Stand-in launcher: records its argv and environment NUL-separated, as exec handed them over.
 printf '%s\\0' "$@" > "$RECORD_DIR/argv"

@@ -188,3 +188,26 @@ def test_secret_variables_come_from_a_secret_never_from_the_files(tmp_path: Path
     assert pod_template_errors(worker) == ""
     assert not any("HF_TOKEN" in text for text in objs["configmap.yaml"]["data"].values())
     assert "`dsv41-k8s-secrets`" in (out / "k8s" / "README.md").read_text()
+
+
+@pytest.mark.parametrize("example", ["single-node", "two-node-tcp", "eight-node-roce"])
+def test_every_shipped_example_compiles_to_valid_objects(example: str, tmp_path: Path) -> None:
+    from conftest import REFERENCE_PROFILE
+
+    base = REFERENCE_PROFILE.parent / "examples" / f"{example}.yaml"
+    out = compile_profile(tmp_path, "", "--target", "kubernetes", base=base)
+    objs = objects(out)
+    lws = objs["leaderworkerset.yaml"]
+    assert lws_errors(lws) == []
+    kube_validate(objs["service.yaml"])
+    kube_validate(objs["configmap.yaml"])
+    for role, template in _templates(lws).items():
+        assert pod_template_errors(template) == "", (example, role)
+        container, volumes = template["spec"]["containers"][0], {v["name"] for v in template["spec"]["volumes"]}
+        rdma = example == "eight-node-roce"
+        assert ("infiniband" in volumes) == rdma and container["securityContext"].get("privileged", False) == rdma
+        node_ip = {"name": "NODE_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}
+        assert (node_ip in container.get("env", [])) == (example == "single-node")
+    script = tmp_path / "entrypoint.sh"
+    script.write_text(objs["configmap.yaml"]["data"]["entrypoint.sh"])
+    assert shellcheck(script) == ""
