@@ -20,6 +20,17 @@ class _Reference(Protocol):
 
 _Ref = TypeVar("_Ref", bound=_Reference)
 
+
+class _RdmaAccess(Protocol):
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def resource(self) -> str | None: ...
+
+
+_Rdma = TypeVar("_Rdma", bound=_RdmaAccess)
+
 _NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 _IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$")
 _DOCKER_SIZE = re.compile(r"^[1-9][0-9]*[bkmgBKMG]?$")
@@ -150,6 +161,13 @@ def check_secret_ref(ref: _Ref) -> _Ref:
     if (ref.file is None) == (ref.env is None):
         raise PydanticCustomError("secret_ref", "a secret reference takes exactly one of file or env")
     return ref
+
+
+def check_rdma_resource(rdma: _Rdma) -> _Rdma:
+    """kubernetes.rdma: a device plugin's resource is named with mode device-plugin, and only then."""
+    if (rdma.mode == "device-plugin") != (rdma.resource is not None):
+        raise PydanticCustomError("rdma_resource", "rdma.resource is needed with mode device-plugin, and only then")
+    return rdma
 
 
 def check_overlay_size(value: str | int) -> str:
