@@ -1,7 +1,7 @@
 """Generate spec/core_model.py: the profile's validator for the check path, from the pydantic model.
 
 spec/model.py stays the source of truth (the JSON Schema, field descriptions, error hints). Importing and
-building its pydantic classes costs more than the rest of `check` together, so this generator writes the
+building its pydantic classes cost nearly half of a cold `check` (README, Speed), so this generator writes the
 model's own core schema (``Profile.__pydantic_core_schema__``) out as Python source: plain read-only record
 classes with the same names and fields (spec/record.py), and a pydantic-core SchemaValidator over the same
 schema, the checks referenced by import (spec/checks.py). A test holds the module equal to this output, and
@@ -62,7 +62,6 @@ class _Writer:
     refs: dict[str, str]
     classes: list[str] = field(default_factory=list)
     schemas: list[str] = field(default_factory=list)
-    seen: set[str] = field(default_factory=set)
     names: list[str] = field(default_factory=list)
     checked: set[str] = field(default_factory=set)
 
@@ -80,6 +79,8 @@ class _Writer:
                 items.append(f"'cls': {value.__name__}")
                 continue
             if key == "default_factory":
+                if not hasattr(value, "__pydantic_core_schema__"):
+                    raise TypeError(f"default_factory={value!r}: only a section's own model can be written")
                 # A section's default is its model built from nothing: the same, validated from {}.
                 items += ["'default': {}", "'validate_default': True"]
                 continue
@@ -109,9 +110,8 @@ class _Writer:
     def model(self, node: dict[str, Any]) -> str:
         cls = node["cls"]
         name = cls.__name__
-        if name in self.seen:
+        if name in self.names:
             raise ValueError(f"model {name} appears twice in the core schema: make it a definition")
-        self.seen.add(name)
         self.names.append(name)
         text = self.schema(node, 0, inline=True)
         fields = node["schema"]["fields"]
