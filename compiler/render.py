@@ -13,7 +13,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spark_compile import __version__
@@ -117,7 +117,11 @@ def environment() -> jinja2.Environment:
     """The one Jinja environment: templates from the package, StrictUndefined, our filters."""
     import jinja2
 
-    root = resources.files("spark_compile.templates")
+    # The templates are package data beside their package's __init__ (in a checkout and a wheel alike);
+    # importlib.resources would import tempfile, random and zipfile's readers on every compile for nothing.
+    from spark_compile import templates
+
+    root = Path(templates.__file__).parent
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(root)), undefined=jinja2.StrictUndefined, autoescape=False,
         keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),

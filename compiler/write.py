@@ -7,7 +7,6 @@ swapped with renameat2(RENAME_EXCHANGE), so a crash at any point leaves the old 
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import shutil
@@ -55,6 +54,8 @@ def _same(path: Path, artifact: Artifact) -> bool:
 
 def _exchange(a: Path, b: Path) -> bool:
     """Atomically swap two paths; False when the kernel or libc cannot."""
+    import ctypes  # only a recompile swaps: a first compile does not pay for the import
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2
