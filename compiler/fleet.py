@@ -7,11 +7,12 @@ folder's README are rendered.
 
 from __future__ import annotations
 
+import shlex
 from importlib import resources
 from typing import Any
 
-from . import __version__
-from .fleet_data import (
+from spark_compile import __version__
+from spark_compile.fleet_data import (
     LOG_KEEP,
     UNIT_ACTIVE_TIMEOUT,
     api_place,
@@ -20,9 +21,9 @@ from .fleet_data import (
     home_path,
     ssh_user,
 )
-from .plan import LaunchPlan
-from .render import SCRIPT_MODE, Artifact, environment, render_unit
-from .spec.model import Profile
+from spark_compile.launch_plan import LaunchPlan, RankPlan
+from spark_compile.render import SCRIPT_MODE, Artifact, environment
+from spark_compile.spec.model import Profile
 
 FLEET_DIR = "fleet"
 STATIC_SCRIPTS = ("fleet-lib.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py")
@@ -35,13 +36,16 @@ def static_script(name: str) -> bytes:
     return resources.files("spark_compile.templates").joinpath("fleet", "static", name).read_bytes()
 
 
-def unit_exec_lines(plan: LaunchPlan, profile: Profile) -> dict[int, list[str]]:
-    """Each rank unit's Exec*= lines, read off the rendered unit so the dry run cannot drift from it."""
-    lines = {}
-    for rank in plan.ranks:
-        unit = render_unit(plan, profile, rank).decode()
-        lines[rank.rank] = [line for line in unit.splitlines() if line.startswith("Exec")]
-    return lines
+def unit_exec_lines(rank: RankPlan) -> list[str]:
+    """The rank unit's Exec*= lines from its UnitPlan, each argv quoted for reading ("-": failure ignored)."""
+    unit = rank.unit
+
+    def line(key: str, ignore: bool, argv: tuple[str, ...]) -> str:
+        return f"{key}={'-' if ignore else ''}{shlex.join(argv)}"
+
+    return [*(line("ExecStartPre", ignore, argv) for ignore, argv in unit.exec_start_pre),
+            line("ExecStart", False, unit.exec_start), line("ExecStop", False, unit.exec_stop),
+            *(line("ExecStopPost", ignore, argv) for ignore, argv in unit.exec_stop_post)]
 
 
 def watchdog_unit_base(plan: LaunchPlan) -> str:
@@ -79,7 +83,7 @@ def fleet_artifacts(plan: LaunchPlan, profile: Profile) -> list[Artifact]:
     ctx = fleet_context(plan, profile)
     files = [Artifact(f"{FLEET_DIR}/{name}", static_script(name),
                       SCRIPT_MODE if name != "fleet-lib.sh" else 0o644) for name in STATIC_SCRIPTS]
-    env_text = fleet_env(plan, profile, __version__, unit_exec_lines(plan, profile))
+    env_text = fleet_env(plan, profile, __version__, {r.rank: unit_exec_lines(r) for r in plan.ranks})
     files += [
         Artifact(f"{FLEET_DIR}/fleet.env", env_text.encode()),
         Artifact(f"{FLEET_DIR}/fleet.json", fleet_json(plan, profile).encode()),

@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .overlay.gates import enabled_hooks
-from .overlay.settings import parse_environment
-from .plan import LaunchPlan, RankPlan
-from .spec.model import Profile
+from spark_compile.launch_plan import LaunchPlan, RankPlan
+from spark_compile.overlay.gates import enabled_hooks
+from spark_compile.overlay.settings import parse_environment
+from spark_compile.spec.model import Profile
 
 GID_AT_START = "found at start"
 ENGRAM_MANIFEST = "engram-local.json"

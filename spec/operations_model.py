@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .fields import Positive, Text
+from spark_compile.spec.fields import Positive, Text
 
 ImageCheckMode = Literal["sitecustomize", "cli", "off"]
 
