@@ -150,3 +150,29 @@ def test_unknown_command_is_a_usage_error(fleet_dir: Path) -> None:
                           text=True, check=False)
     assert proc.returncode == 64
     assert "launch.sh --dry-run" in proc.stderr
+
+
+HOSTILE = ["/opt/prev/stop", "$(touch PWNED)", "'; touch PWNED2; '", "a  b", "`id`", "*", "--x=\"y\" z"]
+
+
+def test_fleet_env_quotes_every_value_by_construction(tmp_path: Path) -> None:
+    profile = tmp_path / "hostile.yaml"
+    words = ", ".join(json.dumps(word) for word in HOSTILE)
+    profile.write_text(f"""extends: {os.path.relpath(REFERENCE_PROFILE, tmp_path)}
+name: hostile
+operations:
+  previous_stack: {{stop: [{words}], relaunch: [{words}]}}
+""")
+    result = run_cli(str(profile), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    fleet = tmp_path / "out" / "hostile" / "fleet"
+    assert shellcheck(fleet / "fleet.env") == ""
+    read = subprocess.run(["bash", "-c", 'source "$1"; printf "%s\\0" "${prev_stop[@]}"; printf "%s\\0" "$prev_unit"',
+                           "bash", str(fleet / "fleet.env")], capture_output=True, cwd=tmp_path, check=True)
+    assert read.stdout.decode().split("\0")[:-1] == [*HOSTILE, ""]
+    assert not list(tmp_path.glob("PWNED*"))
+    dry = subprocess.run(["bash", str(fleet / "launch.sh"), "--dry-run"], capture_output=True, text=True,
+                         cwd=tmp_path, check=False)
+    assert dry.returncode == 0, dry.stderr
+    assert "2. Cutover: run /opt/prev/stop \\$\\(touch\\ PWNED\\)" in dry.stdout
+    assert not list(tmp_path.glob("PWNED*"))
