@@ -26,7 +26,7 @@ from spark_compile.render import SCRIPT_MODE, Artifact, environment
 from spark_compile.spec.model import Profile
 
 FLEET_DIR = "fleet"
-STATIC_SCRIPTS = ("fleet-lib.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py")
+STATIC_SCRIPTS = ("fleet-lib.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py", "engram.py")
 # Extra time a watchdog run may take beyond the relaunch's own health wait: postmortem, stop, preflight.
 WATCHDOG_RUN_MARGIN = 1800
 

@@ -78,6 +78,13 @@ def rows_path(profile: Profile, rank: RankPlan) -> str:
     return f"{repo}/snapshots/{model.snapshot}/{CHECKPOINT_INDEX}"
 
 
+def config_path(profile: Profile, rank: RankPlan) -> str:
+    """The checkpoint's config.json as the rank's node sees it (the holder reads its own copy)."""
+    model = profile.model
+    repo = (model.holder_repo or model.repo) if rank.engram and rank.engram.source == "shards" else model.repo
+    return f"{repo}/snapshots/{model.snapshot}/config.json"
+
+
 def engram_lines(profile: Profile, rank: RankPlan, world: int) -> list[str]:
     """The boot-log lines proving the rank owns its rows."""
     if rank.engram is None or profile.model.engram is None:
@@ -192,6 +199,10 @@ def fleet_env(plan: LaunchPlan, profile: Profile, version: str, unit_exec: dict[
         _array("rank_rows_path", (rows_path(profile, r) for r in plan.ranks)),
         _array("rank_rows_expect", (",".join(f"{la}:{lo}:{hi}" for la, lo, hi in r.engram.rows)
                                     if r.engram else "" for r in plan.ranks)),
+        "# Engram row counts the checkpoint's config.json must give (empty: no Engram).",
+        _var("engram_tables", ",".join(f"{layer}:{rows}" for layer, rows in sorted(
+            profile.model.engram.tables.items())) if profile.model.engram else ""),
+        _array("rank_config", (config_path(profile, r) for r in plan.ranks)),
         _var("image_check", ops.image_check.mode),
         "# The API: checks call api_host; api_via_head=1 (a loopback host) runs them on the head.",
         _var("api_host_default", api.host), _var("api_port_default", plan.port),

@@ -7,6 +7,7 @@ unshare, curl: `bash .ci/setup-fleet` installs them. Missing pieces fail the tes
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -129,6 +130,10 @@ def test_install_copies_every_rank_and_the_watchdog(bed: FleetBed) -> None:
 def test_preflight_problems_abort_before_the_cutover(bed: FleetBed) -> None:
     start_previous(bed)
     (bed.node_fs(0) / "engram" / "engram-local.json").rename(bed.node_fs(0) / "engram" / "away.json")
+    config = next((bed.node_fs(2) / "models" / "snapshots").iterdir()) / "config.json"
+    original = config.read_text()
+    config.write_text(json.dumps({"text_config": {"engram_layer_ids": [1, 14],
+                                                  "engram_num_embeddings": [384006169, 384016682]}}))
     bed.set_control(1, image_kind="stock")
     bed.set_control(2, image_missing=True)
     bed.set_control(3, overlay_lacks=["SPARK_ENGRAM_PREFETCH", "SPARK_ROCE_AG_MAX"])
@@ -136,6 +141,7 @@ def test_preflight_problems_abort_before_the_cutover(bed: FleetBed) -> None:
         result = bed.launch("start")
     finally:
         (bed.node_fs(0) / "engram" / "away.json").rename(bed.node_fs(0) / "engram" / "engram-local.json")
+        config.write_text(original)
         for rank in (1, 2, 3):
             bed.set_control(rank)
     out = result.stdout
@@ -146,6 +152,10 @@ def test_preflight_problems_abort_before_the_cutover(bed: FleetBed) -> None:
                      r"image python path|the image's overlay \(sitecustomize .*\) does not know SPARK_ENGRAM_DIR )",
                      out, re.MULTILINE), out
     assert re.search(r"^ABORT: rank 2: image-MISSING", out, re.MULTILINE)
+    assert re.search(r"^ABORT: rank 2: tables-MISMATCH: \S+/config\.json gives Engram rows 1:384006169,"
+                     r"14:384016682, the profile says 1:384006168,14:384016682 \(model\.engram\.tables\)$", out,
+                     re.MULTILINE), out
+    assert "rank 3 (spark-3): tables-ok" in out
     assert re.search(r"^ABORT: rank 3: overlay-MISMATCH: .*does not know SPARK_ENGRAM_PREFETCH SPARK_ROCE_AG_MAX:",
                      out, re.MULTILINE)
     assert "rank 1 (spark-1): rows-ok" in out and "rank 3 (spark-3): image-ok" in out

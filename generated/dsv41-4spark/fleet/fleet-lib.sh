@@ -160,12 +160,32 @@ print(",".join(f"{k}:{v[0]}:{v[1]}" for k, v in sorted(layers.items(), key=lambd
     esac
 }
 
+# node_tables_check CONFIG TABLES: the checkpoint's config.json must give the profile's Engram row counts.
+node_tables_check() {
+    local config=$1 tables=$2 out
+    [ -n "$tables" ] || return 0
+    if ! out=$(python3 -c 'import json, sys
+config = json.load(open(sys.argv[1]))
+config = config.get("text_config", config)
+pairs = zip(config["engram_layer_ids"], config["engram_num_embeddings"], strict=True)
+print(",".join(f"{layer}:{rows}" for layer, rows in sorted(pairs)))' "$config" 2>&1); then
+        echo "!tables-UNREADABLE: $config: $(tail -n 1 <<<"$out")"
+        return 1
+    fi
+    if [ "$out" != "$tables" ]; then
+        echo "!tables-MISMATCH: $config gives Engram rows $out, the profile says $tables (model.engram.tables)"
+        return 1
+    fi
+    echo "tables-ok: $config gives $out"
+}
+
 # node_preflight RANK IMAGE INSTALL_DIR UNIT UNIT_DIR ROWS_KIND ROWS_PATH ROWS_EXPECT FLAGS MODE IMAGE_CHECK GPU
+#                CONFIG TABLES
 # One line per check; a line starting with "!" is a problem. MODE start also refuses an active unit; GPU
 # later leaves the free-GPU wait to after the cutover (the previous stack holds the GPUs until then).
 node_preflight() {
     local image=$2 install=$3 unit=$4 unit_dir=$5 rows_kind=$6 rows_path=$7 rows_expect=$8 flags=$9
-    local mode=${10} image_check=${11} gpu=${12} bad=0 active=0 out
+    local mode=${10} image_check=${11} gpu=${12} config=${13} tables=${14} bad=0 active=0 out
     if [ ! -x "$install/preflight.sh" ] || [ ! -f "$unit_dir/$unit" ]; then
         echo "!install-MISSING: $install/preflight.sh or $unit_dir/$unit is not there (run: launch.sh install)"
         return 1
@@ -185,6 +205,7 @@ node_preflight() {
         bad=1
     fi
     node_rows_check "$rows_kind" "$rows_path" "$rows_expect" || bad=1
+    node_tables_check "$config" "$tables" || bad=1
     if out=$(as_root "$install/preflight.sh" gid 2>&1); then
         echo "gid-ok: RoCE v2 GID index $(tail -n 1 <<<"$out")"
     else

@@ -84,7 +84,8 @@ dry_run() {
     echo
     echo "1. Preflight on every node at once; any problem aborts before anything is stopped or started:"
     echo "   ssh reachable; docker image inspect $image; the image's overlay must know every SPARK_* name"
-    echo "   the rank sets (check: $image_check); Engram rows present; preflight.sh gid (RoCE v2 GID);"
+    echo "   the rank sets (check: $image_check); Engram rows present; the checkpoint's config.json gives the"
+    echo "   profile's row counts (${engram_tables:-no Engram}); preflight.sh gid (RoCE v2 GID);"
     echo "   preflight.sh gpu-free ($gpu_wait_tries tries, $gpu_wait_seconds s apart); $unit not already active."
     for rank in "${ranks[@]}"; do
         printf '   rank %s (%s, %s): %s SPARK_* names; ' "$rank" "${rank_nodes[$rank]}" "${rank_ssh[$rank]}" \
@@ -215,7 +216,7 @@ preflight_rank() {
     local mode=$1 gpu=$2 rank=$3
     remote "$rank" node_preflight "$rank" "$image" "$install_dir" "$unit" "$unit_dir" \
         "${rank_rows_kind[$rank]}" "${rank_rows_path[$rank]}" "${rank_rows_expect[$rank]}" \
-        "${rank_flags[$rank]}" "$mode" "$image_check" "$gpu"
+        "${rank_flags[$rank]}" "$mode" "$image_check" "$gpu" "${rank_config[$rank]}" "$engram_tables"
 }
 
 # gpu_rank RANK: wait for the rank's GPU to be free.
