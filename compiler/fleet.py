@@ -26,7 +26,8 @@ from spark_compile.render import SCRIPT_MODE, Artifact, environment
 from spark_compile.spec.model import Profile
 
 FLEET_DIR = "fleet"
-STATIC_SCRIPTS = ("fleet-lib.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py", "engram.py")
+STATIC_SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py", "engram.py")
+SOURCED = ("fleet-lib.sh", "dry-run.sh")  # read by the scripts, never run
 # Extra time a watchdog run may take beyond the relaunch's own health wait: postmortem, stop, preflight.
 WATCHDOG_RUN_MARGIN = 1800
 
@@ -82,7 +83,7 @@ def fleet_artifacts(plan: LaunchPlan, profile: Profile) -> list[Artifact]:
     """generated/<profile>/fleet/: the static scripts, fleet.env, fleet.json, README.md, the watchdog units."""
     ctx = fleet_context(plan, profile)
     files = [Artifact(f"{FLEET_DIR}/{name}", static_script(name),
-                      SCRIPT_MODE if name != "fleet-lib.sh" else 0o644) for name in STATIC_SCRIPTS]
+                      0o644 if name in SOURCED else SCRIPT_MODE) for name in STATIC_SCRIPTS]
     env_text = fleet_env(plan, profile, __version__, {r.rank: unit_exec_lines(r) for r in plan.ranks})
     files += [
         Artifact(f"{FLEET_DIR}/fleet.env", env_text.encode()),

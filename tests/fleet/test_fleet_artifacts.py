@@ -17,7 +17,7 @@ import pytest
 from conftest import REFERENCE_PROFILE, ROOT, run_cli
 from support.tools import require_tool, shellcheck, systemd_verify
 
-SCRIPTS = ("fleet-lib.sh", "launch.sh", "verify.sh", "watchdog.sh", "fleet.env")
+SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "launch.sh", "verify.sh", "watchdog.sh", "fleet.env")
 STATIC = ROOT / "templates" / "fleet" / "static"
 
 
@@ -38,7 +38,8 @@ def test_committed_fleet_folder_is_current(fleet_dir: Path) -> None:
 
 def test_scripts_are_the_package_static_files(fleet_dir: Path) -> None:
     static = sorted(p.name for p in STATIC.iterdir())
-    assert static == ["engram.py", "fleet-lib.sh", "launch.sh", "smoke.py", "verify.sh", "watchdog.sh"]
+    assert static == ["dry-run.sh", "engram.py", "fleet-lib.sh", "launch.sh", "smoke.py", "verify.sh",
+                      "watchdog.sh"]
     for name in static:
         assert (fleet_dir / name).read_bytes() == (STATIC / name).read_bytes(), name
         assert "{{" not in (STATIC / name).read_text(), name
