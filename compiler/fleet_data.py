@@ -121,6 +121,13 @@ def _quote(value: str | int) -> str:
     return f"'{text}'" if "," in text and not text.startswith("'") else text
 
 
+def gid_text(rank: RankPlan) -> str:
+    """The RoCE v2 GID index as the dry run shows it: pinned, found at start, or - off RoCE."""
+    if rank.roce_hca is None:
+        return "-"
+    return GID_AT_START if rank.gid_index is None else str(rank.gid_index)
+
+
 def _var(name: str, value: str | int) -> str:
     return f"{name}={_quote(value)}"
 
@@ -191,7 +198,7 @@ def fleet_env(plan: LaunchPlan, profile: Profile, version: str, unit_exec: dict[
         _array("rank_nodes", (r.node for r in plan.ranks)), _array("rank_ssh", (r.ssh for r in plan.ranks)),
         _array("rank_dirs", (r.directory for r in plan.ranks)),
         _array("rank_roles", ("head" if r.is_head else "worker" for r in plan.ranks)),
-        _array("rank_gid", (GID_AT_START if r.gid_index is None else r.gid_index for r in plan.ranks)),
+        _array("rank_gid", (gid_text(r) for r in plan.ranks)),
         "# SPARK_* names each rank's container is given: the image's overlay must know every one.",
         _array("rank_flags", (_flags(r) for r in plan.ranks)),
         "# Engram rows: local reads the node-local copy's manifest, shards the checkpoint's index.",
@@ -238,7 +245,10 @@ def fleet_json(plan: LaunchPlan, profile: Profile) -> str:
     config: dict[str, Any] = {
         "host": api.host, "port": plan.port, "via_head": api.via_head, "head_ssh": plan.ranks[0].ssh,
         "fleet_install_dir": f"{plan.install_dir}/fleet", "model": profile.model.served_name,
-        "context_length": profile.engine.limits.context_length, "needle_tokens": list(smoke.needle_tokens),
+        # Unset in the profile, SGLang serves the model's own length; unknown, no needle is skipped for size.
+        "context_length": (profile.engine.limits.context_length or profile.model.max_context_length
+                           or max(smoke.needle_tokens, default=0)),
+        "needle_tokens": list(smoke.needle_tokens),
         "image": smoke.image, "tools": smoke.tools, "timeout": smoke.request_timeout_seconds,
         "thinking_default": profile.engine.chat.thinking,
         "reasoning": profile.engine.chat.reasoning_parser is not None,

@@ -29,6 +29,15 @@ class Option:
 
 
 @dataclass(frozen=True)
+class EngineDefault:
+    """A typed engine setting the profile leaves unset: the flag is not written and SGLang's default applies."""
+
+    flag: str
+    default: Any  # as the catalog's SGLang build declares it (None: SGLang decides at start)
+    field: ProfilePath  # where the profile would set it
+
+
+@dataclass(frozen=True)
 class EnvVar:
     """One variable of an env file, and the profile path that set it."""
 
@@ -87,7 +96,7 @@ class UnitPlan:
     timeout_start_seconds: int
     timeout_stop_seconds: int
     restart: RestartPolicy
-    after_device: str  # the fabric interface's .device unit, escaped as systemd names it
+    after_device: str | None  # the fabric interface's .device unit as systemd names it; None without a fabric
 
 
 @dataclass(frozen=True)
@@ -99,7 +108,8 @@ class RankPlan:
     fabric_ip: str
     ssh: str
     home: str
-    gid_index: int | None  # None: probed on the node at start
+    gid_index: int | None  # RoCE: pinned, or None when probed on the node at start; None on other fabrics
+    roce_hca: str | None  # RoCE: the HCA whose GID table preflight reads; None on other fabrics
     env_files: tuple[EnvFile, ...]
     runtime_env: tuple[str, ...]
     mounts: tuple[Mount, ...]
@@ -159,6 +169,8 @@ class LaunchPlan:
     head_ip: str
     port: int
     ranks: tuple[RankPlan, ...]
+    engine_catalog: str = ""
+    engine_defaults: tuple[EngineDefault, ...] = ()
 
     @property
     def start_order(self) -> tuple[int, ...]:
@@ -171,6 +183,8 @@ class LaunchPlan:
             "profile": self.profile, "release": self.release, "image": self.image,
             "container_name": self.container_name, "unit": self.unit_name, "install_dir": self.install_dir,
             "head": self.head_ip, "port": self.port, "start_order": list(self.start_order),
+            "engine_defaults": {"catalog": self.engine_catalog, "flags": {
+                d.flag: {"default": d.default, "set_with": dotted(d.field)} for d in self.engine_defaults}},
             "ranks": [_rank_json(rank) for rank in self.ranks],
         }
 
@@ -195,7 +209,7 @@ def _rank_json(rank: RankPlan) -> dict[str, Any]:
     engram = rank.engram
     return {
         "rank": rank.rank, "node": rank.node, "fabric_ip": rank.fabric_ip, "ssh": rank.ssh,
-        "directory": rank.directory, "gid_index": rank.gid_index,
+        "directory": rank.directory, "gid_index": rank.gid_index, "roce_hca": rank.roce_hca,
         "docker_argv": list(rank.docker_argv), "engine_argv": list(rank.engine_argv),
         "env": rank.env, "env_files": {f.name: dict(f.values) for f in rank.env_files},
         "runtime_env": list(rank.runtime_env),
