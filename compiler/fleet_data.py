@@ -94,15 +94,19 @@ def engram_lines(profile: Profile, rank: RankPlan, world: int) -> list[str]:
             for layer, lo, hi in rank.engram.rows]
 
 
-def hooks_expected(profile: Profile, rank: RankPlan) -> int:
-    """The `overlay: N hooks armed` count: pinned by the profile, else what this project's overlay arms."""
-    pinned = profile.operations.verify.hooks_armed
-    if pinned is not None:
-        return pinned
+def armed_hooks(rank: RankPlan) -> list[str]:
+    """The hooks the rank's SPARK_* values arm (none while the master switch is off), by the overlay's gates."""
     spark = {name: value for name, value in rank.env.items() if name.startswith("SPARK_") and value is not None}
     if not spark.get("SPARK_ENGRAM_DIR"):
-        return 0
-    return len(enabled_hooks(parse_environment(spark).values))
+        return []
+    return enabled_hooks(parse_environment(spark).values)
+
+
+def hooks_expected(profile: Profile, rank: RankPlan) -> int:
+    """The `overlay: N hooks armed` count: pinned by the profile, else what this project's overlay arms."""
+    armed = armed_hooks(rank)
+    pinned = profile.operations.verify.hooks_armed
+    return pinned if pinned is not None and armed else len(armed)
 
 
 def env_lines(profile: Profile, rank: RankPlan) -> list[str]:
@@ -152,10 +156,9 @@ def _previous_stack(profile: Profile) -> list[str]:
 
 def _verify(profile: Profile, plan: LaunchPlan) -> list[str]:
     verify, world = profile.operations.verify, len(plan.ranks)
-    overlay = any(rank.engram for rank in plan.ranks)
-    mxfp8 = any(rank.env.get("SPARK_MXFP8_BACKEND") not in (None, "", "cutlass") for rank in plan.ranks)
-    aliases = ",".join(profile.model.aliases) if any(rank.env.get("SPARK_SERVED_ALIASES") for rank in plan.ranks) \
-        else ""
+    # Each line is expected where the hook that prints it is armed (every rank arms the same hooks).
+    armed = set(armed_hooks(plan.ranks[0]))
+    aliases = ",".join(profile.model.aliases) if "served_aliases" in armed else ""
     lines = [f"{rank.rank}|{line}" for rank in plan.ranks for line in engram_lines(profile, rank, world)]
     layers = [f"{rank.rank}|{layer}" for rank in plan.ranks for layer, _, _ in (rank.engram.rows
                                                                                 if rank.engram else ())]
@@ -165,8 +168,8 @@ def _verify(profile: Profile, plan: LaunchPlan) -> list[str]:
         _array("expected_engram", lines),
         _array("expected_gather", layers),
         _var("gather_us_max", verify.engram_gather_us_max),
-        _var("expect_roce", int(overlay and world > 1)),
-        _var("expect_mxfp8", int(overlay and mxfp8)),
+        _var("expect_roce", int("roce_collectives" in armed and world > 1)),
+        _var("expect_mxfp8", int("mxfp8" in armed)),
         _var("expect_kv", int(profile.engine.backends.attention == "dsv4")),
         _var("kv_min", verify.kv_tokens[0]), _var("kv_max", verify.kv_tokens[1]),
         _var("expect_aliases", aliases),
