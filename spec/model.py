@@ -9,6 +9,7 @@ from pydantic_core import PydanticCustomError
 
 from .fields import (
     AbsPath,
+    ArgValue,
     DockerSize,
     EnvName,
     HomePath,
@@ -26,7 +27,6 @@ from .fields import (
 from .overlay_model import OverlaySection
 
 GidIndex = Literal["probe"] | Annotated[int, Field(ge=0, le=255)]
-Scalar = str | int | float | bool
 EnvValue = str | int
 
 
@@ -230,7 +230,7 @@ class Engine(Section):
     cuda_graph: CudaGraph = Field(default_factory=CudaGraph, description="CUDA graphs.")
     chat: Chat = Field(default_factory=Chat, description="Chat defaults.")
     limits: Limits = Field(description="Capacity limits.")
-    args: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], Scalar | list[Scalar]] = Field(
+    args: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], ArgValue] = Field(
         {},
         description="Further engine flags, without the leading dashes: true = bare flag, false = its --no- form.",
     )
