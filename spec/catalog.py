@@ -331,8 +331,8 @@ def parse_nccl_catalog(data: Mapping[str, Any]) -> NcclCatalog:
     )
 
 
-# NCCL value checks. Each mirrors the parser nccl-env.md describes for the kind, and refuses what that
-# parser would silently misread as well as what it rejects. All return "NAME takes <expected>; ...".
+# NCCL value checks. Each mirrors the parser catalogs/sources/nccl-env-2.30.7.md describes for the kind, and
+# refuses what that parser would silently misread as well as what it rejects. All return "NAME takes <expected>; ...".
 
 Check = Callable[[NcclCatalog, NcclVar, str], str | None]
 
