@@ -1,4 +1,4 @@
-"""Stage 4: the launch plan, the single source of every artifact. Every derived value is computed here."""
+"""Stage 4: the launch plan, which the templates read beside the profile; most derived values are computed here."""
 
 from __future__ import annotations
 
