@@ -9,10 +9,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from . import __version__
-from .plan import LaunchPlan, RankPlan
-from .render import SCRIPT_MODE, Artifact, environment, render_unit
-from .spec.model import Profile
+from spark_compile import __version__
+from spark_compile.launch_plan import LaunchPlan, RankPlan
+from spark_compile.render import SCRIPT_MODE, Artifact, environment, render_unit
+from spark_compile.spec.model import Profile
 
 FLEET_DIR = "fleet"
 GID_AT_START = "found at start"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .overlay.registry import FLAGS_BY_NAME
-from .plan import LaunchPlan
+from spark_compile.launch_plan import LaunchPlan
+from spark_compile.overlay.registry import FLAGS_BY_NAME
 
 
 def readme_context(plan: LaunchPlan) -> dict[str, Any]:

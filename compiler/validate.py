@@ -1,14 +1,17 @@
-"""Stage 3: validate a resolved profile: the schema, then every cross-field and catalog rule."""
+"""Stage: the schema. Resolved data becomes a typed Profile, or findings placed at their source lines."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from .findings import Finding
-from .resolve import Resolved
+from spark_compile.findings import Finding
+from spark_compile.launch_plan import dotted
+from spark_compile.resolve import Resolved
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
 
 _RANGE_TEXT = {
     "greater_than": "must be greater than {gt}", "greater_than_equal": "must be at least {ge}",
@@ -21,24 +24,6 @@ _TYPE_WORDS = {
     "int": "a whole number", "float": "a number", "bool": "true or false", "string": "a string",
     "str": "a string", "list": "a list", "dict": "a mapping", "model": "a mapping", "tuple": "a list",
 }
-
-
-@dataclass
-class Validated:
-    """The outcome of validation: the profile (None when the schema failed) and all findings."""
-
-    profile: Any
-    findings: list[Finding]
-    resolved: Resolved
-    plan: Any = None  # the launch plan, when a rule already built it (compile reuses it)
-
-
-def dotted(path: tuple[str | int, ...]) -> str:
-    """``fleet.nodes[0].name`` for a YAML path."""
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "(top level)"
 
 
 def _fields_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
@@ -84,7 +69,7 @@ def _type_word(kind: str) -> str:
 def _message(err: Any, where: str, model: type[BaseModel]) -> tuple[str, str, str, bool]:
     """(rule, message, hint, at_key) for one pydantic error."""
     kind, loc, value = err["type"], err["loc"], err.get("input")
-    from .spec.suggest import did_you_mean
+    from spark_compile.spec.suggest import did_you_mean
 
     if kind == "extra_forbidden":
         key = str(loc[-1])
@@ -166,37 +151,11 @@ def locate(resolved: Resolved, path: tuple[str | int, ...], rule: str, severity:
     return Finding(rule, severity, pos, message, hint, resolved.source_line(pos), origin.via)
 
 
-def _present(resolved: Resolved) -> Any:
-    def present(path: tuple[str | int, ...]) -> bool:
-        return path in resolved.origins
-
-    return present
-
-
-def _redacted(finding: Finding, secret: str) -> Finding:
-    if not secret:
-        return finding
-    from dataclasses import replace
-
-    return replace(finding, source_line=finding.source_line.replace(secret, "(redacted)"))
-
-
-def validate(resolved: Resolved) -> Validated:
-    """Schema first; only a profile that passes it meets the cross-field and catalog rules."""
-    from .plan import build_plan
-    from .spec.model import Profile
-    from .spec.rules import CHECKS, RULES, Context, load_all
+def schema(resolved: Resolved) -> Profile | list[Finding]:
+    """Stage: the resolved data as a typed Profile, or the positioned findings of every schema error."""
+    from spark_compile.spec.model import Profile
 
     try:
-        profile = Profile.model_validate(resolved.data)
+        return Profile.model_validate(resolved.data)
     except ValidationError as exc:
-        return Validated(None, schema_findings(resolved, exc, Profile), resolved)
-    load_all()
-    context = Context(profile, lambda: build_plan(profile), _present(resolved))
-    findings = [
-        _redacted(locate(resolved, hit.path, hit.rule, RULES[hit.rule].severity, hit.message, hit.hint,
-                         at_key=hit.at_key), hit.redact)
-        for _, check in CHECKS
-        for hit in check(context)
-    ]
-    return Validated(profile, sorted(findings, key=Finding.sort_key), resolved, context.built_plan)
+        return schema_findings(resolved, exc, Profile)

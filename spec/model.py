@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from .fields import (
+from spark_compile.spec.fields import (
     AbsPath,
     ArgValue,
     DockerSize,
@@ -24,7 +24,7 @@ from .fields import (
     SshTarget,
     Text,
 )
-from .overlay_model import OverlaySection
+from spark_compile.spec.overlay_section import OverlaySection
 
 GidIndex = Literal["probe"] | Annotated[int, Field(ge=0, le=255)]
 EnvValue = str | int
@@ -417,8 +417,8 @@ class Profile(Section):
     @field_validator("hardware")
     @classmethod
     def _known_hardware(cls, value: str) -> str:
-        from .hardware import HARDWARE
-        from .suggest import unknown_choice
+        from spark_compile.spec.hardware import HARDWARE
+        from spark_compile.spec.suggest import unknown_choice
 
         if value not in HARDWARE:
             raise unknown_choice("hardware", value, sorted(HARDWARE))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..envfile import env_value_problem
-from ..hardware import FAMILIES
-from . import Context, Hit, rule
+from spark_compile.engine_options import TYPED_FLAG_SYNONYMS, TYPED_FLAGS
+from spark_compile.launch_plan import dotted, field_name
+from spark_compile.spec.envfile import env_value_problem
+from spark_compile.spec.hardware import FAMILIES
+from spark_compile.spec.rules import Context, Hit, rule
 
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
 
@@ -162,48 +164,24 @@ def per_rank_restart(ctx: Context) -> Iterator[Hit]:
                   f"{len(ctx.profile.fleet.nodes)}-node fleet", "use 'no' and let the watchdog relaunch the fleet")
 
 
-# Engine flags the plan writes from typed fields, and the field to use instead of engine.args.
-TYPED_FLAGS: dict[str, str] = {
-    "model-path": "model.snapshot", "served-model-name": "model.served_name",
-    "trust-remote-code": "engine.trust_remote_code", "load-format": "engine.load_format",
-    "tp-size": "engine.parallel.tp", "tensor-parallel-size": "engine.parallel.tp", "ep-size": "engine.parallel.ep",
-    "expert-parallel-size": "engine.parallel.ep", "nnodes": "fleet.nodes", "node-rank": "fleet.nodes",
-    "dist-init-addr": "engine.dist_init_port", "host": "engine.host", "port": "engine.port",
-    "attention-backend": "engine.backends.attention", "moe-runner-backend": "engine.backends.moe_runner",
-    "fp8-gemm-backend": "engine.backends.fp8_gemm", "mem-fraction-static": "engine.limits.mem_fraction_static",
-    "chunked-prefill-size": "engine.limits.chunked_prefill_size", "context-length": "engine.limits.context_length",
-    "max-running-requests": "engine.limits.max_running_requests", "max-total-tokens": "engine.limits.max_total_tokens",
-    "cuda-graph-max-bs-decode": "engine.cuda_graph.max_bs_decode",
-    "cuda-graph-backend-decode": "engine.cuda_graph.enabled", "cuda-graph-backend-prefill": "engine.cuda_graph.enabled",
-    "disable-cuda-graph": "engine.cuda_graph.enabled", "random-seed": "engine.limits.random_seed",
-    "speculative-algorithm": "engine.speculative.algorithm",
-    "speculative-dspark-block-size": "engine.speculative.dspark_block_size",
-    "speculative-num-steps": "engine.speculative.num_steps", "speculative-eagle-topk": "engine.speculative.eagle_topk",
-    "speculative-num-draft-tokens": "engine.speculative.num_draft_tokens",
-    "speculative-draft-model-path": "engine.speculative.draft_model",
-    "tool-call-parser": "engine.chat.tool_call_parser", "reasoning-parser": "engine.chat.reasoning_parser",
-    "watchdog-timeout": "engine.limits.watchdog_timeout", "default-chat-template-kwargs": "engine.chat.thinking",
-}
-
-
 @rule("SC213", "error", "a flag set both ways",
       "A value the profile types (port, tp, limits, backends, speculative settings, chat defaults, HOST_IP, the "
       "reasoning-effort variable) may not be set again through engine.args or engine.env: one of the two "
       "would silently win.", "engine:\n  port: 8210\n  args: {port: 8888}", "engine:\n  port: 8888")
 def set_both_ways(ctx: Context) -> Iterator[Hit]:
     for name in ctx.profile.engine.args:
-        canonical = name.removeprefix("no-")
-        if canonical in TYPED_FLAGS:
-            yield Hit("SC213", ("engine", "args", name), f"--{name} is written by the plan from "
-                      f"{TYPED_FLAGS[canonical]}", f"set {TYPED_FLAGS[canonical]} instead", at_key=True)
-    family = FAMILIES.get(ctx.profile.model.architecture)
-    derived = {"HOST_IP": "fleet.nodes[].fabric_ip"}
-    if family and family.reasoning_effort_env and ctx.profile.engine.chat.reasoning_effort is not None:
-        derived[family.reasoning_effort_env] = "engine.chat.reasoning_effort"
+        flag = f"--{name.removeprefix('no-')}"
+        owner = TYPED_FLAGS.get(TYPED_FLAG_SYNONYMS.get(flag, flag))
+        if owner is not None:
+            yield Hit("SC213", ("engine", "args", name), f"--{name} is written by the plan from {dotted(owner)}",
+                      f"set {dotted(owner)} instead", at_key=True)
+    written = {var.name: var.source for var in ctx.plan.ranks[0].variables} if ctx.plan.ranks else {}
     for name in ctx.profile.engine.env:
-        if name in derived:
-            yield Hit("SC213", ("engine", "env", name), f"{name} is written by the plan from {derived[name]}",
-                      f"set {derived[name]} instead", at_key=True)
+        source = written.get(name)
+        if source is not None and source[:2] != ("engine", "env"):
+            where = field_name(source)
+            yield Hit("SC213", ("engine", "env", name), f"{name} is written by the plan from {where}",
+                      f"set {where} instead", at_key=True)
 
 
 @rule("SC214", "warning", "variable in the wrong section",
@@ -228,7 +206,7 @@ def env_section(ctx: Context) -> Iterator[Hit]:
       "engine: {env: {SGLANG_X: '\"quoted\"'}}", "engine: {env: {SGLANG_X: quoted}}")
 def env_values_portable(ctx: Context) -> Iterator[Hit]:
     # Most values are the same on every rank: check each distinct pair once, in rank order.
-    pairs = dict.fromkeys(pair for rank in ctx.plan.ranks for env_file in rank.env_files for pair in env_file.values)
+    pairs = dict.fromkeys((var.name, var.value) for rank in ctx.plan.ranks for var in rank.variables)
     reported: set[str] = set()
     for name, value in pairs:
         problem = env_value_problem(value)
@@ -240,13 +218,12 @@ def env_values_portable(ctx: Context) -> Iterator[Hit]:
 
 
 def _env_source(ctx: Context, name: str) -> tuple[str | int, ...]:
-    if name in ctx.profile.engine.env:
-        return ("engine", "env", name)
-    if name in ctx.profile.nccl.extra:
-        return ("nccl", "extra", name)
-    if name == "SPARK_SERVED_ALIASES":
-        return ("model", "aliases")
-    return ("model",) if name.startswith("SPARK_ENGRAM") else ("fleet",)
+    """The profile path behind a variable, as the plan recorded it (rank 0 first, then any rank)."""
+    for rank in ctx.plan.ranks:
+        for var in rank.variables:
+            if var.name == name:
+                return var.source
+    return ("engine", "env", name)
 
 
 @rule("SC216", "warning", "chat defaults need a parser",

@@ -6,8 +6,8 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
-from ..hardware import HARDWARE
-from . import Context, Hit, rule
+from spark_compile.spec.hardware import HARDWARE
+from spark_compile.spec.rules import Context, Hit, rule
 
 ENGRAM_ROW_BYTES = 264  # F8_E4M3 [N,256] weight + F8_E8M0 [N,8] scale
 
