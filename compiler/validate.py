@@ -109,7 +109,7 @@ def _message(err: Any, where: str, model: type[BaseModel]) -> tuple[str, str, st
         message = f"{where}: {_RANGE_TEXT[kind].format(**err['ctx'])}, got {_show(value)}"
         return "SC109", message, _range_hint(kind, err["ctx"]), False
     if kind == "unknown_choice":
-        return "SC110", f"{where}: {err['msg']}", "", False
+        return "SC110", f"{where}: {err['msg']}", f"use one of {err['ctx']['known']}", False
     if kind in _CHOICE:
         expected = err["ctx"]["expected"]
         choices = [c.strip(" '") for c in expected.replace(" or ", ",").split(",")]
