@@ -31,6 +31,20 @@ class _RdmaAccess(Protocol):
 
 _Rdma = TypeVar("_Rdma", bound=_RdmaAccess)
 
+
+class _StackAccess(Protocol):
+    @property
+    def unit(self) -> str | None: ...
+
+    @property
+    def stop(self) -> list[str]: ...
+
+    @property
+    def relaunch(self) -> list[str]: ...
+
+
+_Stack = TypeVar("_Stack", bound=_StackAccess)
+
 _NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 _IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$")
 _DOCKER_SIZE = re.compile(r"^[1-9][0-9]*[bkmgBKMG]?$")
@@ -131,6 +145,17 @@ def check_text(value: str) -> str:
     return value
 
 
+ArgScalar = str | int | float | bool
+
+
+def check_arg_value(value: ArgScalar | list[ArgScalar]) -> ArgScalar | list[ArgScalar]:
+    # An argv element is a C string: bash cannot hold a NUL byte, let alone pass it on.
+    if any(isinstance(item, str) and "\0" in item for item in (value if isinstance(value, list) else [value])):
+        raise _err("arg_value", "{value} contains a NUL character, which no command-line argument can carry",
+                   value=repr(value))
+    return value
+
+
 def check_rdma(value: str) -> str:
     if not _RDMA.match(value):
         raise _err("rdma_name", "{value} is not an RDMA device name: expected up to 63 letters, digits, '_', '.', "
@@ -168,6 +193,15 @@ def check_rdma_resource(rdma: _Rdma) -> _Rdma:
     if (rdma.mode == "device-plugin") != (rdma.resource is not None):
         raise PydanticCustomError("rdma_resource", "rdma.resource is needed with mode device-plugin, and only then")
     return rdma
+
+
+def check_previous_stack(stack: _Stack) -> _Stack:
+    """operations.previous_stack: a unit, or both a stop and a relaunch command, never both ways."""
+    if stack.unit is not None and (stack.stop or stack.relaunch):
+        raise ValueError("give either unit or stop/relaunch commands, not both")
+    if stack.unit is None and not (stack.stop and stack.relaunch):
+        raise ValueError("give a unit, or both a stop and a relaunch command")
+    return stack
 
 
 def check_overlay_size(value: str | int) -> str:

@@ -355,6 +355,7 @@ class Watchdog(Record):
         'busy_grace_seconds',
         'ready_timeout_seconds',
         'relaunch_limit',
+        'reset_after_seconds',
     )
     enabled: bool
     interval_seconds: int
@@ -363,6 +364,7 @@ class Watchdog(Record):
     busy_grace_seconds: int
     ready_timeout_seconds: int
     relaunch_limit: int
+    reset_after_seconds: int
 
 
 class Smoke(Record):
@@ -375,14 +377,43 @@ class Smoke(Record):
     request_timeout_seconds: int
 
 
+class ImageCheck(Record):
+    """How preflight asks the image which SPARK_* names its overlay reads."""
+
+    FIELDS = ('mode',)
+    mode: Literal['sitecustomize', 'cli', 'off']
+
+
+class PreviousStack(Record):
+    """The stack this release replaces (same port, same GPUs): stopped at cutover, restored by rollback."""
+
+    FIELDS = ('unit', 'stop', 'relaunch')
+    unit: str | None
+    stop: list[str]
+    relaunch: list[str]
+
+
+class Verify(Record):
+    """What verify.sh expects of a boot beyond the plan's own values (document step 4)."""
+
+    FIELDS = ('kv_tokens', 'engram_gather_us_max', 'hooks_armed', 'min_free_gib')
+    kv_tokens: tuple[int, int]
+    engram_gather_us_max: int
+    hooks_armed: int | None
+    min_free_gib: int
+
+
 class Operations(Record):
     """Fleet operations: launcher, post-boot verification, smoke tests, watchdog."""
 
-    FIELDS = ('health_timeout_seconds', 'log_dir', 'watchdog', 'smoke')
+    FIELDS = ('health_timeout_seconds', 'log_dir', 'watchdog', 'smoke', 'image_check', 'previous_stack', 'verify')
     health_timeout_seconds: int
     log_dir: str
     watchdog: Watchdog
     smoke: Smoke
+    image_check: ImageCheck
+    previous_stack: PreviousStack | None
+    verify: Verify
 
 
 class Secrets(Record):
@@ -1277,20 +1308,27 @@ _ENGINE: dict[str, Any] = {
                         'type': 'dict',
                         'keys_schema': {'type': 'str', 'pattern': '^[a-z0-9][a-z0-9-]*$'},
                         'values_schema': {
-                            'type': 'union',
-                            'choices': [
-                                {'type': 'str'},
-                                {'type': 'int'},
-                                {'type': 'float'},
-                                {'type': 'bool'},
-                                {
-                                    'type': 'list',
-                                    'items_schema': {
-                                        'type': 'union',
-                                        'choices': [{'type': 'str'}, {'type': 'int'}, {'type': 'float'}, {'type': 'bool'}],
+                            'type': 'function-after',
+                            'function': {
+                                'type': 'no-info',
+                                'function': checks.check_arg_value,
+                            },
+                            'schema': {
+                                'type': 'union',
+                                'choices': [
+                                    {'type': 'str'},
+                                    {'type': 'int'},
+                                    {'type': 'float'},
+                                    {'type': 'bool'},
+                                    {
+                                        'type': 'list',
+                                        'items_schema': {
+                                            'type': 'union',
+                                            'choices': [{'type': 'str'}, {'type': 'int'}, {'type': 'float'}, {'type': 'bool'}],
+                                        },
                                     },
-                                },
-                            ],
+                                ],
+                            },
                         },
                     },
                     'default': {},
@@ -2162,6 +2200,14 @@ _WATCHDOG: dict[str, Any] = {
                     'default': 3,
                 },
             },
+            'reset_after_seconds': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'int', 'ge': 1},
+                    'default': 86400,
+                },
+            },
         },
         'model_name': 'Watchdog',
         'computed_fields': [],
@@ -2210,6 +2256,150 @@ _SMOKE: dict[str, Any] = {
     'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Smoke'},
     'ref': 'Smoke',
 }
+_IMAGE_CHECK: dict[str, Any] = {
+    'type': 'model',
+    'cls': ImageCheck,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'mode': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'literal',
+                        'expected': ['sitecustomize', 'cli', 'off'],
+                    },
+                    'default': 'sitecustomize',
+                },
+            },
+        },
+        'model_name': 'ImageCheck',
+        'computed_fields': [],
+    },
+    'custom_init': False,
+    'root_model': False,
+    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'ImageCheck'},
+    'ref': 'ImageCheck',
+}
+_PREVIOUS_STACK: dict[str, Any] = {
+    'type': 'model',
+    'cls': PreviousStack,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'unit': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'str',
+                            'pattern': '^[a-zA-Z0-9:_.@-]+\\.(service|target)$',
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'stop': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'list',
+                        'items_schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': [],
+                },
+            },
+            'relaunch': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'list',
+                        'items_schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': [],
+                },
+            },
+        },
+        'model_name': 'PreviousStack',
+        'computed_fields': [],
+    },
+    'custom_init': False,
+    'root_model': False,
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'title': 'PreviousStack',
+    },
+}
+_PREVIOUS_STACK_CHECKED: dict[str, Any] = {
+    'type': 'function-after',
+    'function': {'type': 'no-info', 'function': checks.check_previous_stack},
+    'schema': _PREVIOUS_STACK,
+    'ref': 'PreviousStack',
+}
+_VERIFY: dict[str, Any] = {
+    'type': 'model',
+    'cls': Verify,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'kv_tokens': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'tuple',
+                        'items_schema': [{'type': 'int', 'ge': 1}, {'type': 'int', 'ge': 1}],
+                    },
+                    'default': (4200000, 6600000),
+                },
+            },
+            'engram_gather_us_max': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'int', 'ge': 1},
+                    'default': 2000,
+                },
+            },
+            'hooks_armed': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'nullable', 'schema': {'type': 'int', 'ge': 1}},
+                    'default': None,
+                },
+            },
+            'min_free_gib': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'int', 'ge': 0},
+                    'default': 4,
+                },
+            },
+        },
+        'model_name': 'Verify',
+        'computed_fields': [],
+    },
+    'custom_init': False,
+    'root_model': False,
+    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Verify'},
+    'ref': 'Verify',
+}
 _OPERATIONS: dict[str, Any] = {
     'type': 'model',
     'cls': Operations,
@@ -2253,6 +2443,32 @@ _OPERATIONS: dict[str, Any] = {
                 'schema': {
                     'type': 'default',
                     'schema': _SMOKE,
+                    'default': {},
+                    'validate_default': True,
+                },
+            },
+            'image_check': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': _IMAGE_CHECK,
+                    'default': {},
+                    'validate_default': True,
+                },
+            },
+            'previous_stack': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'nullable', 'schema': _PREVIOUS_STACK_CHECKED},
+                    'default': None,
+                },
+            },
+            'verify': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': _VERIFY,
                     'default': {},
                     'validate_default': True,
                 },
@@ -2733,6 +2949,9 @@ _SECTIONS: dict[type[Record], dict[str, Any]] = {
     Operations: _OPERATIONS,
     Watchdog: _WATCHDOG,
     Smoke: _SMOKE,
+    ImageCheck: _IMAGE_CHECK,
+    PreviousStack: _PREVIOUS_STACK_CHECKED,
+    Verify: _VERIFY,
     Secrets: _SECRETS,
     Kubernetes: _KUBERNETES,
     KubernetesRdma: _KUBERNETES_RDMA_CHECKED,

@@ -7,7 +7,9 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, WithJsonSchema
 
 from spark_compile.spec.checks import (
+    ArgScalar,
     check_abs_path,
+    check_arg_value,
     check_docker_size,
     check_env_name,
     check_iface,
@@ -36,6 +38,7 @@ IfName = Annotated[str, AfterValidator(check_iface)]
 SshTarget = Annotated[str, AfterValidator(check_ssh)]
 ImageRef = Annotated[str, AfterValidator(check_image)]
 Text = Annotated[str, AfterValidator(check_text)]
+ArgValue = Annotated[ArgScalar | list[ArgScalar], AfterValidator(check_arg_value)]
 Snapshot = Annotated[str, AfterValidator(check_snapshot)]
 RdmaName = Annotated[str, AfterValidator(check_rdma)]
 Port = Annotated[int, Field(ge=1, le=65535)]

@@ -146,6 +146,8 @@ class _Writer:
             return " | ".join(self.annotation(c[0] if isinstance(c, tuple) else c) for c in node["choices"])
         if kind == "list":
             return f"list[{self.annotation(node['items_schema'])}]"
+        if kind == "tuple" and "variadic_item_index" not in node:
+            return f"tuple[{', '.join(self.annotation(item) for item in node['items_schema'])}]"
         if kind == "dict":
             return f"dict[{self.annotation(node['keys_schema'])}, {self.annotation(node['values_schema'])}]"
         if kind == "model":
