@@ -57,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("old")
     diff.add_argument("new")
     diff.add_argument("--unified", action="store_true")
-    diff.add_argument("--format", choices=("text", "json"), default="text")
+    diff.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     return parser
 
 
