@@ -280,13 +280,13 @@ def compare(old: Side, new: Side, renamer: Renamer) -> Comparison:
         rank, name = _rank_of(path, new.rank_dirs if new_path else old.rank_dirs)
         before = renamer.text(old.files[old_path].decode()) if old_path else None
         after = new.files[new_path].decode() if new_path else None
-        for change in file_changes(name, file_kind(name), before, after):
-            change_rank, change = _json_rank_split(change) if rank is None else (rank, change)
+        for found in file_changes(name, file_kind(name), before, after):
+            change_rank, change = _json_rank_split(found) if rank is None else (rank, found)
             grouped.setdefault(change, [])
             if change_rank is not None:
                 grouped[change].append(change_rank)
     result.changes = [Grouped(tuple(sorted(set(ranks))), change) for change, ranks in grouped.items()]
-    result.folds = [Fold(path, old_value, new_value, *renamer.counts[path],
+    result.folds = [Fold(path, old_value, new_value, renamer.counts[path][0], renamer.counts[path][1],
                          renamed=len(result.renamed) if path == "name" else 0)
                     for path, old_value, new_value in renamer.folds]
     return result

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from spark_compile.artifact_diff import Change, Comparison, Renamer, Side, compare
+from spark_compile.artifact_diff import Change, Comparison, Grouped, Renamer, Side, compare
 from spark_compile.compile import Validated, validate
 from spark_compile.errors import EXIT_FINDINGS, EXIT_OK, InputError
-from spark_compile.launch_plan import LaunchPlan, dotted
+from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted, field_name
 from spark_compile.load import Document, LoadError, parse_text
 from spark_compile.report import render
 from spark_compile.resolve import Resolved, resolve
@@ -128,11 +128,11 @@ def model_value(model: Any, path: tuple[str | int, ...]) -> Any:
     from pydantic import BaseModel
 
     for part in path:
+        indexable = (isinstance(model, dict) and part in model) or (
+            isinstance(model, list | tuple) and isinstance(part, int) and part < len(model))
         if isinstance(model, BaseModel) and isinstance(part, str) and part in type(model).model_fields:
             model = getattr(model, part)
-        elif isinstance(model, dict) and part in model:
-            model = model[part]
-        elif isinstance(model, list | tuple) and isinstance(part, int) and part < len(model):
+        elif indexable:
             model = model[part]
         else:
             return UNSET
@@ -189,40 +189,53 @@ def _side(validated: Validated) -> Side:
                 {rank.directory: rank.rank for rank in plan.ranks})
 
 
-def _plan_sources(plan: LaunchPlan) -> dict[str, str]:
-    """Flag or variable name → the profile key that set it, over every rank."""
-    found: dict[str, str] = {}
+def _plan_sources(plan: LaunchPlan) -> dict[int, dict[str, ProfilePath]]:
+    """Per rank: flag or variable name → the profile path that set it."""
+    found: dict[int, dict[str, ProfilePath]] = {}
     for rank in plan.ranks:
+        mine = found.setdefault(rank.rank, {})
         for option in (*rank.docker_options, *rank.engine_options):
             if option.source:
-                found.setdefault(option.flag, dotted(option.source))
+                mine.setdefault(option.flag, option.source)
         for var in rank.variables:
-            found.setdefault(var.name, dotted(var.source))
+            mine.setdefault(var.name, var.source)
     return found
 
 
-def _source(change: Change, known: dict[str, str]) -> str | None:
-    """The profile key behind a change: a variable by name, a flag by the first word of a line or slice."""
+def _names(change: Change) -> list[str]:
+    """What a change may be about: a variable named by the key's last part, flags by the first word of each
+    line (or the first flag of a slice of words)."""
     last = change.key.rsplit(".", 1)[-1]
-    if last in known and not change.key.startswith("["):
-        return known[last]
-    names = []
+    names = [last] if last and not change.key.startswith("[") else []
     for text in (change.new, change.old):
         for line in (text or "").split("\n"):
             words = line.split()
             flag = next((w for w in words if w.startswith("-") and len(w) > 1), None) if change.key else \
                 (words[0] if words else None)
-            if flag in known and known[flag] not in names:
-                names.append(known[flag])
-    return ", ".join(names) or None
+            if flag and flag not in names:
+                names.append(flag)
+    return names
+
+
+def _source(group: Grouped, known: dict[int, dict[str, ProfilePath]]) -> str | None:
+    """The profile key behind a change; ``fleet.nodes[].x`` when each rank's comes from its own node."""
+    found = []
+    for name in _names(group.change):
+        paths = {known[r][name] for r in (group.ranks or (0,)) if r in known and name in known[r]}
+        text = (dotted(paths.pop()) if len(paths) == 1 else field_name(min(paths, key=str))) if paths else None
+        if text and text not in found:
+            found.append(text)
+    return ", ".join(found) or None
 
 
 def diff_profiles(old: Validated, new: Validated, *, unified: bool = False) -> ProfileDiff:
     """Compare two validated profiles (pure apart from rendering)."""
     changes = profile_changes(old.resolved, new.resolved, old.profile, new.profile)
     comparison = compare(_side(old), _side(new), _renamer(old.resolved, changes))
-    known = {**_plan_sources(old.planned()[1]), **_plan_sources(new.planned()[1])}
-    sources = {g.change: s for g in comparison.changes if (s := _source(g.change, known))}
+    known = _plan_sources(old.planned()[1])
+    for rank, names in _plan_sources(new.planned()[1]).items():
+        known.setdefault(rank, {}).update(names)
+    sources = {g.change: s for g in comparison.changes if (s := _source(g, known))}
     patch = unified_diff(old, new, dict(comparison.renamed)) if unified else ""
     return ProfileDiff(old.resolved.path, new.resolved.path, changes, comparison, sources, patch)
 
@@ -268,4 +281,4 @@ def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = 
     old, new = load_both(old_spec, new_spec)
     result = diff_profiles(old, new, unified=unified)
     sys.stdout.write(FORMATS[fmt](result))
-    return EXIT_OK if result.identical else EXIT_FINDINGS
+    return EXIT_OK if result.identical else int(EXIT_FINDINGS)
