@@ -86,7 +86,7 @@ def _artifact_lines(result: ProfileDiff) -> list[str]:
 
 def text(result: ProfileDiff) -> str:
     """The terminal form."""
-    return "\n".join([*_profile_lines(result), *_artifact_lines(result)]) + "\n" + result.unified
+    return "\n".join([*_profile_lines(result), *_artifact_lines(result)]) + "\n" + redact(result.unified)
 
 
 def as_json(result: ProfileDiff) -> str:
@@ -108,7 +108,7 @@ def as_json(result: ProfileDiff) -> str:
                        "source": result.sources.get(g.change)} for g in result.artifacts.changes],
     }
     if result.unified:
-        body["unified"] = result.unified
+        body["unified"] = redact(result.unified)
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -139,12 +139,13 @@ def markdown(result: ProfileDiff) -> str:
         out += ["| ranks | file | key | old | new | from |", "|---|---|---|---|---|---|"]
         for group in changes:
             c = group.change
-            out.append(f"| {md(ranks_text(group.ranks) or 'fleet')} | {md(c.file)} | {md(c.key or 'lines')} | "
+            out.append(f"| {md(ranks_text(group.ranks) or 'shared')} | {md(c.file)} | {md(c.key or 'lines')} | "
                        f"{md(c.old)} | {md(c.new)} | {md(result.sources.get(c) or '')} |")
         out.append("")
     if result.unified:
-        fence = _fence(result.unified)
-        out += ["<details><summary>unified diff</summary>", "", f"{fence}diff", result.unified.rstrip("\n"),
+        patch = redact(result.unified)
+        fence = _fence(patch)
+        out += ["<details><summary>unified diff</summary>", "", f"{fence}diff", patch.rstrip("\n"),
                 fence, "", "</details>", ""]
     return "\n".join(out) + "\n"
 

@@ -1,0 +1,62 @@
+"""diff's output forms: Markdown for a pull request (escaped), JSON, and redaction of every value in each."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from spark_compile.artifact_diff import Change, Comparison, Fold, Grouped
+from spark_compile.diff import ProfileChange, ProfileDiff
+from spark_compile.diff_format import FORMATS, md
+
+from conftest import REFERENCE_PROFILE, run_cli
+
+TOKEN = "hf_" + "A1b2C3d4E5" * 4
+
+
+def test_markdown_escapes_html_pipes_and_backticks(tmp_path: Path) -> None:
+    shutil.copy(REFERENCE_PROFILE, tmp_path / "base.yaml")
+    hostile = "evil | `x` <script>alert(1)</script> *b* [l](http://e)"
+    (tmp_path / "evil.yaml").write_text(f'extends: base.yaml\ndescription: "{hostile}"\n')
+    result = run_cli("diff", "--format", "markdown", "base.yaml", "evil.yaml", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "<script>" not in result.stdout and "&lt;script&gt;" in result.stdout
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    # Every table row keeps its columns: no pipe of a value is left unescaped.
+    cells = {len(re.findall(r"(?<!\\)\|", row)) for row in rows}
+    assert cells == {5, 7}, rows
+    assert "| description | DeepSeek-V4.1-Flash" in result.stdout
+    assert r"evil \| \`x\` &lt;script&gt;alert(1)&lt;/script&gt; \*b\* \[l\](http://e)" in result.stdout
+    assert "| shared | README.md | lines |" in result.stdout
+
+
+def test_md_escapes_newlines_and_entities() -> None:
+    assert md("a\nb & <i>") == "a<br>b &amp; &lt;i&gt;"
+    assert md(None) == "(unset)"
+
+
+def _secret_diff() -> ProfileDiff:
+    change = Change("engine.env", "HF_TOKEN", "old-" + TOKEN, "new-" + TOKEN)
+    comparison = Comparison(False, [Grouped((0, 1), change), Grouped((), Change("README.md", "", TOKEN, None))],
+                            [Fold("release", "r-" + TOKEN, "r2")])
+    profile = [ProfileChange("engine.env.HF_TOKEN", TOKEN, "x" + TOKEN, None, "p.yaml:3")]
+    return ProfileDiff("a.yaml", "b.yaml", profile, comparison, {}, unified=f"-{TOKEN}\n")
+
+
+def test_every_format_redacts_every_value() -> None:
+    for name, render in FORMATS.items():
+        out = render(_secret_diff())
+        assert "A1b2C3d4E5" not in out, name
+        assert "(redacted)" in out, name
+    body = json.loads(FORMATS["json"](_secret_diff()))
+    assert body["artifacts"][0] == {"ranks": [0, 1], "file": "engine.env", "name": "HF_TOKEN",
+                                    "old": "old-(redacted)", "new": "new-(redacted)", "source": None}
+
+
+def test_markdown_fences_the_unified_diff_beyond_its_longest_backtick_run() -> None:
+    diff = _secret_diff()
+    diff = ProfileDiff(diff.old_name, diff.new_name, diff.profile, diff.artifacts, {}, unified="+````\n")
+    out = FORMATS["markdown"](diff)
+    assert "`````diff\n+````\n`````\n" in out
