@@ -21,7 +21,8 @@ from spark_compile.load import LoadError
 from spark_compile.report import render
 from spark_compile.resolve import resolve
 
-COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile")
+COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile", "history",
+            "report")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,6 +59,13 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("new")
     diff.add_argument("--unified", action="store_true")
     diff.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    history = sub.add_parser("history", help="release table of the extends chains in a directory")
+    history.add_argument("directory", type=Path)
+    history.add_argument("--format", choices=("text", "markdown"), default="text")
+    report = sub.add_parser("report", help="write a self-contained HTML review page of a profile")
+    report.add_argument("profile")
+    report.add_argument("--against", default=None, help="an older profile (path or GITREV:path) to highlight")
+    report.add_argument("-o", "--output", type=Path, default=None, help="the HTML file (default: stdout)")
     return parser
 
 
@@ -158,6 +166,20 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return run_diff(args.old, args.new, unified=args.unified, fmt=args.format)
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    """The release table of a directory's extends chains."""
+    from spark_compile.history import run_history
+
+    return run_history(args.directory, args.format)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """The HTML review page."""
+    from spark_compile.report_page import run_report
+
+    return run_report(args.profile, args.against, args.output)
+
+
 def cmd_catalog(argv: list[str]) -> int:
     """Regenerate (or --check) the engine catalogs from a real SGLang install."""
     from spark_compile.catalog_extract import main_catalog
@@ -167,7 +189,7 @@ def cmd_catalog(argv: list[str]) -> int:
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check, "plan": cmd_plan, "schema": cmd_schema, "rules": cmd_rules, "explain": cmd_explain,
-    "flags": cmd_flags, "compile": cmd_compile, "diff": cmd_diff,
+    "flags": cmd_flags, "compile": cmd_compile, "diff": cmd_diff, "history": cmd_history, "report": cmd_report,
 }
 
 

@@ -259,19 +259,23 @@ def unified_diff(old: Validated, new: Validated, renamed: dict[str, str] | None 
     return redact("".join(chunks))
 
 
-def load_both(old_spec: str, new_spec: str) -> tuple[Validated, Validated]:
-    """Both sides, or an InputError (after printing the findings that stop a side)."""
+def load_checked(spec: str) -> Validated:
+    """One side that loads and has no errors, or an InputError (after printing the findings that stop it)."""
     try:
-        old, new = load_side(old_spec), load_side(new_spec)
+        side = load_side(spec)
     except _BrokenProfileError as broken:
         sys.stdout.write(render(broken.findings, "text", 1))
-        raise InputError("cannot diff a profile that does not load") from None
-    for side in (old, new):
-        errors = [f for f in side.findings if f.severity == "error"]
-        if errors:
-            sys.stdout.write(render(errors, "text", 1))
-            raise InputError(f"cannot diff {side.resolved.path}: it has errors")
-    return old, new
+        raise InputError(f"cannot use {spec}: the profile does not load") from None
+    errors = [f for f in side.findings if f.severity == "error"]
+    if errors:
+        sys.stdout.write(render(errors, "text", 1))
+        raise InputError(f"cannot diff {side.resolved.path}: it has errors")
+    return side
+
+
+def load_both(old_spec: str, new_spec: str) -> tuple[Validated, Validated]:
+    """Both sides of a diff."""
+    return load_checked(old_spec), load_checked(new_spec)
 
 
 def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = "text") -> int:
