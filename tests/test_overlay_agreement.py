@@ -3,6 +3,7 @@ runtime parser accept and refuse the same values for every flag."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import jsonschema
