@@ -8,14 +8,18 @@ from spark_compile.launch_plan import Option, ProfilePath
 from spark_compile.spec.model import Profile
 
 
-def cuda_graph_max_bs_decode(profile: Profile) -> int:
-    """--cuda-graph-max-bs-decode: the request cap, unless pinned."""
+def cuda_graph_max_bs_decode(profile: Profile) -> int | None:
+    """--cuda-graph-max-bs-decode: as pinned, or the request cap when the profile asks to follow it."""
     graph = profile.engine.cuda_graph
-    return graph.max_bs_decode or profile.engine.limits.max_running_requests
+    if graph.max_bs_decode == "max_running_requests":
+        return profile.engine.limits.max_running_requests
+    return graph.max_bs_decode
 
 
-def fraction_text(value: float) -> str:
+def fraction_text(value: float | None) -> str | None:
     """A fraction as operators write it: two decimals (0.80) unless it needs more (0.875)."""
+    if value is None:
+        return None
     return f"{value:.2f}" if round(value, 2) == value else repr(value)
 
 

@@ -9,9 +9,9 @@ from spark_compile.launch_plan import EngramPlan, EnvVar, ProfilePath
 from spark_compile.overlay.registry import FLAGS
 from spark_compile.overlay.values import format_rows
 from spark_compile.spec.envfile import env_text
-from spark_compile.spec.hardware import FAMILIES
+from spark_compile.spec.hardware import FAMILIES, HARDWARE
 from spark_compile.spec.model import Profile
-from spark_compile.spec.nccl_presets import NCCL_FABRIC_TAIL, NCCL_PRESETS
+from spark_compile.spec.nccl_presets import NCCL_NODE_TAIL, NCCL_PRESETS, NCCL_RDMA_TAIL, NCCL_SINGLE_GPU_TAIL
 from spark_compile.spec.overlay_types import flag_value
 
 Variables = tuple[EnvVar, ...]
@@ -40,35 +40,50 @@ def engine_env(profile: Profile, rank: int) -> Variables:
     return tuple({var.name: var for var in variables}.values())
 
 
+def _fabric_env(profile: Profile, gid_index: int | None) -> list[EnvVar]:
+    """The transport: RoCE v2 over IPv4, native InfiniBand, or TCP sockets; bootstrap on the fabric interface."""
+    fabric, at = profile.fleet.fabric, ("fleet", "fabric")
+    kind = (*at, "kind")
+    if fabric.kind == "tcp":
+        base = [EnvVar("NCCL_NET", "Socket", kind), EnvVar("NCCL_IB_DISABLE", "1", kind)]
+    else:
+        base = [EnvVar("NCCL_NET", "IB", kind), EnvVar("NCCL_IB_DISABLE", "0", kind),
+                EnvVar("NCCL_IB_HCA", ",".join(fabric.rdma_devices), (*at, "rdma_devices"))]
+    base += [EnvVar("NCCL_SOCKET_IFNAME", fabric.interface, (*at, "interface")),
+             EnvVar("GLOO_SOCKET_IFNAME", fabric.interface, (*at, "interface"))]
+    if fabric.kind == "roce":
+        prefix = ipaddress.IPv4Network(fabric.subnet).prefixlen
+        base += [EnvVar("NCCL_IB_ROCE_VERSION_NUM", "2", kind),
+                 EnvVar("NCCL_IB_ADDR_FAMILY", "AF_INET", (*at, "subnet")),
+                 EnvVar("NCCL_IB_ADDR_RANGE", fabric.subnet, (*at, "subnet")),
+                 EnvVar("NCCL_IB_SUBNET_PREFIX_LEN", str(prefix), (*at, "subnet"))]
+        if gid_index is not None:
+            base.append(EnvVar("NCCL_IB_GID_INDEX", str(gid_index), (*at, "gid_index")))
+    return base
+
+
 def nccl_env(profile: Profile, gid_index: int | None) -> Variables:
-    """nccl.env: the fabric, the preset, then nccl.extra."""
-    fabric = profile.fleet.fabric
-    prefix = ipaddress.IPv4Network(fabric.subnet).prefixlen
-    at = ("fleet", "fabric")
-    base = [
-        EnvVar("NCCL_NET", "IB", (*at, "rdma_devices")), EnvVar("NCCL_IB_DISABLE", "0", (*at, "rdma_devices")),
-        EnvVar("NCCL_IB_HCA", ",".join(fabric.rdma_devices), (*at, "rdma_devices")),
-        EnvVar("NCCL_SOCKET_IFNAME", fabric.interface, (*at, "interface")),
-        EnvVar("GLOO_SOCKET_IFNAME", fabric.interface, (*at, "interface")),
-        EnvVar("NCCL_IB_ROCE_VERSION_NUM", "2", (*at, "rdma_devices")),
-        EnvVar("NCCL_IB_ADDR_FAMILY", "AF_INET", (*at, "subnet")),
-        EnvVar("NCCL_IB_ADDR_RANGE", fabric.subnet, (*at, "subnet")),
-        EnvVar("NCCL_IB_SUBNET_PREFIX_LEN", str(prefix), (*at, "subnet")),
-    ]
-    if gid_index is not None:
-        base.append(EnvVar("NCCL_IB_GID_INDEX", str(gid_index), (*at, "gid_index")))
-    preset = (*NCCL_FABRIC_TAIL, *NCCL_PRESETS[profile.nccl.preset])
-    base += [EnvVar(name, value, ("nccl", "preset")) for name, value in preset]
+    """nccl.env: the fabric's transport, the shared tails, the preset, then nccl.extra."""
+    base = _fabric_env(profile, gid_index)
+    base += [EnvVar(name, value, ("fleet", "fabric", "kind")) for name, value in
+             (NCCL_RDMA_TAIL if profile.fleet.fabric.kind != "tcp" else ())]
+    base += [EnvVar(name, value, ("nccl",)) for name, value in NCCL_NODE_TAIL]
+    hardware = HARDWARE.get(profile.hardware)
+    if hardware is not None and hardware.gpus_per_node == 1:
+        base += [EnvVar(name, value, ("hardware",)) for name, value in NCCL_SINGLE_GPU_TAIL]
+    base += [EnvVar(name, value, ("nccl", "preset")) for name, value in NCCL_PRESETS[profile.nccl.preset]]
     extra = {**_from_section(profile.engine.env, "nccl", "engine", "env"),
              **{name: (value, ("nccl", "extra", name)) for name, value in profile.nccl.extra.items()}}
     return _merge(base, extra)
 
 
-def _overlay_flags(profile: Profile, max_ids: int) -> list[EnvVar]:
+def _overlay_flags(profile: Profile, max_ids: int | None) -> list[EnvVar]:
     overlay = profile.overlay
     variables = []
     for flag in FLAGS:
         if flag.name == "SPARK_ENGRAM_MAX_IDS":
+            if max_ids is None:
+                continue
             source = ("overlay", flag.key) if flag_value(overlay, flag.key) is not None else ("engine", "limits")
             variables.append(EnvVar(flag.name, str(max_ids), source))
         elif flag.name == "SPARK_SERVED_ALIASES":
@@ -79,7 +94,7 @@ def _overlay_flags(profile: Profile, max_ids: int) -> list[EnvVar]:
     return variables
 
 
-def overlay_env(profile: Profile, engram: EngramPlan | None, max_ids: int, gid_index: int | None) -> Variables:
+def overlay_env(profile: Profile, engram: EngramPlan | None, max_ids: int | None, gid_index: int | None) -> Variables:
     """overlay.env: SPARK_* (master switch and rows first, then registry order) and B12X_*."""
     if engram is None:
         return ()

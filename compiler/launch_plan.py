@@ -99,7 +99,8 @@ class RankPlan:
     fabric_ip: str
     ssh: str
     home: str
-    gid_index: int | None  # None: probed on the node at start
+    gid_index: int | None  # RoCE: pinned, or None when probed on the node at start; None on other fabrics
+    roce_hca: str | None  # RoCE: the HCA whose GID table preflight reads; None on other fabrics
     env_files: tuple[EnvFile, ...]
     runtime_env: tuple[str, ...]
     mounts: tuple[Mount, ...]
@@ -195,7 +196,7 @@ def _rank_json(rank: RankPlan) -> dict[str, Any]:
     engram = rank.engram
     return {
         "rank": rank.rank, "node": rank.node, "fabric_ip": rank.fabric_ip, "ssh": rank.ssh,
-        "directory": rank.directory, "gid_index": rank.gid_index,
+        "directory": rank.directory, "gid_index": rank.gid_index, "roce_hca": rank.roce_hca,
         "docker_argv": list(rank.docker_argv), "engine_argv": list(rank.engine_argv),
         "env": rank.env, "env_files": {f.name: dict(f.values) for f in rank.env_files},
         "runtime_env": list(rank.runtime_env),

@@ -34,12 +34,15 @@ def engram_rows(tables: dict[int, int], rank: int, ranks: int) -> tuple[tuple[in
     return tuple((layer, n * rank // ranks, n * (rank + 1) // ranks) for layer, n in sorted(tables.items()))
 
 
-def engram_max_ids(profile: Profile) -> int:
-    """SPARK_ENGRAM_MAX_IDS: max(chunked prefill, 8 x max running requests) x 32, unless pinned."""
+def engram_max_ids(profile: Profile) -> int | None:
+    """SPARK_ENGRAM_MAX_IDS: max(chunked prefill, 8 x max running requests) x 32, unless pinned; None (the
+    hook's default) when the limits it derives from are left to SGLang."""
     pinned = profile.overlay.engram_max_ids
     if pinned is not None:
         return int(pinned)
     limits = profile.engine.limits
+    if limits.chunked_prefill_size is None or limits.max_running_requests is None:
+        return None
     return derived_engram_max_ids(limits.chunked_prefill_size, limits.max_running_requests)
 
 
@@ -121,22 +124,26 @@ def unit_plan(profile: Profile, install: str) -> UnitPlan:
     )
 
 
-def _runtime_env(profile: Profile, files: tuple[EnvFile, ...], gid_index: int | None) -> tuple[str, ...]:
+def _runtime_env(profile: Profile, files: tuple[EnvFile, ...], gid_index: int | None, roce: bool) -> tuple[str, ...]:
+    """Variables only the node knows: a probed RoCE GID index, and the secrets read at start."""
     names = {name for f in files for name, _ in f.values}
+    probed = roce and gid_index is None
     runtime = tuple(name for name in ("NCCL_IB_GID_INDEX", "B12X_ROCE_GID_INDEX")
-                    if gid_index is None and (name == "NCCL_IB_GID_INDEX" or "B12X_ROCE_HCA" in names))
+                    if probed and (name == "NCCL_IB_GID_INDEX" or "B12X_ROCE_HCA" in names))
     return runtime + tuple(profile.secrets.env)
 
 
 def _rank(profile: Profile, rank: int, install: str, runtime_path: str, unit: UnitPlan) -> RankPlan:
-    node = profile.fleet.nodes[rank]
-    gid = node.gid_index if node.gid_index is not None else profile.fleet.fabric.gid_index
-    gid_index = None if gid == "probe" else int(gid)
+    node, fabric = profile.fleet.nodes[rank], profile.fleet.fabric
+    roce = fabric.kind == "roce" and bool(fabric.rdma_devices)
+    gid = node.gid_index if node.gid_index is not None else fabric.gid_index
+    gid_index = None if gid == "probe" or not roce else int(gid)
     engram = _engram(profile, rank)
-    files = (EnvFile("engine.env", engine_env(profile, rank)),
+    files: tuple[EnvFile, ...] = (EnvFile("engine.env", engine_env(profile, rank)),
              EnvFile("nccl.env", nccl_env(profile, gid_index)),
              EnvFile("overlay.env", overlay_env(profile, engram, engram_max_ids(profile), gid_index)))
-    runtime = _runtime_env(profile, files, gid_index)
+    files = tuple(env_file for env_file in files if env_file.variables)  # no empty file is written or mounted
+    runtime = _runtime_env(profile, files, gid_index, roce)
     mounts = _mounts(profile, rank)
     engine = engine_options(profile, rank)
     if profile.secrets.api_key is not None:
@@ -146,7 +153,8 @@ def _rank(profile: Profile, rank: int, install: str, runtime_path: str, unit: Un
     docker += [Option("-v", (mount.volume(),), mount.origin) for mount in mounts]
     docker += [Option("--env-file", (f"{install}/{env_file.name}",), ()) for env_file in files]
     docker += [Option("--env-file", (runtime_path,), ())] if runtime else []
-    return RankPlan(rank, node.name, node.fabric_ip, node.ssh, node.home, gid_index, files, runtime, mounts,
+    hca = fabric.rdma_devices[0] if roce else None
+    return RankPlan(rank, node.name, node.fabric_ip, node.ssh, node.home, gid_index, hca, files, runtime, mounts,
                     tuple(docker), tuple(profile.engine.launcher), tuple(engine), engram, unit,
                     profile.engine.image)
 

@@ -152,7 +152,7 @@ def secrets_context(profile: Profile) -> dict[str, Any]:
 
 def _rank_context(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> dict[str, Any]:
     return {"plan": plan, "rank": rank, "profile": profile, "gid_suffix": ipv4_mapped_gid(rank.fabric_ip),
-            "first_hca": profile.fleet.fabric.rdma_devices[0], "deploy": profile.deploy,
+            "deploy": profile.deploy,
             **secrets_context(profile)}
 
 

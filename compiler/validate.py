@@ -62,6 +62,29 @@ def _description_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> str:
     return (field.description or "") if field is not None else ""
 
 
+# What a valid value of each checked kind looks like (the hint of an SC111 finding).
+VALUE_HINTS = {
+    "abs_path": "write an absolute path such as /srv/models, without '..', spaces or control characters",
+    "env_name": "write an upper-case variable name such as NCCL_DEBUG",
+    "ifname": "write the interface name as `ip link` prints it, e.g. enp1s0f0np0 (at most 15 characters)",
+    "image": "write [registry/]name[:tag][@sha256:<64 hex digits>] in lower case, e.g. lmsysorg/sglang:v0.5.23",
+    "ipv4": "write a dotted IPv4 address such as 192.0.2.11",
+    "ipv4_network": "write the network in CIDR form with its host bits zero, e.g. 192.0.2.0/24",
+    "name": "use lower-case letters, digits and '-', e.g. spark-0",
+    "rdma_name": "write the device as `ls /sys/class/infiniband` prints it, e.g. mlx5_0 or rocep1s0f0",
+    "size": "write a number with an optional unit b, k, m or g, e.g. 112g",
+    "snapshot": "write the snapshot directory's name (the commit hash under snapshots/)",
+    "ssh_target": "write host or user@host, e.g. spark@192.0.2.11",
+    "text": "remove leading or trailing spaces and characters outside printable ASCII",
+    "overlay_size": "write a byte size such as 1MB, 16MB or 1048576",
+    "overlay_rows": "write layer:lo:hi triples joined by commas, e.g. 1:0:96001542,14:0:96004170",
+}
+
+
+def _range_hint(kind: str, ctx: dict[str, Any]) -> str:
+    return "use a value that " + _RANGE_TEXT[kind].format(**ctx).replace("needs", "has").replace("takes", "has")
+
+
 def _type_word(kind: str) -> str:
     return _TYPE_WORDS.get(kind.split("_", maxsplit=1)[0], kind.replace("_", " "))
 
@@ -77,19 +100,27 @@ def _message(err: Any, where: str, model: type[BaseModel]) -> tuple[str, str, st
         parent = dotted(loc[:-1])
         return "SC101", f"unknown key {key!r} in {parent}", hint or f"see `spark-compile schema` for {parent}", True
     if kind == "missing":
-        return "SC103", f"{dotted(loc[:-1])} is missing required key {str(loc[-1])!r}", "add the key", False
+        # Placed at the section that must receive the key (its own key line), not at a sibling.
+        parent, key = dotted(loc[:-1]), str(loc[-1])
+        what = _description_at(model, loc)
+        return "SC103", f"{parent} is missing required key {key!r}", \
+            f"add {key}: under {parent}" + (f" ({what})" if what else ""), True
     if kind in _RANGE:
-        return "SC109", f"{where}: {_RANGE_TEXT[kind].format(**err['ctx'])}, got {_show(value)}", "", False
+        message = f"{where}: {_RANGE_TEXT[kind].format(**err['ctx'])}, got {_show(value)}"
+        return "SC109", message, _range_hint(kind, err["ctx"]), False
     if kind == "unknown_choice":
         return "SC110", f"{where}: {err['msg']}", "", False
     if kind in _CHOICE:
         expected = err["ctx"]["expected"]
         choices = [c.strip(" '") for c in expected.replace(" or ", ",").split(",")]
-        hint = did_you_mean(str(value), choices)
+        hint = did_you_mean(str(value), choices) or f"use one of {expected}"
         return "SC110", f"{where}: expected {expected}, got {_show(value)}", hint, False
     if kind.endswith(("_type", "_parsing")) or kind in ("model_attributes_type", "dict_type"):
-        return "SC102", f"{where}: expected {_type_word(kind)}, got {_show(value)}", "", False
-    return "SC111", f"{where}: {err['msg']}", "", False
+        word = _type_word(kind)
+        hint = f"write {word}" + (" without quotes" if word in ("a whole number", "a number", "true or false")
+                                  else "")
+        return "SC102", f"{where}: expected {word}, got {_show(value)}", hint, False
+    return "SC111", f"{where}: {err['msg']}", VALUE_HINTS.get(kind, ""), False
 
 
 def _show(value: Any) -> str:

@@ -76,19 +76,22 @@ def eagle_flags(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("SC206", "error", "decode graphs cover the request cap",
-      "--cuda-graph-max-bs-decode below --max-running-requests sends the larger batches to eager mode.",
+      "--cuda-graph-max-bs-decode below --max-running-requests sends the larger batches to eager mode. "
+      "`max_bs_decode: max_running_requests` follows the cap, which must then be set.",
       "limits: {max_running_requests: 16}\ncuda_graph: {max_bs_decode: 8}",
-      "limits: {max_running_requests: 16}   # max_bs_decode derived: 16")
+      "limits: {max_running_requests: 16}\ncuda_graph: {max_bs_decode: max_running_requests}")
 def graph_batch(ctx: Context) -> Iterator[Hit]:
     eng = ctx.profile.engine
-    pinned = eng.cuda_graph.max_bs_decode
-    if pinned is not None and pinned < eng.limits.max_running_requests:
-        yield Hit("SC206", ("engine", "cuda_graph", "max_bs_decode"),
-                  f"max_bs_decode {pinned} is below max_running_requests {eng.limits.max_running_requests}",
-                  "remove the pin (it is derived) or raise it")
+    pinned, cap = eng.cuda_graph.max_bs_decode, eng.limits.max_running_requests
+    at = ("engine", "cuda_graph", "max_bs_decode")
+    if pinned == "max_running_requests" and cap is None:
+        yield Hit("SC206", at, "max_bs_decode follows max_running_requests, which is not set",
+                  "set engine.limits.max_running_requests (e.g. 16), or write max_bs_decode as a number")
+    if isinstance(pinned, int) and cap is not None and pinned < cap:
+        yield Hit("SC206", at, f"max_bs_decode {pinned} is below max_running_requests {cap}",
+                  f"write max_bs_decode: max_running_requests, or raise it to at least {cap}")
     if pinned is not None and not eng.cuda_graph.enabled:
-        yield Hit("SC206", ("engine", "cuda_graph", "max_bs_decode"), "max_bs_decode is set but graphs are disabled",
-                  "remove it")
+        yield Hit("SC206", at, "max_bs_decode is set but graphs are disabled", "remove max_bs_decode")
 
 
 @rule("SC207", "error", "chunked prefill a multiple of the page size",
@@ -97,7 +100,7 @@ def graph_batch(ctx: Context) -> Iterator[Hit]:
 def chunk_pages(ctx: Context) -> Iterator[Hit]:
     family = FAMILIES.get(ctx.profile.model.architecture)
     chunk = ctx.profile.engine.limits.chunked_prefill_size
-    if family and family.page_size and chunk % family.page_size:
+    if family and family.page_size and chunk is not None and chunk % family.page_size:
         yield Hit("SC207", ("engine", "limits", "chunked_prefill_size"),
                   f"chunked_prefill_size {chunk} is not a multiple of {family.architecture}'s page size "
                   f"{family.page_size}", f"use {chunk // family.page_size * family.page_size or family.page_size}")
@@ -108,7 +111,7 @@ def chunk_pages(ctx: Context) -> Iterator[Hit]:
       "limits: {mem_fraction_static: 80}", "limits: {mem_fraction_static: 0.80}")
 def mem_fraction(ctx: Context) -> Iterator[Hit]:
     value = ctx.profile.engine.limits.mem_fraction_static
-    if not 0 < value < 1:
+    if value is not None and not 0 < value < 1:
         yield Hit("SC208", ("engine", "limits", "mem_fraction_static"), f"mem_fraction_static {value} is not in (0, 1)",
                   "write it as a fraction, e.g. 0.80")
 
@@ -120,7 +123,7 @@ def mem_fraction(ctx: Context) -> Iterator[Hit]:
 def context_length(ctx: Context) -> Iterator[Hit]:
     limit = ctx.profile.model.max_context_length
     value = ctx.profile.engine.limits.context_length
-    if limit is not None and value > limit:
+    if limit is not None and value is not None and value > limit:
         yield Hit("SC209", ("engine", "limits", "context_length"),
                   f"context_length {value} exceeds the model's maximum {limit}", f"use at most {limit}")
 

@@ -87,6 +87,8 @@ def master_switch(ctx: Context) -> Iterator[Hit]:
 def max_ids_pin(ctx: Context) -> Iterator[Hit]:
     pinned = ctx.profile.overlay.engram_max_ids
     limits = ctx.profile.engine.limits
+    if limits.chunked_prefill_size is None or limits.max_running_requests is None:
+        return
     derived = derived_engram_max_ids(limits.chunked_prefill_size, limits.max_running_requests)
     if pinned is not None and pinned < derived:
         yield Hit("SC224", ("overlay", "engram_max_ids"), f"engram_max_ids {pinned} is below the derived {derived}",
