@@ -290,3 +290,34 @@ def compare(old: Side, new: Side, renamer: Renamer) -> Comparison:
                          renamed=len(result.renamed) if path == "name" else 0)
                     for path, old_value, new_value in renamer.folds]
     return result
+
+
+UNSET = "(unset)"
+
+
+@dataclass(frozen=True)
+class ProfileChange:
+    """One changed value of the resolved profile, with where each side set it."""
+
+    path: str
+    old: Any
+    new: Any
+    old_origin: str | None
+    new_origin: str | None
+
+
+@dataclass(frozen=True)
+class ProfileDiff:
+    """Everything `diff` reports: the profile-level changes and what they do to the rendered files."""
+
+    old_name: str
+    new_name: str
+    profile: list[ProfileChange]
+    artifacts: Comparison
+    sources: dict[Change, str]  # the profile key behind an artifact change, where the plan records one
+    unified: str = ""
+
+    @property
+    def identical(self) -> bool:
+        """The two profiles render byte-identical files."""
+        return self.artifacts.identical

@@ -11,11 +11,10 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from spark_compile.artifact_diff import Change, Comparison, Grouped, Renamer, Side, compare
+from spark_compile.artifact_diff import UNSET, Change, Grouped, ProfileChange, ProfileDiff, Renamer, Side, compare
 from spark_compile.compile import Validated, validate
 from spark_compile.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted, field_name
@@ -23,36 +22,6 @@ from spark_compile.load import Document, LoadError, parse_text
 from spark_compile.report import render
 from spark_compile.resolve import Resolved, resolve
 from spark_compile.secrets import redact
-
-UNSET = "(unset)"
-
-
-@dataclass(frozen=True)
-class ProfileChange:
-    """One changed value of the resolved profile, with where each side set it."""
-
-    path: str
-    old: Any
-    new: Any
-    old_origin: str | None
-    new_origin: str | None
-
-
-@dataclass(frozen=True)
-class ProfileDiff:
-    """Everything `diff` reports: the profile-level changes and what they do to the rendered files."""
-
-    old_name: str
-    new_name: str
-    profile: list[ProfileChange]
-    artifacts: Comparison
-    sources: dict[Change, str]  # the profile key behind an artifact change, where the plan records one
-    unified: str = ""
-
-    @property
-    def identical(self) -> bool:
-        """The two profiles render byte-identical files."""
-        return self.artifacts.identical
 
 
 def _git_path(path: Path) -> str:

@@ -11,8 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from spark_compile.artifact_diff import Fold, Grouped
-from spark_compile.diff import UNSET, ProfileChange, ProfileDiff
+from spark_compile.artifact_diff import UNSET, Fold, Grouped, ProfileChange, ProfileDiff
 from spark_compile.secrets import redact
 
 ARROW = "→"

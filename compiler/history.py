@@ -10,9 +10,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from spark_compile.artifact_diff import Grouped
+from spark_compile.artifact_diff import Grouped, ProfileDiff
 from spark_compile.compile import Validated
-from spark_compile.diff import ProfileDiff, diff_profiles, load_checked
+from spark_compile.diff import diff_profiles, load_checked
 from spark_compile.diff_format import ARROW, fold_text, md, ranks_text, show
 from spark_compile.errors import EXIT_OK, InputError
 from spark_compile.load import load_file

@@ -14,8 +14,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spark_compile.artifact_diff import ProfileDiff
 from spark_compile.compile import Validated
-from spark_compile.diff import ProfileDiff, diff_profiles, load_checked
+from spark_compile.diff import diff_profiles, load_checked
 from spark_compile.diff_format import ARROW, ranks_text, show
 from spark_compile.errors import EXIT_OK, InputError
 from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted
@@ -156,10 +157,11 @@ def _ranks(plan: LaunchPlan) -> list[dict[str, str]]:
 def build_page(new: Validated, old: Validated | None = None, against: str = "") -> Page:
     """The page's content (pure apart from rendering the two sides' files for the diff)."""
     profile, plan = new.planned()
-    facts = [("profile", profile.name), ("release", profile.release or "-"), ("description", profile.description),
-             ("image", plan.image), ("API", f"http://{plan.head_ip}:{plan.port}/v1 on the head"),
-             ("unit", plan.unit_name), ("start order", ", ".join(f"rank {r}" for r in plan.start_order)
-                                          + " (workers first, the head last)")]
+    order = ", ".join(f"rank {r}" for r in plan.start_order)
+    facts = [("profile", profile.name), ("release", profile.release or "-"),
+             ("description", profile.description or "-"), ("image", plan.image),
+             ("API", f"http://{plan.head_ip}:{plan.port}/v1 on the head"), ("unit", plan.unit_name),
+             ("start order", f"{order} (workers first, the head last)")]
     tables = []
     for file, kind in SETTINGS:
         rows = _settings(new, file, kind)

@@ -7,8 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
-from spark_compile.artifact_diff import Change, Comparison, Fold, Grouped
-from spark_compile.diff import ProfileChange, ProfileDiff
+from spark_compile.artifact_diff import Change, Comparison, Fold, Grouped, ProfileChange, ProfileDiff
 from spark_compile.diff_format import FORMATS, md
 
 from conftest import REFERENCE_PROFILE, run_cli
