@@ -55,8 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     flags = sub.add_parser("flags", help="list the SPARK_* overlay flags")
     flags.add_argument("--json", action="store_true")
     diff = sub.add_parser("diff", help="semantic diff of two profiles (path or GITREV:path)")
-    diff.add_argument("old")
-    diff.add_argument("new")
+    diff.add_argument("profiles", nargs="+", metavar="OLD NEW", help="the two sides (with --since: the paths)")
+    diff.add_argument("--since", metavar="GITREV", default=None,
+                      help="diff each path against itself at GITREV (pre-commit); prints, exits 0 unless unreadable")
     diff.add_argument("--unified", action="store_true")
     diff.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     history = sub.add_parser("history", help="release table of the extends chains in a directory")
@@ -161,9 +162,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """Semantic diff of two profiles."""
-    from spark_compile.diff import run_diff
+    from spark_compile.diff import run_diff, run_since
 
-    return run_diff(args.old, args.new, unified=args.unified, fmt=args.format)
+    if args.since is not None:
+        return run_since(args.since, args.profiles, fmt=args.format)
+    if len(args.profiles) != 2:
+        raise UsageError("spark-compile diff: expected OLD and NEW (or --since GITREV PATH...) (see --help)")
+    return run_diff(*args.profiles, unified=args.unified, fmt=args.format)
 
 
 def cmd_history(args: argparse.Namespace) -> int:

@@ -255,3 +255,20 @@ def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = 
     result = diff_profiles(old, new, unified=unified)
     sys.stdout.write(FORMATS[fmt](result))
     return EXIT_OK if result.identical else int(EXIT_FINDINGS)
+
+
+def run_since(rev: str, paths: list[str], *, fmt: str = "text") -> int:
+    """Each path against itself at ``rev`` (the pre-commit hook): prints every diff; exits 0 (it informs),
+    2 when a side cannot be read."""
+    from spark_compile.diff_format import FORMATS
+
+    if rev.startswith("-") or not rev:
+        raise InputError(f"--since {rev!r}: a revision may not be empty or start with '-'")
+    for path in paths:
+        sys.stdout.write(f"== {path} against {rev}\n")
+        if not _git_exists(rev)(Path(path)):
+            sys.stdout.write(f"{path}: new profile (not in {rev})\n")
+            continue
+        old, new = load_both(f"{rev}:{path}", path)
+        sys.stdout.write(FORMATS[fmt](diff_profiles(old, new)))
+    return EXIT_OK
