@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from html.parser import HTMLParser
 from pathlib import Path
+
+import cmarkgfm
+from cmarkgfm.cmark import Options
 
 from spark_compile.artifact_diff import Change, Comparison, Fold, Grouped, ProfileChange, ProfileDiff
 from spark_compile.diff_format import FORMATS, md
@@ -29,6 +33,49 @@ def test_markdown_escapes_html_pipes_and_backticks(tmp_path: Path) -> None:
     assert "| description | DeepSeek-V4.1-Flash" in result.stdout
     assert r"evil \| \`x\` &lt;script&gt;alert(1)&lt;/script&gt; \*b\* \[l\](http://e)" in result.stdout
     assert "| shared | README.md | lines |" in result.stdout
+
+
+class _Cells(HTMLParser):
+    """Tags seen, and the cells of each table row as GitHub's renderer built them."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: set[str] = set()
+        self.rows: list[list[str]] = []
+        self.in_cell = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self.rows[-1].append("")
+            self.in_cell = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th"):
+            self.in_cell = False
+
+    def handle_data(self, data: str) -> None:
+        if self.in_cell:
+            self.rows[-1][-1] += data
+
+
+def test_github_renders_the_markdown_with_every_value_as_text(tmp_path: Path) -> None:
+    shutil.copy(REFERENCE_PROFILE, tmp_path / "base.yaml")
+    hostile = "evil | `x` <script>alert(1)</script> <img src=x onerror=alert(2)> *b*"
+    (tmp_path / "evil.yaml").write_text(f"extends: base.yaml\ndescription: {hostile!r}\n")
+    result = run_cli("diff", "--format", "markdown", "--unified", "base.yaml", "evil.yaml", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    # Raw HTML allowed, as the most permissive renderer would: only our escaping keeps values text.
+    rendered = cmarkgfm.github_flavored_markdown_to_html(result.stdout, options=Options.CMARK_OPT_UNSAFE)
+    cells = _Cells()
+    cells.feed(rendered)
+    assert not cells.tags & {"script", "img", "em"}, cells.tags
+    assert {len(row) for row in cells.rows} == {4, 6}
+    assert ["description", "DeepSeek-V4.1-Flash, SGLang dev-dsv41 + Spark overlay, 4x DGX Spark, TP4/EP4, DSpark "
+            "block 5.", hostile, "evil.yaml:2"] in cells.rows
+    assert "<script>" not in rendered.split("<pre>")[0]
 
 
 def test_md_escapes_newlines_and_entities() -> None:
