@@ -8,6 +8,7 @@ instead of churning every path and header: the old text is rewritten with the re
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -89,6 +90,9 @@ class Renamer:
 
     def __init__(self, folds: Sequence[tuple[str, str, str]], claimers: Iterable[str]) -> None:
         self.folds = sorted(folds, key=lambda f: -len(f[1]))
+        # Whole words only: a name "prod" does not rename "production", "1.7" is not part of "1.7.1".
+        self.patterns = [re.compile(rf"(?<![A-Za-z0-9]){re.escape(old)}(?![A-Za-z0-9]|\.[0-9])")
+                         for _, old, _ in self.folds]
         self.claimers = sorted({c for c in claimers if any(old in c for _, old, _ in self.folds)}, key=len,
                                reverse=True)
         self.counts: dict[str, list[int]] = {path: [0, 0] for path, _, _ in self.folds}
@@ -99,9 +103,9 @@ class Renamer:
         for index, claimer in enumerate(self.claimers):
             masked = masked.replace(claimer, _MASK.format(index))
         used = set()
-        for path, old, new in self.folds:
-            if old in masked:
-                masked = masked.replace(old, new)
+        for (path, _, new), pattern in zip(self.folds, self.patterns, strict=True):
+            masked, count = pattern.subn(functools.partial(_constant, new), masked)
+            if count:
                 used.add(path)
         for index, claimer in enumerate(self.claimers):
             masked = masked.replace(_MASK.format(index), claimer)
@@ -119,6 +123,10 @@ class Renamer:
         for path in touched:
             self.counts[path][1] += 1
         return "\n".join(lines)
+
+
+def _constant(text: str, _: re.Match[str]) -> str:
+    return text
 
 
 def _env_items(text: str) -> tuple[dict[str, str], list[str]]:
