@@ -57,7 +57,7 @@ class Page:
 
     title: str
     facts: list[tuple[str, str]]
-    ranks: list[dict[str, str]]
+    ranks: list[dict[str, Any]]
     layers: list[dict[str, Any]]
     tables: list[tuple[str, list[SettingRow]]]
     against: str = ""
@@ -136,7 +136,7 @@ def _layers(plan: LaunchPlan) -> list[dict[str, Any]]:
         for layer, lo, hi in rank.engram.rows:
             entry = layers.setdefault(layer, {"layer": layer, "rows": []})
             entry["rows"].append({"rank": rank.rank, "node": rank.node, "lo": lo, "hi": hi,
-                                  "source": rank.engram.source})
+                                  "source": rank.engram.source, "status": "same", "was": ""})
     for entry in layers.values():
         total = max(row["hi"] for row in entry["rows"]) or 1
         entry["total"] = total
@@ -146,12 +146,40 @@ def _layers(plan: LaunchPlan) -> list[dict[str, Any]]:
     return [layers[layer] for layer in sorted(layers)]
 
 
-def _ranks(plan: LaunchPlan) -> list[dict[str, str]]:
+RANK_FIELDS = ("rank", "node", "role", "fabric_ip", "ssh", "start", "gid", "engram")
+
+
+def _ranks(plan: LaunchPlan) -> list[dict[str, Any]]:
     order = plan.start_order
     return [{"rank": str(r.rank), "node": r.node, "role": "head" if r.is_head else "worker",
              "fabric_ip": r.fabric_ip, "ssh": r.ssh, "start": str(order.index(r.rank) + 1),
              "gid": "probed at start" if r.gid_index is None else str(r.gid_index),
-             "engram": "-" if r.engram is None else f"{r.engram.source}: {r.engram.directory}"} for r in plan.ranks]
+             "engram": "-" if r.engram is None else f"{r.engram.source}: {r.engram.directory}",
+             "status": "same", "was": {}} for r in plan.ranks]
+
+
+def _mark_ranks(new: list[dict[str, Any]], old: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each rank's status against the old plan, and the old value of each field that changed."""
+    before = {r["rank"]: r for r in old}
+    for rank in new:
+        previous = before.pop(rank["rank"], None)
+        if previous is None:
+            rank["status"] = "added"
+            continue
+        rank["was"] = {f: previous[f] for f in RANK_FIELDS if previous[f] != rank[f]}
+        rank["status"] = "changed" if rank["was"] else "same"
+    return new + [{**r, "status": "removed"} for r in before.values()]
+
+
+def _mark_layers(new: list[dict[str, Any]], old: list[dict[str, Any]]) -> None:
+    """Each Engram range's status against the old plan (its old range when it moved)."""
+    before = {(layer["layer"], row["rank"]): row for layer in old for row in layer["rows"]}
+    for layer in new:
+        for row in layer["rows"]:
+            previous = before.get((layer["layer"], row["rank"]))
+            moved = previous is not None and (previous["lo"], previous["hi"]) != (row["lo"], row["hi"])
+            row["status"] = "added" if previous is None else "changed" if moved else "same"
+            row["was"] = f"[{previous['lo']}, {previous['hi']})" if moved and previous else ""
 
 
 def build_page(new: Validated, old: Validated | None = None, against: str = "") -> Page:
@@ -169,6 +197,9 @@ def build_page(new: Validated, old: Validated | None = None, against: str = "") 
         tables.append((file, listed))
     page = Page(f"{profile.name} ({profile.release or 'no release'})", facts, _ranks(plan), _layers(plan), tables)
     if old is not None:
+        old_plan = old.planned()[1]
+        page.ranks = _mark_ranks(page.ranks, _ranks(old_plan))
+        _mark_layers(page.layers, _layers(old_plan))
         _add_diff(page, diff_profiles(old, new), against)
     return page
 

@@ -22,6 +22,7 @@ from support.tools import require_tool
 RELEASES = ROOT / "spec" / "profiles" / "releases"
 ARTIFACTS = ROOT / "tests" / "artifacts"
 HOSTILE = '<img src=x onerror="document.title=1"> & </td>'
+LAYER1_NEXT = 384006168 + 4  # every rank's layer-1 range moves
 
 
 class Elements(HTMLParser):
@@ -64,7 +65,9 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (work / "next.yaml").write_text(
         "extends: production-1.7.1.yaml\n"
         f"description: {HOSTILE!r}\n"
-        "nccl:\n  extra:\n    NCCL_BUFFSIZE: '2097152'\n")
+        "nccl:\n  extra:\n    NCCL_BUFFSIZE: '2097152'\n"
+        "fleet:\n  nodes:\n    - {name: spark-2, fabric_ip: 192.0.2.23, ssh: spark@192.0.2.23, home: /home/spark}\n"
+        f"model:\n  engram:\n    tables: {{1: {LAYER1_NEXT}}}\n")
     out = work / "report.html"
     result = run_cli("report", "next.yaml", "--against", "production-1.7.yaml", "-o", str(out), cwd=work)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -89,7 +92,12 @@ def dom(page: Path, tmp_path_factory: pytest.TempPathFactory) -> Elements:
 
 def test_each_rank_is_on_the_page(dom: Elements) -> None:
     nodes = yaml.safe_load((RELEASES / "production-1.1.yaml").read_text())["fleet"]["nodes"]
+    nodes[2] = {**nodes[2], "fabric_ip": "192.0.2.23", "ssh": "spark@192.0.2.23"}
     rows = {attrs["data-rank"]: text for attrs, text in dom.select("tr") if attrs.get("id", "").startswith("rank-")}
+    status = {attrs["data-rank"]: attrs["class"] for attrs, _ in dom.select("tr") if "data-rank" in attrs
+              and attrs.get("id", "").startswith("rank-")}
+    assert status == {"0": "same", "1": "same", "2": "changed", "3": "same"}
+    assert "192.0.2.13 → 192.0.2.23" in rows["2"] and "spark@192.0.2.13 → spark@192.0.2.23" in rows["2"]
     assert sorted(rows) == [str(r) for r in range(len(nodes))]
     for rank, node in enumerate(nodes):
         text = rows[str(rank)]
@@ -101,13 +109,21 @@ def test_each_rank_is_on_the_page(dom: Elements) -> None:
 
 def test_each_engram_range_is_on_the_page(dom: Elements) -> None:
     profile = yaml.safe_load((RELEASES / "production-1.1.yaml").read_text())
-    tables, ranks = profile["model"]["engram"]["tables"], len(profile["fleet"]["nodes"])
-    shown = {(a["data-layer"], a["data-rank"]): text for a, text in dom.select("tr", "engram-range")}
+    old_tables, ranks = profile["model"]["engram"]["tables"], len(profile["fleet"]["nodes"])
+    tables = {**old_tables, 1: LAYER1_NEXT}
+    shown = {(a["data-layer"], a["data-rank"]): (a["class"], text) for a, text in dom.select("tr", "engram-range")}
     assert len(shown) == len(tables) * ranks
     for layer, rows in tables.items():
         for rank in range(ranks):
             lo, hi = rows * rank // ranks, rows * (rank + 1) // ranks
-            assert f"[{lo}, {hi})" in shown[(str(layer), str(rank))]
+            old_lo, old_hi = old_tables[layer] * rank // ranks, old_tables[layer] * (rank + 1) // ranks
+            css, text = shown[(str(layer), str(rank))]
+            assert f"[{lo}, {hi})" in text
+            if (lo, hi) != (old_lo, old_hi):
+                assert css.split() == ["engram-range", "changed"] and f"[{old_lo}, {old_hi}) → [{lo}, {hi})" in text
+            else:
+                assert css.split() == ["engram-range", "same"]
+    assert any("changed" in css for css, _ in shown.values())
     bars = [(a["title"], text) for a, text in dom.select("div", "seg")]
     assert len(bars) == len(tables) * ranks
     assert all(title.startswith(text + ": [") for title, text in bars)
@@ -123,11 +139,13 @@ def test_each_change_is_highlighted(dom: Elements) -> None:
     assert settings["SPARK_ENGRAM_MODE"][0] == "same"
     changed = {a["data-path"] for a, _ in dom.select("li") if "data-path" in a}
     assert changed == {"release", "description", "engine.image", "engine.speculative.dspark_block_size",
+                       "fleet.nodes[2].fabric_ip", "fleet.nodes[2].ssh", "model.engram.tables[1]",
                        "engine.env.CUDA_LOG_FILE", "engine.env.SGLANG_RAGGED_VERIFY_MODE", "nccl.extra.NCCL_BUFFSIZE",
                        *(f"overlay.lookup_{k}" for k in ("draft", "mode", "sync_gate", "narrow_slots", "fused_c2"))}
     artifacts = " | ".join(text for _, text in dom.select("li", "change"))
     assert "ranks 0-3 nccl.env NCCL_BUFFSIZE: 1048576 → 2097152" in artifacts
     assert "ranks 0-3 overlay.env SPARK_LOOKUP_MODE: wide → (unset)" in artifacts
+    assert "rank 2 engine.env HOST_IP: 192.0.2.13 → 192.0.2.23" in artifacts
 
 
 def test_a_hostile_value_stays_text(dom: Elements) -> None:
