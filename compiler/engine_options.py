@@ -89,8 +89,8 @@ def engine_options(profile: Profile, rank: int) -> list[Option]:
     options += _typed("--load-format", eng.load_format)
     options += _typed("--tp-size", eng.parallel.tp)
     options += _typed("--ep-size", eng.parallel.ep if eng.parallel.ep > 1 else None)
-    options += [*_typed("--nnodes", len(nodes)), *_typed("--node-rank", rank)]
-    if len(nodes) > 1:
+    if len(nodes) > 1:  # one node is SGLang's default
+        options += [*_typed("--nnodes", len(nodes)), *_typed("--node-rank", rank)]
         options += _typed("--dist-init-addr", f"{nodes[0].fabric_ip}:{eng.dist_init_port}")
     options += [*_typed("--host", eng.host), *_typed("--port", eng.port)]
     options += _typed("--attention-backend", eng.backends.attention)

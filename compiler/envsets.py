@@ -43,6 +43,8 @@ def engine_env(profile: Profile, rank: int) -> Variables:
 def _fabric_env(profile: Profile, gid_index: int | None) -> list[EnvVar]:
     """The transport: RoCE v2 over IPv4, native InfiniBand, or TCP sockets; bootstrap on the fabric interface."""
     fabric, at = profile.fleet.fabric, ("fleet", "fabric")
+    if fabric is None:
+        return []
     kind = (*at, "kind")
     if fabric.kind == "tcp":
         base = [EnvVar("NCCL_NET", "Socket", kind), EnvVar("NCCL_IB_DISABLE", "1", kind)]
@@ -65,8 +67,9 @@ def _fabric_env(profile: Profile, gid_index: int | None) -> list[EnvVar]:
 def nccl_env(profile: Profile, gid_index: int | None) -> Variables:
     """nccl.env: the fabric's transport, the shared tails, the preset, then nccl.extra."""
     base = _fabric_env(profile, gid_index)
-    base += [EnvVar(name, value, ("fleet", "fabric", "kind")) for name, value in
-             (NCCL_RDMA_TAIL if profile.fleet.fabric.kind != "tcp" else ())]
+    fabric = profile.fleet.fabric
+    rdma = fabric is not None and fabric.kind != "tcp"
+    base += [EnvVar(name, value, ("fleet", "fabric", "kind")) for name, value in (NCCL_RDMA_TAIL if rdma else ())]
     base += [EnvVar(name, value, ("nccl",)) for name, value in NCCL_NODE_TAIL]
     hardware = HARDWARE.get(profile.hardware)
     if hardware is not None and hardware.gpus_per_node == 1:
@@ -106,7 +109,8 @@ def overlay_env(profile: Profile, engram: EngramPlan | None, max_ids: int | None
     variables += _overlay_flags(profile, max_ids)
     if overlay.roce_ar or overlay.mxfp8_backend == "b12x":
         source = ("overlay", "roce_ar" if overlay.roce_ar else "mxfp8_backend")
-        variables.append(EnvVar("B12X_ROCE_HCA", ",".join(profile.fleet.fabric.rdma_devices), source))
+        devices = profile.fleet.fabric.rdma_devices if profile.fleet.fabric else []
+        variables.append(EnvVar("B12X_ROCE_HCA", ",".join(devices), source))
         if gid_index is not None:
             variables.append(EnvVar("B12X_ROCE_GID_INDEX", str(gid_index), ("fleet", "fabric", "gid_index")))
         spin = overlay.b12x_roce_spin_limit

@@ -87,7 +87,7 @@ class UnitPlan:
     timeout_start_seconds: int
     timeout_stop_seconds: int
     restart: RestartPolicy
-    after_device: str  # the fabric interface's .device unit, escaped as systemd names it
+    after_device: str | None  # the fabric interface's .device unit as systemd names it; None without a fabric
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,8 @@ def _mounts(profile: Profile, rank: int) -> tuple[Mount, ...]:
               Mount(cache, "/root/.cache", False, ("container", "cache_dir"))]
     if model.engram is not None and not node.holds_checkpoint:
         mounts.append(Mount(model.engram.local_dir, model.engram.container_dir, True, ("model", "engram", "local_dir")))
+    mounts += [Mount(extra.source, extra.target, extra.read_only, ("container", "mounts", index))
+               for index, extra in enumerate(container.mounts)]
     return tuple(mounts)
 
 
@@ -120,7 +122,7 @@ def unit_plan(profile: Profile, install: str) -> UnitPlan:
         timeout_stop_seconds=profile.container.stop_timeout + STOP_MARGIN_SECONDS,
         # docker's unless-stopped has no systemd twin: the unit restarts always, and `stop` is the operator's.
         restart=restart if restart in ("no", "on-failure") else "always",
-        after_device=device_unit(profile.fleet.fabric.interface),
+        after_device=device_unit(profile.fleet.fabric.interface) if profile.fleet.fabric else None,
     )
 
 
@@ -135,8 +137,8 @@ def _runtime_env(profile: Profile, files: tuple[EnvFile, ...], gid_index: int | 
 
 def _rank(profile: Profile, rank: int, install: str, runtime_path: str, unit: UnitPlan) -> RankPlan:
     node, fabric = profile.fleet.nodes[rank], profile.fleet.fabric
-    roce = fabric.kind == "roce" and bool(fabric.rdma_devices)
-    gid = node.gid_index if node.gid_index is not None else fabric.gid_index
+    roce = fabric is not None and fabric.kind == "roce" and bool(fabric.rdma_devices)
+    gid = node.gid_index if node.gid_index is not None else fabric.gid_index if fabric else "probe"
     gid_index = None if gid == "probe" or not roce else int(gid)
     engram = _engram(profile, rank)
     files: tuple[EnvFile, ...] = (EnvFile("engine.env", engine_env(profile, rank)),
@@ -153,7 +155,7 @@ def _rank(profile: Profile, rank: int, install: str, runtime_path: str, unit: Un
     docker += [Option("-v", (mount.volume(),), mount.origin) for mount in mounts]
     docker += [Option("--env-file", (f"{install}/{env_file.name}",), ()) for env_file in files]
     docker += [Option("--env-file", (runtime_path,), ())] if runtime else []
-    hca = fabric.rdma_devices[0] if roce else None
+    hca = fabric.rdma_devices[0] if fabric is not None and roce else None
     return RankPlan(rank, node.name, node.fabric_ip, node.ssh, node.home, gid_index, hca, files, runtime, mounts,
                     tuple(docker), tuple(profile.engine.launcher), tuple(engine), engram, unit,
                     profile.engine.image)

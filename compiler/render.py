@@ -153,6 +153,7 @@ def secrets_context(profile: Profile) -> dict[str, Any]:
 def _rank_context(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> dict[str, Any]:
     return {"plan": plan, "rank": rank, "profile": profile, "gid_suffix": ipv4_mapped_gid(rank.fabric_ip),
             "deploy": profile.deploy,
+            "fabric_kind": profile.fleet.fabric.kind if profile.fleet.fabric else "single-node",
             **secrets_context(profile)}
 
 

@@ -84,7 +84,9 @@ class Node(Section):
 class Fleet(Section):
     """The nodes and the fabric between them."""
 
-    fabric: Fabric = Field(description="The fabric between the nodes.")
+    fabric: Fabric | None = Field(
+        None, description="The fabric between the nodes; required with more than one node, optional on one.",
+    )
     nodes: list[Node] = Field(
         min_length=1,
         description="Nodes in rank order: the first is rank 0, the head; workers start first, the head last.",

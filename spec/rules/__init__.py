@@ -79,6 +79,6 @@ def rule(id: str, severity: Severity, summary: str, doc: str, bad: str, good: st
 
 def load_all() -> dict[str, Rule]:
     """Import every rule module (they register on import) and return the registry."""
-    from spark_compile.spec.rules import catalogs, engine, fleet, overlay, schema, secrets  # noqa: F401
+    from spark_compile.spec.rules import catalogs, deployment, engine, fleet, overlay, schema, secrets  # noqa: F401
 
     return RULES
