@@ -130,8 +130,8 @@ def _row(path: Path, parent: Path | None, validated: dict[Path, Validated]) -> R
     total = len(new.planned()[1].ranks)
     if parent is None:
         settings = len([k for k in new.resolved.origins if k])
-        return Release(release, path.name, None, (f"first release: {settings} values set",),
-                       (f"{len(rendered_files(new))} files for {total} ranks",))
+        return Release(release, path.name, None, (f"first of its chain: {settings} values set",),
+                       (f"{len(rendered_files(new))} files for {total} rank{'s' * (total != 1)}",))
     result = diff_profiles(validated[parent], new)
     parent_release = validated[parent].planned()[0].release or parent.stem
     return Release(release, path.name, parent_release, _profile_column(result), _artifact_column(result, total))
