@@ -110,16 +110,16 @@ def model_value(model: Any, path: tuple[str | int, ...]) -> Any:
     return model
 
 
-def _default(value: Any) -> Any:
-    return UNSET if value is UNSET else Default(value)
-
-
 class Default(str):
     """A value the profile left out, shown as ``60 (default)``."""
 
     def __new__(cls, value: Any) -> Default:
         shown = value if isinstance(value, str) else json.dumps(getattr(value, "value", value))
         return super().__new__(cls, f"{shown} (default)")
+
+
+def _default(value: Any) -> Any:
+    return UNSET if value is UNSET else Default(value)
 
 
 def profile_changes(old: Resolved, new: Resolved, old_model: Any = None, new_model: Any = None,
@@ -134,8 +134,6 @@ def profile_changes(old: Resolved, new: Resolved, old_model: Any = None, new_mod
             after = b.get(path, _default(model_value(new_model, path)) if new_model else UNSET)
             changes.append(ProfileChange(dotted(path), before, after, _origin(old, path), _origin(new, path)))
     return changes
-
-
 
 
 # Profile paths whose change renames things rather than changing them: folded into one line.
