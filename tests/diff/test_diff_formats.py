@@ -106,3 +106,14 @@ def test_markdown_fences_the_unified_diff_beyond_its_longest_backtick_run() -> N
     diff = ProfileDiff(diff.old_name, diff.new_name, diff.profile, diff.artifacts, {}, unified="+````\n")
     out = FORMATS["markdown"](diff)
     assert "`````diff\n+````\n`````\n" in out
+
+
+def test_json_of_a_no_op_is_identical_with_no_effect(tmp_path: Path) -> None:
+    shutil.copy(REFERENCE_PROFILE, tmp_path / "base.yaml")
+    (tmp_path / "same.yaml").write_text("extends: base.yaml\ncontainer:\n  stop_timeout: 60\n")
+    result = run_cli("diff", "--format", "json", "base.yaml", "same.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert body["identical"] is True and body["artifacts"] == [] and body["folded"] == []
+    assert body["profile"] == [{"path": "container.stop_timeout", "old": "60 (default)", "new": 60,
+                                "old_origin": None, "new_origin": "same.yaml:3", "effect": False}]

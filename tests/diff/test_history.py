@@ -37,3 +37,13 @@ def test_history_orders_parents_first_and_branches_by_version(tmp_path: Path) ->
 def test_history_of_a_file_is_a_usage_error() -> None:
     result = run_cli("history", "spec/profiles/dsv41-4spark.yaml")
     assert result.returncode == 2 and "not a directory" in result.stderr
+
+
+def test_history_markdown_renders_as_one_table_on_github() -> None:
+    import cmarkgfm
+
+    result = run_cli("history", "--format", "markdown", "spec/profiles/releases")
+    assert result.returncode == 0, result.stderr
+    html = cmarkgfm.github_flavored_markdown_to_html(result.stdout)
+    assert html.count("<table>") == 1 and html.count("<tr>") == 1 + 8
+    assert "engine.limits.max_running_requests: 8 → 16" in html.replace("\\_", "_")
