@@ -72,6 +72,7 @@ VALUE_HINTS = {
     "ipv4_network": "write the network in CIDR form with its host bits zero, e.g. 192.0.2.0/24",
     "name": "use lower-case letters, digits and '-', e.g. spark-0",
     "rdma_name": "write the device as `ls /sys/class/infiniband` prints it, e.g. mlx5_0 or rocep1s0f0",
+    "rdma_resource": "name the device plugin's resource (resource: rdma/rdma_shared_device_a), or use mode: hostpath",
     "size": "write a number with an optional unit b, k, m or g, e.g. 112g",
     "snapshot": "write the snapshot directory's name (the commit hash under snapshots/)",
     "ssh_target": "write host or user@host, e.g. spark@192.0.2.11",
@@ -109,7 +110,7 @@ def _message(err: Any, where: str, model: type[BaseModel]) -> tuple[str, str, st
         message = f"{where}: {_RANGE_TEXT[kind].format(**err['ctx'])}, got {_show(value)}"
         return "SC109", message, _range_hint(kind, err["ctx"]), False
     if kind == "unknown_choice":
-        return "SC110", f"{where}: {err['msg']}", "", False
+        return "SC110", f"{where}: {err['msg']}", f"use one of {err['ctx']['known']}", False
     if kind in _CHOICE:
         expected = err["ctx"]["expected"]
         choices = [c.strip(" '") for c in expected.replace(" or ", ",").split(",")]

@@ -14,7 +14,7 @@ from spark_compile.compile import validate
 from spark_compile.diff import diff_profiles
 from spark_compile.resolve import resolve
 
-from conftest import REFERENCE_PROFILE, run_cli
+from conftest import REFERENCE_PROFILE, ROOT, run_cli
 
 UNIT = "sglang-dsv41-4spark.service"
 ALL = (0, 1, 2, 3)
@@ -45,17 +45,17 @@ def _changed_files(result: ProfileDiff) -> set[str]:
             for g in result.artifacts.changes for rank in (g.ranks or (0,))}
 
 
-def _gnu_diff_files(tmp_path: Path, base: Path, changed: Path) -> set[str]:
+def _gnu_diff_files(tmp_path: Path, base: Path, changed: Path, name: str = "dsv41-4spark") -> set[str]:
     """The files GNU diff finds different between the two compiled trees (MANIFEST.json aside)."""
-    for name, profile in (("a", base), ("b", changed)):
-        result = run_cli("compile", str(profile), "--out", str(tmp_path / name))
+    for side, profile in (("a", base), ("b", changed)):
+        result = run_cli("compile", str(profile), "--out", str(tmp_path / side))
         assert result.returncode == 0, result.stderr
-    proc = subprocess.run(["diff", "-rq", "a/dsv41-4spark", "b/dsv41-4spark"], cwd=tmp_path, capture_output=True,
+    proc = subprocess.run(["diff", "-rq", f"a/{name}", f"b/{name}"], cwd=tmp_path, capture_output=True,
                           text=True, check=False)
     assert proc.returncode in (0, 1), proc.stderr
     found = set()
     for line in proc.stdout.splitlines():
-        path = line.split(" and ")[0].removeprefix("Files a/dsv41-4spark/")
+        path = line.split(" and ")[0].removeprefix(f"Files a/{name}/")
         if path != "MANIFEST.json":
             found.add(path)
     return found
@@ -168,3 +168,19 @@ def test_a_revision_starting_with_a_dash_is_refused(tmp_path: Path) -> None:
     result = run_cli("diff", "--", "--output=x:base.yaml", str(base), cwd=tmp_path)
     assert result.returncode == 2
     assert "may not start with '-'" in result.stderr and not (tmp_path / "x").exists()
+
+
+def test_kubernetes_only_setting_shows_in_the_manifests(tmp_path: Path) -> None:
+    shutil.copy(REFERENCE_PROFILE, tmp_path / "base.yaml")
+    k8s = (ROOT / "tests" / "k8s" / "profiles" / "dsv41-k8s.yaml").read_text()
+    (tmp_path / "k8s.yaml").write_text(k8s.replace("extends: ../../../spec/profiles/dsv41-4spark.yaml",
+                                                   "extends: base.yaml"))
+    (tmp_path / "changed.yaml").write_text("extends: k8s.yaml\nkubernetes:\n  namespace: serving\n")
+    old, new = validate(resolve(tmp_path / "k8s.yaml")), validate(resolve(tmp_path / "changed.yaml"))
+    result = diff_profiles(old, new)
+    files = {g.change.file for g in result.artifacts.changes}
+    assert files == {"k8s/configmap.yaml", "k8s/leaderworkerset.yaml", "k8s/service.yaml", "k8s/README.md"}
+    [namespace] = _find(result, "k8s/service.yaml", "metadata.namespace")
+    assert (namespace.ranks, namespace.change.old, namespace.change.new) == ((), "inference", "serving")
+    assert _changed_files(result) == _gnu_diff_files(tmp_path, tmp_path / "k8s.yaml", tmp_path / "changed.yaml",
+                                                     "dsv41-k8s")
