@@ -20,6 +20,7 @@ from spark_compile.diff import diff_profiles, load_checked
 from spark_compile.diff_format import ARROW, ranks_text, show
 from spark_compile.errors import EXIT_OK, InputError
 from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted
+from spark_compile.secrets import redact
 
 if TYPE_CHECKING:
     import jinja2
@@ -67,11 +68,16 @@ class Page:
 
 @functools.cache
 def environment() -> jinja2.Environment:
-    """The page's Jinja environment: autoescape on for every template it loads."""
+    """The page's Jinja environment: autoescape on for every template it loads, every value redacted."""
     import jinja2
+    import markupsafe
+
+    def finalize(value: Any) -> Any:
+        # Every value printed passes redaction; markup built by the template itself (a macro) is already done.
+        return redact(value) if isinstance(value, str) and not isinstance(value, markupsafe.Markup) else value
 
     root = resources.files("spark_compile.templates")
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(root)), autoescape=True,
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(root)), autoescape=True, finalize=finalize,
                               undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 

@@ -176,3 +176,14 @@ def test_screenshot_is_kept(page: Path, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     print(f"screenshot of the review page: {shot}")
+
+
+def test_every_value_on_the_page_is_redacted_and_escaped() -> None:
+    from spark_compile.report_page import Page, SettingRow, render_page
+
+    token = "hf_" + "Z9y8X7w6V5" * 4
+    row = SettingRow("X", {0: f"<b>{token}</b>"}, token, "engine.env.X", "p.yaml:3")
+    page = Page(f"t <i>{token}", [("description", token)], [], [], [("engine.env", [row])])
+    html = render_page(page)
+    assert "Z9y8X7w6V5" not in html and html.count("(redacted)") >= 4
+    assert "<b>" not in html and "&lt;b&gt;(redacted)&lt;/b&gt;" in html and "<i>" not in html
