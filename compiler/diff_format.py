@@ -132,6 +132,7 @@ def markdown(result: ProfileDiff) -> str:
         out += [f"| {md(c.path)} | {md(c.old)} | {md(c.new)} | {md(_origin(c) or '')} |" for c in result.profile]
         out.append("")
     out += [f"- {md(fold_text(fold))}" for fold in result.artifacts.folds]
+    out += [""] if result.artifacts.folds else []
     changes = result.artifacts.changes
     out += [f"**Artifacts: {len(changes)} change{'s' * (len(changes) != 1)}**", ""]
     if changes:

@@ -117,3 +117,11 @@ def test_json_of_a_no_op_is_identical_with_no_effect(tmp_path: Path) -> None:
     assert body["identical"] is True and body["artifacts"] == [] and body["folded"] == []
     assert body["profile"] == [{"path": "container.stop_timeout", "old": "60 (default)", "new": 60,
                                 "old_origin": None, "new_origin": "same.yaml:3", "effect": False}]
+
+
+def test_markdown_keeps_the_rename_apart_from_the_artifacts_heading() -> None:
+    result = run_cli("diff", "--format", "markdown", "spec/profiles/releases/production-1.1.yaml",
+                     "spec/profiles/releases/production-1.2.yaml")
+    html = cmarkgfm.github_flavored_markdown_to_html(result.stdout)
+    assert "<li>release: production-1.1 → production-1.2; every mention follows (13 lines in 13 files)</li>" in html
+    assert "<p><strong>Artifacts: 21 changes</strong></p>" in html
