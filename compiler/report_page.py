@@ -159,7 +159,8 @@ def _ranks(plan: LaunchPlan) -> list[dict[str, Any]]:
     order = plan.start_order
     return [{"rank": str(r.rank), "node": r.node, "role": "head" if r.is_head else "worker",
              "fabric_ip": r.fabric_ip, "ssh": r.ssh, "start": str(order.index(r.rank) + 1),
-             "gid": "probed at start" if r.gid_index is None else str(r.gid_index),
+             "gid": str(r.gid_index) if r.gid_index is not None else
+             "probed at start" if "NCCL_IB_GID_INDEX" in r.runtime_env else "-",
              "engram": "-" if r.engram is None else f"{r.engram.source}: {r.engram.directory}",
              "status": "same", "was": {}} for r in plan.ranks]
 
