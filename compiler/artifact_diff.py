@@ -93,8 +93,8 @@ class Renamer:
         # Whole words only: a name "prod" does not rename "production", "1.7" is not part of "1.7.1".
         self.patterns = [re.compile(rf"(?<![A-Za-z0-9]){re.escape(old)}(?![A-Za-z0-9]|\.[0-9])")
                          for _, old, _ in self.folds]
-        self.claimers = sorted({c for c in claimers if any(old in c for _, old, _ in self.folds)}, key=len,
-                               reverse=True)
+        self.claimers = sorted({c for c in claimers if any(old in c for _, old, _ in self.folds)},
+                               key=lambda c: (-len(c), c))
         self.counts: dict[str, list[int]] = {path: [0, 0] for path, _, _ in self.folds}
 
     def line(self, text: str) -> tuple[str, set[str]]:

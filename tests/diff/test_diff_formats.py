@@ -125,3 +125,12 @@ def test_markdown_keeps_the_rename_apart_from_the_artifacts_heading() -> None:
     html = cmarkgfm.github_flavored_markdown_to_html(result.stdout)
     assert "<li>release: production-1.1 → production-1.2; every mention follows (13 lines in 13 files)</li>" in html
     assert "<p><strong>Artifacts: 21 changes</strong></p>" in html
+
+
+def test_every_format_is_deterministic_across_hash_seeds_locales_and_zones() -> None:
+    sides = ("spec/profiles/releases/production-1.6.yaml", "spec/profiles/releases/production-1.7.yaml")
+    for fmt in ("text", "json", "markdown"):
+        runs = {run_cli("diff", "--format", fmt, "--unified", *sides,
+                        env={"PYTHONHASHSEED": seed, "TZ": zone, "LC_ALL": locale}).stdout
+                for seed, zone, locale in (("1", "UTC", "C"), ("2", "Asia/Tokyo", "C.UTF-8"))}
+        assert len(runs) == 1, fmt
