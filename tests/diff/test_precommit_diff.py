@@ -64,3 +64,15 @@ def test_pre_commit_hook_prints_the_diff(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "engine.limits.max_running_requests: 16 → 24" in result.stdout
     assert "    +   --max-running-requests 24 \\" in result.stdout
+
+
+def test_report_against_a_git_revision(tmp_path: Path) -> None:
+    repo = _infra(tmp_path)
+    page = tmp_path / "page.html"
+    result = run_cli("report", PROFILE, "--against", f"HEAD:{PROFILE}", "-o", str(page), cwd=repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+    html = page.read_text()
+    assert '<li class="change" data-path="engine.limits.max_running_requests">' in html
+    assert "Changes against <code>HEAD:spec/profiles/dsv41-4spark.yaml</code>" in html
+    refused = run_cli("report", PROFILE, f"--against=-x:{PROFILE}", cwd=repo)
+    assert refused.returncode == 2 and "may not start with '-'" in refused.stderr
