@@ -34,10 +34,12 @@ class Change:
 
 @dataclass(frozen=True)
 class Grouped:
-    """A change with the ranks it happens on (empty for files that belong to no rank)."""
+    """A change with the ranks it happens on (empty for a shared file's key of no rank); ``shared`` when the
+    file is not in a rank's folder (plan.json, fleet/, k8s/), though a key of it may belong to a rank."""
 
     ranks: tuple[int, ...]
     change: Change
+    shared: bool = False
 
 
 @dataclass(frozen=True)
@@ -203,10 +205,18 @@ def _sequence_changes(file: str, key: str, a: list[Any], b: list[Any]) -> list[C
         if tag == "equal":
             continue
         context = 1 if i1 > 0 and j1 > 0 else 0
-        old = " ".join(words_a[i1 - context:i2]) if i2 > i1 else None
-        new = " ".join(words_b[j1 - context:j2]) if j2 > j1 else None
+        old = " ".join(words_a[i1 - context:i2]) or None
+        new = " ".join(words_b[j1 - context:j2]) or None
         out.append(Change(file, key, old, new))
     return out
+
+
+# A one-line value longer than this is compared word by word (a whole argv in one variable).
+LONG_VALUE = 120
+
+
+def _long_line(value: str) -> bool:
+    return len(value) > LONG_VALUE and "\n" not in value
 
 
 def _keyed_changes(file: str, a: dict[str, Any], b: dict[str, Any]) -> list[Change]:
@@ -217,6 +227,8 @@ def _keyed_changes(file: str, a: dict[str, Any], b: dict[str, Any]) -> list[Chan
             continue
         if isinstance(old, list) and isinstance(new, list):
             out += _sequence_changes(file, key, old, new)
+        elif isinstance(old, str) and isinstance(new, str) and _long_line(old) and _long_line(new):
+            out += _sequence_changes(file, key, old.split(), new.split())  # a command line: the words that changed
         else:
             out.append(Change(file, key, None if key not in a else _leaf(old), None if key not in b else _leaf(new)))
     return out
@@ -257,12 +269,18 @@ def _rank_of(path: str, rank_dirs: dict[str, int]) -> tuple[int | None, str]:
     return None, path
 
 
-def _json_rank_split(change: Change) -> tuple[int | None, Change]:
-    """plan.json's ``ranks[2].env.X`` belongs to rank 2, as ``ranks[].env.X``."""
-    found = re.match(r"^ranks\[(\d+)\]\.?(.*)$", change.key)
+_PER_RANK_KEY = re.compile(r"^(?:ranks\[(\d+)\]\.?(.*)|rank(\d+)_(.*))$")
+
+
+def _rank_split(change: Change) -> tuple[int | None, Change]:
+    """A key of a shared file that belongs to one rank: plan.json's ``ranks[2].env.X`` (as ``ranks[].env.X``)
+    and fleet.env's ``rank2_docker`` (as ``rank_docker``)."""
+    found = _PER_RANK_KEY.match(change.key)
     if not found:
         return None, change
-    return int(found[1]), Change(change.file, f"ranks[].{found[2]}", change.old, change.new)
+    if found[1] is not None:
+        return int(found[1]), Change(change.file, f"ranks[].{found[2]}", change.old, change.new)
+    return int(found[3]), Change(change.file, f"rank_{found[4]}", change.old, change.new)
 
 
 def compare(old: Side, new: Side, renamer: Renamer) -> Comparison:
@@ -280,6 +298,7 @@ def compare(old: Side, new: Side, renamer: Renamer) -> Comparison:
             if target != path:
                 result.renamed.append((path, target))
     grouped: dict[Change, list[int]] = {}
+    shared: set[Change] = set()
     targets = set(matched.values())
     pairs = [*matched.items(), *((p, None) for p in old.files if p not in matched),
              *((None, p) for p in new.files if p not in targets)]
@@ -289,11 +308,14 @@ def compare(old: Side, new: Side, renamer: Renamer) -> Comparison:
         before = renamer.text(old.files[old_path].decode()) if old_path else None
         after = new.files[new_path].decode() if new_path else None
         for found in file_changes(name, file_kind(name), before, after):
-            change_rank, change = _json_rank_split(found) if rank is None else (rank, found)
+            change_rank, change = _rank_split(found) if rank is None else (rank, found)
             grouped.setdefault(change, [])
+            if rank is None:
+                shared.add(change)
             if change_rank is not None:
                 grouped[change].append(change_rank)
-    result.changes = [Grouped(tuple(sorted(set(ranks))), change) for change, ranks in grouped.items()]
+    result.changes = [Grouped(tuple(sorted(set(ranks))), change, change in shared)
+                      for change, ranks in grouped.items()]
     result.folds = [Fold(path, old_value, new_value, renamer.counts[path][0], renamer.counts[path][1],
                          renamed=len(result.renamed) if path == "name" else 0)
                     for path, old_value, new_value in renamer.folds]

@@ -101,7 +101,7 @@ def _artifact_column(result: ProfileDiff, total: int) -> tuple[str, ...]:
     entries = [fold_text(fold) for fold in result.artifacts.folds if fold.path != "release"]
     others = []
     for group in result.artifacts.changes:
-        if group.ranks and group.change.file != "plan.json":
+        if not group.shared:
             entries += _artifact_entry(group, total)
         elif group.change.file not in others:
             others.append(group.change.file)

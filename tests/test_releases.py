@@ -37,11 +37,12 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
     r = "spec/profiles/releases/production-"
     profile, artifacts = result.stdout.split("artifacts: ")
     assert profile == (
-        "profile: 10 changes\n"
+        "profile: 11 changes\n"
         f"  release: production-1.7 → production-1.7.1  ({r}1.7.1.yaml:6)\n"
         "  engine.image: aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7 → "
         f"aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7.1  ({r}1.7.1.yaml:8)\n"
         f"  engine.speculative.dspark_block_size: 15 → 5  ({r}1.7.1.yaml:10)\n"
+        f"  operations.verify.hooks_armed: (unset) → 21  ({r}1.7.1.yaml:24)\n"
         f"  engine.env.CUDA_LOG_FILE: stderr → (unset)  ({r}1.6.yaml:12)\n"
         f"  engine.env.SGLANG_RAGGED_VERIFY_MODE: compact → (unset)  ({r}1.7.yaml:13)\n"
         f"  overlay.lookup_draft: true → (unset)  ({r}1.7.yaml:15)\n"
@@ -54,8 +55,8 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
     # the release label's mentions are folded into one line, the image tag that contains it is not.
     lines = artifacts.splitlines()
     assert lines[:2] == [
-        "44 changes besides 1 rename",
-        "  release: production-1.7 → production-1.7.1; every mention follows (13 lines in 13 files)",
+        "43 changes besides 1 rename",
+        "  release: production-1.7 → production-1.7.1; every mention follows (12 lines in 12 files)",
     ]
     for expected in (
         "  ranks 0-3 docker-run.sh:  (from engine.speculative.dspark_block_size)\n"
@@ -71,6 +72,9 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
         "  ranks 0-3 plan.json: ranks[].engine_argv --speculative-dspark-block-size 15 → "
         "--speculative-dspark-block-size 5  (from engine.speculative.dspark_block_size)\n",
         "  README.md:\n    - | `SPARK_LOOKUP_DRAFT` | `1` (differs) | `0` |\n",
+        "  ranks 0-3 fleet/fleet.env: rank_docker --speculative-dspark-block-size 15 → "
+        "--speculative-dspark-block-size 5  (from engine.speculative.dspark_block_size)\n",
+        "  fleet/fleet.env: rank_hooks (14 14 14 14) → (21 21 21 21)\n",
     ):
         assert expected in artifacts
 
@@ -87,8 +91,8 @@ def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
         f"aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2  ({r}1.2.yaml:7)\n"
         f"  engine.limits.max_running_requests: 8 → 16  ({r}1.2.yaml:9)\n"
         f"  overlay.engram_early: (unset) → true  ({r}1.2.yaml:11)\n"
-        "artifacts: 21 changes besides 1 rename\n"
-        "  release: production-1.1 → production-1.2; every mention follows (13 lines in 13 files)\n"
+        "artifacts: 20 changes besides 1 rename\n"
+        "  release: production-1.1 → production-1.2; every mention follows (12 lines in 12 files)\n"
         "  ranks 0-3 docker-run.sh:\n"
         "    -   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1 \\\n"
         "    +   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2 \\\n"

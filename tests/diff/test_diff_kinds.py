@@ -41,7 +41,7 @@ def _find(result: ProfileDiff, file: str, key: str) -> list[Grouped]:
 
 def _changed_files(result: ProfileDiff) -> set[str]:
     dirs = {0: "0-spark-0", 1: "1-spark-1", 2: "2-spark-2", 3: "3-spark-3"}
-    return {f"{dirs[rank]}/{g.change.file}" if g.ranks and g.change.file != "plan.json" else g.change.file
+    return {g.change.file if g.shared else f"{dirs[rank]}/{g.change.file}"
             for g in result.artifacts.changes for rank in (g.ranks or (0,))}
 
 

@@ -140,6 +140,7 @@ def test_each_change_is_highlighted(dom: Elements) -> None:
     changed = {a["data-path"] for a, _ in dom.select("li") if "data-path" in a}
     assert changed == {"release", "description", "engine.image", "engine.speculative.dspark_block_size",
                        "fleet.nodes[2].fabric_ip", "fleet.nodes[2].ssh", "model.engram.tables[1]",
+                       "operations.verify.hooks_armed",
                        "engine.env.CUDA_LOG_FILE", "engine.env.SGLANG_RAGGED_VERIFY_MODE", "nccl.extra.NCCL_BUFFSIZE",
                        *(f"overlay.lookup_{k}" for k in ("draft", "mode", "sync_gate", "narrow_slots", "fused_c2"))}
     artifacts = " | ".join(text for _, text in dom.select("li", "change"))
