@@ -82,14 +82,19 @@ def environment() -> jinja2.Environment:
 
 
 def where_set(validated: Validated, path: ProfilePath) -> str:
-    """``file:line`` of the profile value at ``path`` (or the nearest section that holds it); else default."""
+    """``file:line`` of the profile value at ``path``; a value derived from a whole section (or the nearest
+    one that holds it) says so, since no single line set it; else the default."""
     origins = validated.resolved.origins
     while path and path not in origins:
         path = path[:-1]
     if not path:
         return "not in the profile (default)"
     pos = origins[path].spot.value
-    return f"{pos.file}:{pos.line}"
+    value: Any = validated.resolved.data
+    for part in path:
+        value = value[part] if isinstance(value, dict | list) else None
+    where = f"{pos.file}:{pos.line}"
+    return f"derived from {dotted(path)} ({where})" if isinstance(value, dict | list) else where
 
 
 def _defaults(kind: str) -> dict[str, str]:
