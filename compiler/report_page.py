@@ -92,7 +92,10 @@ def where_set(validated: Validated, path: ProfilePath) -> str:
     pos = origins[path].spot.value
     value: Any = validated.resolved.data
     for part in path:
-        value = value[part] if isinstance(value, dict | list) else None
+        if isinstance(value, dict):
+            value = value.get(part)
+        else:
+            value = value[part] if isinstance(value, list) and isinstance(part, int) else None
     where = f"{pos.file}:{pos.line}"
     return f"derived from {dotted(path)} ({where})" if isinstance(value, dict | list) else where
 
