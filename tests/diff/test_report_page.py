@@ -6,6 +6,7 @@ Expected values come from the profile YAML and the partition formula (lo = N*r /
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -188,3 +189,15 @@ def test_every_value_on_the_page_is_redacted_and_escaped() -> None:
     html = render_page(page)
     assert "Z9y8X7w6V5" not in html and html.count("(redacted)") >= 4
     assert "<b>" not in html and "&lt;b&gt;(redacted)&lt;/b&gt;" in html and "<i>" not in html
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (ROOT / "spec" / "profiles" / "examples").glob("*.yaml")))
+def test_every_shipped_example_gets_a_page(example: str) -> None:
+    path = ROOT / "spec" / "profiles" / "examples" / example
+    result = run_cli("report", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    parsed = Elements()
+    parsed.feed(result.stdout)
+    ranks = [a["data-rank"] for a, _ in parsed.select("tr") if a.get("id", "").startswith("rank-")]
+    plan = run_cli("plan", str(path), "--json")
+    assert ranks == [str(r["rank"]) for r in json.loads(plan.stdout)["ranks"]]
