@@ -44,6 +44,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="also fail when the committed output of each profile is stale (drift)")
     check.add_argument("--out", type=Path, default=None,
                        help="with --generated: the output root (default: generated/ beside spec/)")
+    check.add_argument("--engine", action="store_true",
+                       help="also run SGLang's own resolution and boot checks on every rank (in the engine venv)")
+    check.add_argument("--engine-python", default=None,
+                       help="with --engine: the engine venv's interpreter (default: $ENGINE_PYTHON, else .venv-engine)")
     plan = sub.add_parser("plan", help="print the launch plan")
     plan.add_argument("profile", type=Path)
     plan.add_argument("--json", action="store_true", help="machine-readable plan (the default form)")
@@ -85,7 +89,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     findings: list[Finding] = []
     for path in args.profiles:
         outcome = load_and_validate(path)
-        findings += [outcome] if isinstance(outcome, Finding) else outcome.findings
+        if isinstance(outcome, Finding):
+            findings.append(outcome)
+            continue
+        found = outcome.findings
+        if args.engine and outcome.profile is not None:
+            from .engine_check import engine_findings
+
+            found = sorted(found + engine_findings(outcome, args.engine_python), key=Finding.sort_key)
+        findings += found
     sys.stdout.write(render(findings, args.format, len(args.profiles)))
     status = EXIT_FINDINGS if has_errors(findings, strict=args.strict) else EXIT_OK
     if args.generated and status == EXIT_OK:

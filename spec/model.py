@@ -120,6 +120,11 @@ class Model(Section):
         " it.",
     )
     engram: Engram | None = Field(None, description="Engram tables, for models that have them.")
+    config_json: Text | None = Field(
+        None,
+        description="The checkpoint's config.json for `check --engine`, relative to the profile file that names it "
+        "(a committed copy); unset: <holder_repo or repo>/snapshots/<snapshot>/config.json on the checking machine.",
+    )
 
 
 class Parallel(Section):
@@ -237,6 +242,11 @@ class Engine(Section):
     env: dict[EnvName, EnvValue] = Field(
         {},
         description="Further engine environment (SGLANG_*, PYTORCH_*, CUDA_*, ...).",
+    )
+    accept_rewrites: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], Scalar] = Field(
+        {},
+        description="Values SGLang's resolution sets a written flag to that this profile accepts (flag name without "
+        "dashes -> resolved value); `check --engine` reports any other rewrite as an error.",
     )
 
 

@@ -90,6 +90,6 @@ def rule(id: str, severity: Severity, summary: str, doc: str, bad: str, good: st
 
 def load_all() -> dict[str, Rule]:
     """Import every rule module (they register on import) and return the registry."""
-    from . import catalogs, engine, fleet, overlay, schema, secrets  # noqa: F401
+    from . import catalogs, engine, fleet, overlay, resolution, schema, secrets  # noqa: F401
 
     return RULES

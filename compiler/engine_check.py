@@ -1,0 +1,253 @@
+"""Stage: `check --engine`, SGLang's own judgement of every rank's arguments, on simulated hardware.
+
+The compiler's process never imports sglang or torch: ``sglang_resolve_probe.py`` runs in the engine
+venv's interpreter, in a subprocess, once per profile (all ranks in one run). What it reports becomes
+findings at the profile line that set the value: a value SGLang resolves differently from what the plan
+wrote (SC501, unless ``engine.accept_rewrites`` accepts it), an error SGLang would raise at boot (SC502),
+a check that could not run here and why (SC503), and an accepted rewrite that no longer happens (SC504).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .catalog_extract import default_engine_python
+from .findings import Finding
+from .plan import LaunchPlan, build_plan
+from .validate import Validated, locate
+
+PROBE = Path(__file__).resolve().with_name("sglang_resolve_probe.py")
+PROBE_TIMEOUT_S = 900.0
+# A written value that asks SGLang to choose: resolving it is not a rewrite.
+CHOOSE_FOR_ME = (None, "auto")
+
+YamlPath = tuple[str | int, ...]
+
+
+class NotRun(Exception):
+    """The engine check could not run for this profile; the message says why."""
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One written flag SGLang resolves to another value, and the ranks where it does."""
+
+    option: str
+    wrote: Any
+    resolved: Any
+    sources: tuple[str, ...]
+    ranks: tuple[int, ...]
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _same(wrote: Any, resolved: Any) -> bool:
+    return wrote == resolved or _show(wrote) == _show(resolved)
+
+
+def config_json(validated: Validated) -> Path:
+    """The checkpoint's config.json the profile names, or NotRun saying where it was looked for."""
+    model = validated.profile.model
+    if model.config_json is not None:
+        origin = validated.resolved.origin(("model", "config_json")).spot.value.file
+        path = Path(origin).parent / model.config_json
+        if not path.is_file():
+            raise NotRun(f"model.config_json names {path}, which is not a file here")
+        return path
+    path = Path(model.holder_repo or model.repo) / "snapshots" / model.snapshot / "config.json"
+    if not path.is_file():
+        raise NotRun(f"no config.json: {path} is not on this machine and model.config_json is unset "
+                     "(commit a copy of the checkpoint's config.json beside the profile and name it there)")
+    return path
+
+
+def hardware_request(name: str) -> dict[str, Any]:
+    """The device facts the probe answers torch's queries with, from the hardware catalog."""
+    from .spec.hardware import HARDWARE
+
+    hw = HARDWARE[name]
+    return {"name": hw.name, "capability": list(hw.sm), "gpus": hw.gpus_per_node, "memory_gib": hw.gpu_memory_gb,
+            "gpu_name": hw.gpu_name or hw.name, "unified": hw.unified_memory, "machine": hw.cpu_arch}
+
+
+def probe_request(validated: Validated, plan: LaunchPlan, model_dir: Path) -> dict[str, Any]:
+    """What the probe gets on stdin: hardware, the container-to-local path map, every rank's argv and env."""
+    model = validated.profile.model
+    snapshot = f"{model.container_repo}/snapshots/{model.snapshot}"
+    ranks = [{"rank": r.rank, "argv": list(r.engine_argv), "env": r.env} for r in plan.ranks]
+    return {"hardware": hardware_request(validated.profile.hardware), "paths": {snapshot: str(model_dir)},
+            "ranks": ranks}
+
+
+def run_probe(python: str, request: dict[str, Any]) -> dict[str, Any]:
+    """Run the probe with the engine interpreter; its JSON result, or NotRun with the reason."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SGLANG_", "SGL_", "PYTHON"))}
+    try:
+        proc = subprocess.run([python, "-I", str(PROBE)], input=json.dumps(request), capture_output=True,
+                              text=True, encoding="utf-8", env=env, timeout=PROBE_TIMEOUT_S, check=False)
+    except (FileNotFoundError, PermissionError):
+        raise NotRun(f"engine interpreter {python} cannot be run (make one with .ci/install-engine)") from None
+    except subprocess.TimeoutExpired:
+        raise NotRun(f"SGLang's resolution did not finish within {PROBE_TIMEOUT_S:.0f} s") from None
+    if proc.returncode != 0:
+        lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+        raise NotRun(f"the resolution probe failed (exit {proc.returncode}): {lines[-1] if lines else 'no output'}")
+    try:
+        result: dict[str, Any] = json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        raise NotRun(f"the resolution probe printed invalid JSON: {exc}") from None
+    return result
+
+
+def rewrites(ranks: list[dict[str, Any]]) -> list[Rewrite]:
+    """Every written flag whose resolved value differs, merged over the ranks where it does."""
+    merged: dict[tuple[str, str, str], Rewrite] = {}
+    for rank in ranks:
+        for entry in rank["written"].values():
+            if "resolved" not in entry or entry["value"] in CHOOSE_FOR_ME or _same(entry["value"], entry["resolved"]):
+                continue
+            key = (entry["option"], _show(entry["value"]), _show(entry["resolved"]))
+            old = merged.get(key)
+            ranks_seen = (*old.ranks, rank["rank"]) if old else (rank["rank"],)
+            merged[key] = Rewrite(entry["option"], entry["value"], entry["resolved"],
+                                  tuple(dict.fromkeys(entry["sources"])), ranks_seen)
+    return list(merged.values())
+
+
+def flag_path(validated: Validated, option: str, rank: int | None = None) -> YamlPath:
+    """The profile path that set ``option`` in the plan's argv."""
+    from .spec.rules.engine import TYPED_FLAGS
+
+    profile = validated.profile
+    name = option.removeprefix("--")
+    if name in profile.engine.args or f"no-{name}" in profile.engine.args:
+        return ("engine", "args", name if name in profile.engine.args else f"no-{name}")
+    if name in ("nnodes", "node-rank") and rank is not None:
+        return ("fleet", "nodes", rank)
+    typed = TYPED_FLAGS.get(name)
+    if typed is None:
+        return ("engine",)
+    path = tuple(part for part in typed.split(".") if part)
+    present = validated.resolved.origins
+    while len(path) > 1 and path not in present:
+        path = path[:-1]  # a model default: point at the section that would set it
+    return path
+
+
+def _where(ranks: tuple[int, ...], total: int) -> str:
+    if len(ranks) == total:
+        return "on every rank" if total > 1 else ""
+    return "on rank " + ", ".join(str(r) for r in ranks) if len(ranks) == 1 else \
+        "on ranks " + ", ".join(str(r) for r in ranks)
+
+
+def _finding(validated: Validated, path: YamlPath, rule: str, message: str, hint: str,
+             *, at_key: bool = False) -> Finding:
+    from .spec.rules import RULES, load_all
+
+    load_all()
+    return locate(validated.resolved, path, rule, RULES[rule].severity, message, hint, at_key=at_key)
+
+
+def _rewrite_findings(validated: Validated, build: str, found: list[Rewrite], total: int) -> list[Finding]:
+    accepted = validated.profile.engine.accept_rewrites
+    out: list[Finding] = []
+    for rw in found:
+        name = rw.option.removeprefix("--")
+        if name in accepted and _same(accepted[name], rw.resolved):
+            continue
+        where = _where(rw.ranks, total)
+        by = f" ({', '.join(rw.sources)})" if rw.sources else ""
+        message = (f"{build} resolves {rw.option} {_show(rw.wrote)} to {_show(rw.resolved)}{by}"
+                   + (f" {where}" if where else ""))
+        hint = (f"write {_show(rw.resolved)}, or accept it with engine.accept_rewrites: "
+                f"{{{name}: {_show(rw.resolved)}}}")
+        out.append(_finding(validated, flag_path(validated, rw.option, rw.ranks[0]), "SC501", message, hint))
+    happened = {(rw.option.removeprefix("--"), _show(rw.resolved)) for rw in found}
+    for name, value in accepted.items():
+        if (name, _show(value)) not in happened:
+            out.append(_finding(validated, ("engine", "accept_rewrites", name), "SC504",
+                                f"{build} does not resolve --{name} to {_show(value)} here",
+                                "remove the acceptance, or fix the value it names", at_key=True))
+    return out
+
+
+def _mention(error: str, dest: str, entry: dict[str, Any]) -> int:
+    """Where SGLang's message first names a written flag: option, field (dashes, spaces or underscores)
+    or, failing those, its value; -1 when it does not."""
+    import re
+
+    spellings = [re.escape(entry["option"]), r"\b" + re.escape(dest).replace("_", "[_ -]")]
+    value = entry["value"]
+    if isinstance(value, str) and len(value) >= 3:
+        spellings.append(r"\b" + re.escape(value) + r"\b")
+    hits = [m.start() for pattern in spellings if (m := re.search(pattern, error))]
+    return min(hits) if hits else -1
+
+
+def _error_path(validated: Validated, rank: dict[str, Any], error: str) -> YamlPath:
+    """The profile path of the written flag SGLang's message names first."""
+    named = [(at, entry["option"]) for dest, entry in rank["written"].items()
+             if (at := _mention(error, dest, entry)) >= 0]
+    if not named:
+        return ("engine", "catalog")
+    return flag_path(validated, min(named)[1], rank["rank"])
+
+
+def _refusal_findings(validated: Validated, build: str, ranks: list[dict[str, Any]]) -> list[Finding]:
+    grouped: dict[tuple[str, str, str], list[int]] = {}
+    for rank in ranks:
+        if rank["outcome"] != "ok":
+            grouped.setdefault((rank["outcome"], rank["stage"] or "", rank["error"] or ""), []).append(rank["rank"])
+    out: list[Finding] = []
+    for (outcome, stage, error), numbers in grouped.items():
+        where = _where(tuple(numbers), len(ranks))
+        first = next(r for r in ranks if r["rank"] == numbers[0])
+        if outcome == "refused":
+            message = f"{build} refuses the arguments at boot ({stage}){' ' + where if where else ''}: {error}"
+            out.append(_finding(validated, _error_path(validated, first, error), "SC502", message,
+                                "change the value SGLang names, or the setting it depends on"))
+        else:
+            message = f"SGLang's {stage} step could not run here{' ' + where if where else ''}: {error}"
+            out.append(_finding(validated, ("engine", "catalog"), "SC503", message,
+                                "this machine lacks what that step needs; the rest was checked"))
+    return out
+
+
+def _engine_build(validated: Validated) -> str:
+    return validated.profile.engine.catalog
+
+
+def engine_findings(validated: Validated, python: str | None = None) -> list[Finding]:
+    """SGLang's own verdict on every rank of a schema-valid profile, as findings."""
+    build = _engine_build(validated)
+    try:
+        model_config = config_json(validated)
+        python = python or default_engine_python()
+        if python is None:
+            raise NotRun("no engine interpreter: set ENGINE_PYTHON or make .venv-engine with .ci/install-engine")
+        plan = validated.plan or build_plan(validated.profile)
+        with tempfile.TemporaryDirectory(prefix="spark-engine-") as tmp:
+            shutil.copyfile(model_config, Path(tmp) / "config.json")
+            result = run_probe(python, probe_request(validated, plan, Path(tmp)))
+        if f"sglang-{result['sglang']}" != build:
+            raise NotRun(f"the engine interpreter runs sglang-{result['sglang']}, but engine.catalog selects {build}; "
+                         f"point ENGINE_PYTHON at a venv with {build}")
+    except NotRun as why:
+        return [_finding(validated, ("engine", "catalog"), "SC503", f"engine checks for {build} did not run: {why}",
+                         "run `check --engine` where the engine venv and the model's config.json are")]
+    ranks: list[dict[str, Any]] = result["ranks"]
+    findings = _rewrite_findings(validated, build, rewrites(ranks), len(ranks))
+    findings += _refusal_findings(validated, build, ranks)
+    return sorted(findings, key=Finding.sort_key)
