@@ -86,18 +86,16 @@ def _validated_or_exit(path: Path, fmt: str = "text") -> Validated:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Validate every profile named; print all findings; exit 1 on errors (or warnings with --strict)."""
-    findings: list[Finding] = []
-    for path in args.profiles:
-        outcome = load_and_validate(path)
-        if isinstance(outcome, Finding):
-            findings.append(outcome)
-            continue
-        found = outcome.findings
-        if args.engine and outcome.profile is not None:
-            from .engine_check import engine_findings
+    outcomes = [load_and_validate(path) for path in args.profiles]
+    per_profile = [[o] if isinstance(o, Finding) else list(o.findings) for o in outcomes]
+    if args.engine:
+        from .engine_check import engine_findings_many
 
-            found = sorted(found + engine_findings(outcome, args.engine_python), key=Finding.sort_key)
-        findings += found
+        checked = [i for i, o in enumerate(outcomes) if not isinstance(o, Finding) and o.profile is not None]
+        verdicts = engine_findings_many([outcomes[i] for i in checked], args.engine_python)  # type: ignore[misc]
+        for i, extra in zip(checked, verdicts, strict=True):
+            per_profile[i] = sorted(per_profile[i] + extra, key=Finding.sort_key)
+    findings = [f for found in per_profile for f in found]
     sys.stdout.write(render(findings, args.format, len(args.profiles)))
     status = EXIT_FINDINGS if has_errors(findings, strict=args.strict) else EXIT_OK
     if args.generated and status == EXIT_OK:

@@ -31,7 +31,7 @@ CHOOSE_FOR_ME = (None, "auto")
 YamlPath = tuple[str | int, ...]
 
 
-class NotRun(Exception):
+class NotRunError(Exception):
     """The engine check could not run for this profile; the message says why."""
 
 
@@ -57,17 +57,17 @@ def _same(wrote: Any, resolved: Any) -> bool:
 
 
 def config_json(validated: Validated) -> Path:
-    """The checkpoint's config.json the profile names, or NotRun saying where it was looked for."""
+    """The checkpoint's config.json the profile names, or NotRunError saying where it was looked for."""
     model = validated.profile.model
     if model.config_json is not None:
         origin = validated.resolved.origin(("model", "config_json")).spot.value.file
-        path = Path(origin).parent / model.config_json
+        path = Path(str(origin)).parent / str(model.config_json)
         if not path.is_file():
-            raise NotRun(f"model.config_json names {path}, which is not a file here")
+            raise NotRunError(f"model.config_json names {path}, which is not a file here")
         return path
-    path = Path(model.holder_repo or model.repo) / "snapshots" / model.snapshot / "config.json"
+    path = Path(str(model.holder_repo or model.repo)) / "snapshots" / str(model.snapshot) / "config.json"
     if not path.is_file():
-        raise NotRun(f"no config.json: {path} is not on this machine and model.config_json is unset "
+        raise NotRunError(f"no config.json: {path} is not on this machine and model.config_json is unset "
                      "(commit a copy of the checkpoint's config.json beside the profile and name it there)")
     return path
 
@@ -81,32 +81,33 @@ def hardware_request(name: str) -> dict[str, Any]:
             "gpu_name": hw.gpu_name or hw.name, "unified": hw.unified_memory, "machine": hw.cpu_arch}
 
 
-def probe_request(validated: Validated, plan: LaunchPlan, model_dir: Path) -> dict[str, Any]:
-    """What the probe gets on stdin: hardware, the container-to-local path map, every rank's argv and env."""
+def probe_job(validated: Validated, model_dir: Path) -> dict[str, Any]:
+    """One profile's part of the probe's request: the container-to-local path map, every rank's argv and env."""
     model = validated.profile.model
+    plan: LaunchPlan = validated.plan or build_plan(validated.profile)
     snapshot = f"{model.container_repo}/snapshots/{model.snapshot}"
     ranks = [{"rank": r.rank, "argv": list(r.engine_argv), "env": r.env} for r in plan.ranks]
-    return {"hardware": hardware_request(validated.profile.hardware), "paths": {snapshot: str(model_dir)},
-            "ranks": ranks}
+    return {"paths": {snapshot: str(model_dir)}, "ranks": ranks}
 
 
 def run_probe(python: str, request: dict[str, Any]) -> dict[str, Any]:
-    """Run the probe with the engine interpreter; its JSON result, or NotRun with the reason."""
+    """Run the probe with the engine interpreter; its JSON result, or NotRunError with the reason."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SGLANG_", "SGL_", "PYTHON"))}
     try:
         proc = subprocess.run([python, "-I", str(PROBE)], input=json.dumps(request), capture_output=True,
                               text=True, encoding="utf-8", env=env, timeout=PROBE_TIMEOUT_S, check=False)
     except (FileNotFoundError, PermissionError):
-        raise NotRun(f"engine interpreter {python} cannot be run (make one with .ci/install-engine)") from None
+        raise NotRunError(f"engine interpreter {python} cannot be run (make one with .ci/install-engine)") from None
     except subprocess.TimeoutExpired:
-        raise NotRun(f"SGLang's resolution did not finish within {PROBE_TIMEOUT_S:.0f} s") from None
+        raise NotRunError(f"SGLang's resolution did not finish within {PROBE_TIMEOUT_S:.0f} s") from None
     if proc.returncode != 0:
         lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
-        raise NotRun(f"the resolution probe failed (exit {proc.returncode}): {lines[-1] if lines else 'no output'}")
+        last = lines[-1] if lines else "no output"
+        raise NotRunError(f"the resolution probe failed (exit {proc.returncode}): {last}")
     try:
         result: dict[str, Any] = json.loads(proc.stdout)
     except json.JSONDecodeError as exc:
-        raise NotRun(f"the resolution probe printed invalid JSON: {exc}") from None
+        raise NotRunError(f"the resolution probe printed invalid JSON: {exc}") from None
     return result
 
 
@@ -225,29 +226,55 @@ def _refusal_findings(validated: Validated, build: str, ranks: list[dict[str, An
     return out
 
 
-def _engine_build(validated: Validated) -> str:
-    return validated.profile.engine.catalog
+def _not_run(validated: Validated, why: NotRunError) -> list[Finding]:
+    build = validated.profile.engine.catalog
+    return [_finding(validated, ("engine", "catalog"), "SC503", f"engine checks for {build} did not run: {why}",
+                     "run `check --engine` where the engine venv and the model's config.json are")]
 
 
-def engine_findings(validated: Validated, python: str | None = None) -> list[Finding]:
-    """SGLang's own verdict on every rank of a schema-valid profile, as findings."""
-    build = _engine_build(validated)
-    try:
-        model_config = config_json(validated)
-        python = python or default_engine_python()
-        if python is None:
-            raise NotRun("no engine interpreter: set ENGINE_PYTHON or make .venv-engine with .ci/install-engine")
-        plan = validated.plan or build_plan(validated.profile)
-        with tempfile.TemporaryDirectory(prefix="spark-engine-") as tmp:
-            shutil.copyfile(model_config, Path(tmp) / "config.json")
-            result = run_probe(python, probe_request(validated, plan, Path(tmp)))
-        if f"sglang-{result['sglang']}" != build:
-            raise NotRun(f"the engine interpreter runs sglang-{result['sglang']}, but engine.catalog selects {build}; "
-                         f"point ENGINE_PYTHON at a venv with {build}")
-    except NotRun as why:
-        return [_finding(validated, ("engine", "catalog"), "SC503", f"engine checks for {build} did not run: {why}",
-                         "run `check --engine` where the engine venv and the model's config.json are")]
-    ranks: list[dict[str, Any]] = result["ranks"]
+def _verdict(validated: Validated, version: str, ranks: list[dict[str, Any]]) -> list[Finding]:
+    build = validated.profile.engine.catalog
+    if f"sglang-{version}" != build:
+        return _not_run(validated, NotRunError(f"the engine interpreter runs sglang-{version}, but engine.catalog "
+                                          f"selects {build}; point ENGINE_PYTHON at a venv with {build}"))
     findings = _rewrite_findings(validated, build, rewrites(ranks), len(ranks))
     findings += _refusal_findings(validated, build, ranks)
     return sorted(findings, key=Finding.sort_key)
+
+
+def engine_findings_many(profiles: list[Validated], python: str | None = None) -> list[list[Finding]]:
+    """SGLang's own verdict on every rank of each schema-valid profile: one probe run per hardware kind."""
+    out: list[list[Finding]] = [[] for _ in profiles]
+    python = python or default_engine_python()
+    groups: dict[str, list[int]] = {}
+    with tempfile.TemporaryDirectory(prefix="spark-engine-") as tmp:
+        jobs: dict[int, dict[str, Any]] = {}
+        for index, validated in enumerate(profiles):
+            try:
+                if python is None:
+                    raise NotRunError("no engine interpreter: set ENGINE_PYTHON or make .venv-engine with "
+                                 ".ci/install-engine")
+                model_dir = Path(tmp) / str(index)
+                model_dir.mkdir()
+                shutil.copyfile(config_json(validated), model_dir / "config.json")
+                jobs[index] = probe_job(validated, model_dir)
+                groups.setdefault(validated.profile.hardware, []).append(index)
+            except NotRunError as why:
+                out[index] = _not_run(validated, why)
+        for hardware, members in groups.items():
+            assert python is not None  # a profile joins a group only when there is an interpreter
+            request = {"hardware": hardware_request(hardware), "jobs": [jobs[i] for i in members]}
+            try:
+                result = run_probe(python, request)
+            except NotRunError as why:
+                for i in members:
+                    out[i] = _not_run(profiles[i], why)
+                continue
+            for i, ranks in zip(members, result["jobs"], strict=True):
+                out[i] = _verdict(profiles[i], str(result["sglang"]), ranks)
+    return out
+
+
+def engine_findings(validated: Validated, python: str | None = None) -> list[Finding]:
+    """SGLang's own verdict on every rank of one schema-valid profile, as findings."""
+    return engine_findings_many([validated], python)[0]

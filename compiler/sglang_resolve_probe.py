@@ -5,7 +5,8 @@ Runs INSIDE the engine venv (standard library + sglang; never imports spark_comp
 
     .venv-engine/bin/python -I compiler/sglang_resolve_probe.py < request.json > result.json
 
-Request: {"hardware": {...}, "paths": {container path: local path}, "ranks": [{"rank", "argv", "env"}]}.
+Request: {"hardware": {...}, "jobs": [{"paths": {container path: local path}, "ranks": [{"rank", "argv", "env"}]}]}
+(one job per profile, all on the same hardware; the result lists each job's ranks in the same order).
 Per rank it does what ``sglang serve`` does before it touches a GPU: ``prepare_server_args(argv)``,
 ``ServerArgs.resolve_once()`` (which runs ``arg_groups.pipeline.run_resolution_pipeline``), then
 ``check_server_args()``. It reports, per flag the argv wrote, the value SGLang resolved and which
@@ -90,7 +91,7 @@ class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec: Any) -> types.ModuleType:
         module = _StandInModule(spec.name)
         module.__path__ = []
-        module.__version__ = "0.0.0+stand-in"  # type: ignore[attr-defined]
+        module.__dict__["__version__"] = "0.0.0+stand-in"  # transformers reads one from what it finds
         module.__doc__ = _STANDIN_MARK
         return module
 
@@ -104,7 +105,7 @@ def install_standins() -> list[str]:
     if missing:
         sys.meta_path.append(_StandInFinder(missing))
     try:  # transformers imports soundfile when it is installed; its C library may not be
-        import soundfile  # noqa: F401
+        importlib.import_module("soundfile")
     except OSError:
         sys.modules["soundfile"] = types.ModuleType("soundfile")
         missing.add("soundfile")
@@ -124,15 +125,15 @@ def simulate(hardware: dict[str, Any]) -> None:
     props = types.SimpleNamespace(name=name, major=major, minor=minor, total_memory=total,
                                   multi_processor_count=hardware.get("sms", 48), is_integrated=hardware["unified"])
     machine = hardware["machine"]
-    platform.machine = lambda: machine  # type: ignore[assignment]
-    torch.cuda.is_available = lambda: True  # type: ignore[assignment]
-    torch.version.cuda = hardware.get("cuda", "13.0")  # type: ignore[misc]
-    torch.cuda.device_count = lambda: int(hardware["gpus"])  # type: ignore[assignment]
-    torch.cuda.get_device_capability = lambda device=None: (major, minor)  # type: ignore[assignment]
-    torch.cuda.get_device_name = lambda device=None: name  # type: ignore[assignment]
-    torch.cuda.current_device = lambda: 0  # type: ignore[assignment]
-    torch.cuda.mem_get_info = lambda device=None: (total, total)  # type: ignore[assignment]
-    torch.cuda.get_device_properties = lambda device=None: props  # type: ignore[assignment]
+    platform.machine = lambda: machine
+    torch.cuda.is_available = lambda: True
+    torch.version.cuda = hardware.get("cuda", "13.0")
+    torch.cuda.device_count = lambda: int(hardware["gpus"])
+    torch.cuda.get_device_capability = lambda device=None: (major, minor)
+    torch.cuda.get_device_name = lambda device=None: name
+    torch.cuda.current_device = lambda: 0
+    torch.cuda.mem_get_info = lambda device=None: (total, total)
+    torch.cuda.get_device_properties = lambda device=None: props
 
 
 # ---------------------------------------------------------------------------- one rank
@@ -146,10 +147,8 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     try:
-        import msgspec
-
-        return jsonable(msgspec.to_builtins(value))
-    except Exception:  # noqa: BLE001 - anything else is shown as its repr
+        return jsonable(importlib.import_module("msgspec").to_builtins(value))
+    except Exception:
         return _ADDRESS.sub("", repr(value))
 
 
@@ -229,7 +228,7 @@ def run_rank(request: dict[str, Any], base_env: dict[str, str]) -> dict[str, Any
         server_args.check_server_args()
     except SystemExit:
         result.update(outcome="refused", stage=stage, error="argparse refused the command line")
-    except BaseException as exc:  # noqa: BLE001 - every failure is reported, none escapes
+    except BaseException as exc:
         outcome = "not_run" if _cannot_run(exc) else "refused"
         result.update(outcome=outcome, stage=stage, error=_message(exc))
     finally:
@@ -249,11 +248,10 @@ def main() -> int:
         simulate(request["hardware"])
         from importlib.metadata import version
 
-        results = []
-        for rank in request["ranks"]:
-            results.append(run_rank({**rank, "paths": request["paths"]}, base_env))
+        jobs = [[run_rank({**rank, "paths": job["paths"]}, base_env) for rank in job["ranks"]]
+                for job in request["jobs"]]
         sglang_version = version("sglang")
-    out = {"sglang": sglang_version, "standins": standins, "ranks": results}
+    out = {"sglang": sglang_version, "standins": standins, "jobs": jobs}
     sys.stdout.write(json.dumps(out, ensure_ascii=False, sort_keys=True) + "\n")
     return 0
 

@@ -13,6 +13,12 @@ from ..hardware import FAMILIES
 from . import Context, Hit, define, rule
 
 
+def _accepted(ctx: Context, flag: str, value: object) -> bool:
+    """The profile accepts SGLang resolving --flag to value (engine.accept_rewrites)."""
+    accepted = ctx.profile.engine.accept_rewrites.get(flag)
+    return accepted is not None and str(accepted) == str(value)
+
+
 @rule("SC217", "error", "the model family's attention backend",
       "SGLang 0.5.23 sets the attention backend of a DeepSeek-V4 model (DeepseekV4ForCausalLM) to dsv4 whatever "
       "--attention-backend says (_deepseek_v4_overrides), without a warning: any other value is silently replaced.",
@@ -20,7 +26,8 @@ from . import Context, Hit, define, rule
 def family_attention_backend(ctx: Context) -> Iterator[Hit]:
     family = FAMILIES.get(ctx.profile.model.architecture)
     written = ctx.profile.engine.backends.attention
-    if family and family.attention_backend and written not in (None, family.attention_backend):
+    if family and family.attention_backend and written not in (None, family.attention_backend) \
+            and not _accepted(ctx, "attention-backend", family.attention_backend):
         yield Hit("SC217", ("engine", "backends", "attention"),
                   f"{family.architecture} always runs attention backend {family.attention_backend}; SGLang would "
                   f"replace {written} with it", f"write {family.attention_backend}, or leave it unset")
@@ -32,7 +39,8 @@ def family_attention_backend(ctx: Context) -> Iterator[Hit]:
 def family_page_size(ctx: Context) -> Iterator[Hit]:
     family = FAMILIES.get(ctx.profile.model.architecture)
     written = ctx.profile.engine.args.get("page-size")
-    if family and family.page_size and written is not None and str(written) != str(family.page_size):
+    if family and family.page_size and written is not None and str(written) != str(family.page_size) \
+            and not _accepted(ctx, "page-size", family.page_size):
         yield Hit("SC218", ("engine", "args", "page-size"),
                   f"{family.architecture} runs page size {family.page_size}; SGLang would replace {written} with it",
                   "remove page-size (or write the family's own)")
