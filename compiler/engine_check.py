@@ -32,7 +32,11 @@ YamlPath = tuple[str | int, ...]
 
 
 class NotRunError(Exception):
-    """The engine check could not run for this profile; the message says why."""
+    """The engine check could not run for this profile; the message says why, ``path`` what to change."""
+
+    def __init__(self, message: str, path: YamlPath = ("engine", "catalog")) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 @dataclass(frozen=True)
@@ -63,12 +67,13 @@ def config_json(validated: Validated) -> Path:
         origin = validated.resolved.origin(("model", "config_json")).spot.value.file
         path = Path(str(origin)).parent / str(model.config_json)
         if not path.is_file():
-            raise NotRunError(f"model.config_json names {path}, which is not a file here")
+            raise NotRunError(f"model.config_json names {path}, which is not a file here", ("model", "config_json"))
         return path
     path = Path(str(model.holder_repo or model.repo)) / "snapshots" / str(model.snapshot) / "config.json"
     if not path.is_file():
         raise NotRunError(f"no config.json: {path} is not on this machine and model.config_json is unset "
-                     "(commit a copy of the checkpoint's config.json beside the profile and name it there)")
+                     "(commit a copy of the checkpoint's config.json beside the profile and name it there)",
+                     ("model", "config_json"))
     return path
 
 
@@ -228,7 +233,7 @@ def _refusal_findings(validated: Validated, build: str, ranks: list[dict[str, An
 
 def _not_run(validated: Validated, why: NotRunError) -> list[Finding]:
     build = validated.profile.engine.catalog
-    return [_finding(validated, ("engine", "catalog"), "SC503", f"engine checks for {build} did not run: {why}",
+    return [_finding(validated, why.path, "SC503", f"engine checks for {build} did not run: {why}",
                      "run `check --engine` where the engine venv and the model's config.json are")]
 
 
