@@ -214,7 +214,10 @@ class Backends(Section):
 class Engine(Section):
     """The SGLang engine in its container."""
 
-    image: ImageRef = Field(description="Container image.")
+    image: ImageRef = Field(
+        description="Container image, best pinned by digest: name[:tag]@sha256:<64 hex digits> (a tag alone can be "
+        "moved to another build).",
+    )
     catalog: Text = Field(
         "sglang-0.5.23",
         description="Flag catalog (spec/catalogs) this image's SGLang is checked against.",

@@ -13,6 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_PROFILE = ROOT / "spec" / "profiles" / "dsv41-4spark.yaml"
 SHARED = ROOT.parent / "shared" / "reference"
 DEPLOYMENT_TXT = SHARED / "dsv41-4spark-deployment.txt"
+# The one finding of the reference profile: its image is pinned by tag only (the deployment records no digest).
+REFERENCE_TAG_WARNING = "spec/profiles/dsv41-4spark.yaml:47:10: SC312 warning: "
 
 
 def run_cli(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

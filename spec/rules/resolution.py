@@ -9,8 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..catalog import CatalogNotFound, engine_catalog
 from ..hardware import FAMILIES
 from . import Context, Hit, define, rule
+
+
+def _known_choice(ctx: Context, option: str, value: str) -> bool:
+    """The selected build takes the value (one it does not is SC304's finding, not a rewrite)."""
+    try:
+        flag = engine_catalog(ctx.profile.engine.catalog).lookup(option)
+    except CatalogNotFound:
+        return False
+    return flag is not None and flag.check_value(value) is None
 
 
 def _accepted(ctx: Context, flag: str, value: object) -> bool:
@@ -27,6 +37,7 @@ def family_attention_backend(ctx: Context) -> Iterator[Hit]:
     family = FAMILIES.get(ctx.profile.model.architecture)
     written = ctx.profile.engine.backends.attention
     if family and family.attention_backend and written not in (None, family.attention_backend) \
+            and _known_choice(ctx, "--attention-backend", written) \
             and not _accepted(ctx, "attention-backend", family.attention_backend):
         yield Hit("SC217", ("engine", "backends", "attention"),
                   f"{family.architecture} always runs attention backend {family.attention_backend}; SGLang would "
