@@ -190,10 +190,7 @@ def engine_argv(profile: Profile, rank: int) -> list[str]:
              "--context-length", str(limits.context_length),
              "--max-running-requests", str(limits.max_running_requests)]
     argv += _flag("--max-total-tokens", limits.max_total_tokens)
-    if eng.cuda_graph.enabled:
-        argv += ["--cuda-graph-max-bs-decode", str(cuda_graph_max_bs_decode(profile))]
-    else:
-        argv += ["--cuda-graph-backend-decode", "disabled", "--cuda-graph-backend-prefill", "disabled"]
+    argv += _cuda_graph_argv(profile)
     argv += _flag("--random-seed", limits.random_seed)
     argv += _speculative_argv(profile)
     argv += _flag("--tool-call-parser", eng.chat.tool_call_parser)
@@ -204,6 +201,18 @@ def engine_argv(profile: Profile, rank: int) -> list[str]:
     if eng.chat.thinking is not None:
         argv += ["--default-chat-template-kwargs", json.dumps({"thinking": eng.chat.thinking}, separators=(",", ":"))]
     return argv
+
+
+def _cuda_graph_argv(profile: Profile) -> list[str]:
+    """CUDA graph flags, spelled the way the selected SGLang build takes them."""
+    from .spec.catalog import spelling
+
+    if profile.engine.cuda_graph.enabled:
+        cap = str(cuda_graph_max_bs_decode(profile))
+        return spelling(profile.engine.catalog, ["--cuda-graph-max-bs-decode", cap], ["--cuda-graph-max-bs", cap])
+    return spelling(profile.engine.catalog,
+                    ["--cuda-graph-backend-decode", "disabled", "--cuda-graph-backend-prefill", "disabled"],
+                    ["--disable-cuda-graph"])
 
 
 def _speculative_argv(profile: Profile) -> list[str]:

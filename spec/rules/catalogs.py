@@ -107,6 +107,26 @@ def _values_problem(flag: EngineFlag, option: str, values: list[str]) -> str | N
     return next((p for p in (flag.check_value(v) for v in values) if p), None)
 
 
+@rule("SC313", "error", "a flag the selected build does not have",
+      "The plan writes each typed setting in the spelling of the SGLang build engine.catalog selects (CUDA graphs "
+      "off is --disable-cuda-graph in 0.5.10, --cuda-graph-backend-decode/prefill disabled in 0.5.23); a setting "
+      "that build has no flag for at all would stop the engine at start.",
+      "engine: {catalog: sglang-0.5.10.post1, speculative: {algorithm: DSPARK, dspark_block_size: 5}}",
+      "engine: {catalog: sglang-0.5.23, speculative: {algorithm: DSPARK, dspark_block_size: 5}}")
+def typed_flag_known(ctx: Context) -> Iterator[Hit]:
+    catalog = _catalog(ctx)
+    if catalog is None or not ctx.plan.ranks:
+        return
+    for option, _ in _option_values(ctx.plan.ranks[0].engine_argv):
+        name = option.removeprefix("--")
+        args = ctx.profile.engine.args
+        if name in args or name.removeprefix("no-") in args or option == "--config" or catalog.lookup(option):
+            continue  # engine.args flags are SC302's; --config carries the secrets file
+        yield Hit("SC313", _flag_path(ctx, option), f"{catalog.name} has no flag {option}",
+                  f"pick a build that has it in engine.catalog (known: {', '.join(available_engine_catalogs())}), "
+                  "or drop the setting")
+
+
 @rule("SC304", "error", "engine flag value not accepted",
       "The value is not of the flag's type or not among its choices in the catalog's SGLang.",
       "engine: {backends: {attention: dsv5}}", "engine: {backends: {attention: dsv4}}")

@@ -174,6 +174,7 @@ TYPED_FLAGS: dict[str, str] = {
     "chunked-prefill-size": "engine.limits.chunked_prefill_size", "context-length": "engine.limits.context_length",
     "max-running-requests": "engine.limits.max_running_requests", "max-total-tokens": "engine.limits.max_total_tokens",
     "cuda-graph-max-bs-decode": "engine.cuda_graph.max_bs_decode",
+    "cuda-graph-max-bs": "engine.cuda_graph.max_bs_decode",
     "cuda-graph-backend-decode": "engine.cuda_graph.enabled", "cuda-graph-backend-prefill": "engine.cuda_graph.enabled",
     "disable-cuda-graph": "engine.cuda_graph.enabled", "random-seed": "engine.limits.random_seed",
     "speculative-algorithm": "engine.speculative.algorithm",
