@@ -27,6 +27,7 @@ _ACTIONS = {"store": "store", "store_true": "store_true", "store_false": "store_
             "DeprecatedAliasStoreAction": "store"}
 _DEPRECATED_HELP = re.compile(r"^\W*deprecated\b", re.IGNORECASE)
 _USE_FLAG = re.compile(r"\buse\s+'?(--[^\s')]+)", re.IGNORECASE)
+_SWITCHES = ("store_true", "store_false", "boolean_optional", "count")
 MIN_FLAGS = 50  # fewer add_argument calls than this: the tree declares its flags another way
 
 
@@ -117,7 +118,7 @@ def _field_defaults(tree: ast.Module, names: dict[str, Any]) -> dict[str, Any]:
         for item in node.body:
             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
                 value = item.value
-                if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "field":
+                if isinstance(value, ast.Call) and _name_of(value.func) == "field":
                     value = next((k.value for k in value.keywords if k.arg == "default"), ast.Constant(None))
                 defaults[item.target.id] = _literal(value, names)
     return defaults
@@ -159,7 +160,8 @@ def _entry(call: ast.Call, names: dict[str, Any], defaults: dict[str, Any]) -> d
     default = _default(kw.get("default"), names, defaults, action)
     help_value = _literal(kw["help"], names) if "help" in kw else ""
     help_text = help_value if isinstance(help_value, str) else ""
-    nargs = _literal(kw["nargs"], names) if "nargs" in kw else None
+    # argparse's switches take no argument: their actions carry nargs=0.
+    nargs = _literal(kw["nargs"], names) if "nargs" in kw else (0 if action in _SWITCHES else None)
     deprecated = action_cls.startswith("Deprecated") or bool(_DEPRECATED_HELP.search(" ".join(help_text.split())))
     use = _USE_FLAG.search(help_text) if deprecated else None
     return {"dest": dest, "options": sorted(options), "kind": _kind(action, _name_of(kw.get("type")), nargs, choices),
@@ -196,9 +198,10 @@ def flag_entries(server_args_py: Path) -> list[dict[str, Any]]:
 def source_catalog(root: Path, name: str | None = None) -> dict[str, Any]:
     """The flag catalog document of the SGLang tree at ``root``."""
     package = find_package(root)
+    flags = flag_entries(package / "srt" / "server_args.py")
     version = tree_version(package)
     if version is None and name is None:
         raise SourceError(f"{package} states no version (no _version.py, dist-info or pyproject.toml): pass --name")
     catalog = name or f"sglang-{version}"
     return {"format": FORMAT, "catalog": catalog, "package": "sglang", "version": version or catalog,
-            "flags": flag_entries(package / "srt" / "server_args.py")}
+            "flags": flags}
