@@ -92,7 +92,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         from .engine_check import engine_findings_many
 
         checked = [i for i, o in enumerate(outcomes) if not isinstance(o, Finding) and o.profile is not None]
-        verdicts = engine_findings_many([outcomes[i] for i in checked], args.engine_python)  # type: ignore[misc]
+        notes: list[str] = []
+        verdicts = engine_findings_many([outcomes[i] for i in checked], args.engine_python, notes)  # type: ignore[misc]
+        sys.stderr.write("".join(f"{note}\n" for note in notes))
         for i, extra in zip(checked, verdicts, strict=True):
             per_profile[i] = sorted(per_profile[i] + extra, key=Finding.sort_key)
     findings = [f for found in per_profile for f in found]

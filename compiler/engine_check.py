@@ -247,8 +247,20 @@ def _verdict(validated: Validated, version: str, ranks: list[dict[str, Any]]) ->
     return sorted(findings, key=Finding.sort_key)
 
 
-def engine_findings_many(profiles: list[Validated], python: str | None = None) -> list[list[Finding]]:
-    """SGLang's own verdict on every rank of each schema-valid profile: one probe run per hardware kind."""
+def run_note(hardware: str, result: dict[str, Any]) -> str:
+    """What a probe run simulated and stood in for: said once per run, on stderr, never a finding."""
+    hw = hardware_request(hardware)
+    major, minor = hw["capability"]
+    stand_ins = ", ".join(result.get("standins", [])) or "none"
+    return (f"check --engine: sglang-{result['sglang']} on simulated {hardware} (compute capability {major}.{minor}, "
+            f"{hw['gpus']} GPU, {hw['memory_gib']} GiB, {hw['machine']}); import-only stand-ins: {stand_ins} "
+            "(a step that calls one is reported as SC503)")
+
+
+def engine_findings_many(profiles: list[Validated], python: str | None = None,
+                         notes: list[str] | None = None) -> list[list[Finding]]:
+    """SGLang's own verdict on every rank of each schema-valid profile: one probe run per hardware kind.
+    ``notes`` receives one line per probe run saying what was simulated."""
     out: list[list[Finding]] = [[] for _ in profiles]
     python = python or default_engine_python()
     groups: dict[str, list[int]] = {}
@@ -275,6 +287,8 @@ def engine_findings_many(profiles: list[Validated], python: str | None = None) -
                 for i in members:
                     out[i] = _not_run(profiles[i], why)
                 continue
+            if notes is not None:
+                notes.append(run_note(hardware, result))
             for i, ranks in zip(members, result["jobs"], strict=True):
                 out[i] = _verdict(profiles[i], str(result["sglang"]), ranks)
     return out

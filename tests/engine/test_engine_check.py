@@ -99,7 +99,8 @@ def test_reference_and_releases_pass(engine_run: list[dict[str, Any]], capsys: p
     start = time.monotonic()
     status, findings = check(paths, "--engine")
     TIMES["reference and releases"] = (time.monotonic() - start) / len(paths)
-    assert (status, findings) == (0, [])
+    # Each shipped profile's one finding is its tag-only image (SC312), which SGLang has no say in.
+    assert status == 0 and [f["rule"] for f in findings] == ["SC312"] * len(paths), findings
     with capsys.disabled():  # the figure the issue asks for, in the test log
         print("".join(f"\ncheck --engine: {s:.1f} s per profile ({what})" for what, s in TIMES.items()))
 
