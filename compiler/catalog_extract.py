@@ -214,7 +214,7 @@ def check_catalogs(flags: Catalog, env: Catalog, out_dir: Path) -> list[str]:
 def extract_from_source(root: Path, name: str | None) -> tuple[Catalog, Catalog]:
     """Catalogs of an SGLang source tree: flags by parsing server_args.py here, environment variables by the
     probe in a subprocess of this interpreter (the tree's environ.py is run there, never in this process)."""
-    from .sglang_source import SourceError, find_package, source_catalog
+    from spark_compile.sglang_source import SourceError, find_package, source_catalog
 
     try:
         flags = source_catalog(root, name)

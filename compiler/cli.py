@@ -13,13 +13,13 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import __version__
-from .errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, SparkCompileError, UsageError
-from .findings import Finding, has_errors
-from .load import LoadError
-from .report import render
-from .resolve import resolve
-from .validate import Validated, validate
+from spark_compile import __version__
+from spark_compile.compile import Validated, validate
+from spark_compile.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, SparkCompileError, UsageError
+from spark_compile.findings import Finding, has_errors
+from spark_compile.load import LoadError
+from spark_compile.report import render
+from spark_compile.resolve import resolve
 
 COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile")
 
@@ -89,7 +89,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     outcomes = [load_and_validate(path) for path in args.profiles]
     per_profile = [[o] if isinstance(o, Finding) else list(o.findings) for o in outcomes]
     if args.engine:
-        from .engine_check import engine_findings_many
+        from spark_compile.engine_check import engine_findings_many
 
         checked = [i for i, o in enumerate(outcomes) if not isinstance(o, Finding) and o.profile is not None]
         notes: list[str] = []
@@ -101,7 +101,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     sys.stdout.write(render(findings, args.format, len(args.profiles)))
     status = EXIT_FINDINGS if has_errors(findings, strict=args.strict) else EXIT_OK
     if args.generated and status == EXIT_OK:
-        from .drift import check_drift
+        from spark_compile.drift import check_drift
 
         status = check_drift(args.profiles, args.out)
     return status
@@ -109,16 +109,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Print the launch plan as JSON."""
-    from .plan import build_plan
-
     validated = _validated_or_exit(args.profile)
-    sys.stdout.write(json.dumps(build_plan(validated.profile).to_json(), indent=2) + "\n")
+    sys.stdout.write(json.dumps(validated.planned()[1].to_json(), indent=2) + "\n")
     return EXIT_OK
 
 
 def cmd_schema(_: argparse.Namespace) -> int:
     """Print the profile's JSON Schema."""
-    from .schema import schema_text
+    from spark_compile.schema import schema_text
 
     sys.stdout.write(schema_text())
     return EXIT_OK
@@ -126,7 +124,7 @@ def cmd_schema(_: argparse.Namespace) -> int:
 
 def cmd_rules(_: argparse.Namespace) -> int:
     """List every rule: id, severity, summary."""
-    from .spec.rules import load_all
+    from spark_compile.spec.rules import load_all
 
     for rule in sorted(load_all().values(), key=lambda r: r.id):
         sys.stdout.write(f"{rule.id}  {rule.severity:<7}  {rule.summary}\n")
@@ -135,8 +133,8 @@ def cmd_rules(_: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Print one rule's documentation with its bad and good examples."""
-    from .spec.rules import load_all
-    from .spec.suggest import did_you_mean
+    from spark_compile.spec.rules import load_all
+    from spark_compile.spec.suggest import did_you_mean
 
     rules = load_all()
     rule = rules.get(args.rule.upper())
@@ -151,7 +149,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_flags(args: argparse.Namespace) -> int:
     """List the overlay's SPARK_* flags."""
-    from .flags import flags_text
+    from spark_compile.flags import flags_text
 
     sys.stdout.write(flags_text(as_json=args.json))
     return EXIT_OK
@@ -159,7 +157,7 @@ def cmd_flags(args: argparse.Namespace) -> int:
 
 def cmd_compile(args: argparse.Namespace) -> int:
     """Compile a profile and write its artifacts atomically."""
-    from .compile import compile_profile
+    from spark_compile.compile import compile_profile
 
     validated = _validated_or_exit(args.profile)
     return compile_profile(validated, args.profile, args.out)
@@ -167,14 +165,14 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """Semantic diff of two profiles."""
-    from .diff import run_diff
+    from spark_compile.diff import run_diff
 
     return run_diff(args.old, args.new, unified=args.unified, fmt=args.format)
 
 
 def cmd_catalog(argv: list[str]) -> int:
     """Regenerate (or --check) the engine catalogs from a real SGLang install."""
-    from .catalog_extract import main_catalog
+    from spark_compile.catalog_extract import main_catalog
 
     return main_catalog(argv)
 

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .catalog_extract import default_engine_python
-from .findings import Finding
-from .plan import LaunchPlan, build_plan
-from .validate import Validated, locate
+from spark_compile.catalog_extract import default_engine_python
+from spark_compile.compile import Validated
+from spark_compile.findings import Finding
+from spark_compile.launch_plan import LaunchPlan
+from spark_compile.validate import locate
 
 PROBE = Path(__file__).resolve().with_name("sglang_resolve_probe.py")
 PROBE_TIMEOUT_S = 900.0
@@ -62,7 +63,7 @@ def _same(wrote: Any, resolved: Any) -> bool:
 
 def config_json(validated: Validated) -> Path:
     """The checkpoint's config.json the profile names, or NotRunError saying where it was looked for."""
-    model = validated.profile.model
+    model = validated.planned()[0].model
     if model.config_json is not None:
         origin = validated.resolved.origin(("model", "config_json")).spot.value.file
         path = Path(str(origin)).parent / str(model.config_json)
@@ -79,7 +80,7 @@ def config_json(validated: Validated) -> Path:
 
 def hardware_request(name: str) -> dict[str, Any]:
     """The device facts the probe answers torch's queries with, from the hardware catalog."""
-    from .spec.hardware import HARDWARE
+    from spark_compile.spec.hardware import HARDWARE
 
     hw = HARDWARE[name]
     return {"name": hw.name, "capability": list(hw.sm), "gpus": hw.gpus_per_node, "memory_gib": hw.gpu_memory_gb,
@@ -88,8 +89,8 @@ def hardware_request(name: str) -> dict[str, Any]:
 
 def probe_job(validated: Validated, model_dir: Path) -> dict[str, Any]:
     """One profile's part of the probe's request: the container-to-local path map, every rank's argv and env."""
-    model = validated.profile.model
-    plan: LaunchPlan = validated.plan or build_plan(validated.profile)
+    model = validated.planned()[0].model
+    plan: LaunchPlan = validated.planned()[1]
     snapshot = f"{model.container_repo}/snapshots/{model.snapshot}"
     ranks = [{"rank": r.rank, "argv": list(r.engine_argv), "env": r.env} for r in plan.ranks]
     return {"paths": {snapshot: str(model_dir)}, "ranks": ranks}
@@ -132,19 +133,13 @@ def rewrites(ranks: list[dict[str, Any]]) -> list[Rewrite]:
 
 
 def flag_path(validated: Validated, option: str, rank: int | None = None) -> YamlPath:
-    """The profile path that set ``option`` in the plan's argv."""
-    from .spec.rules.engine import TYPED_FLAGS
-
-    profile = validated.profile
-    name = option.removeprefix("--")
-    if name in profile.engine.args or f"no-{name}" in profile.engine.args:
-        return ("engine", "args", name if name in profile.engine.args else f"no-{name}")
-    if name in ("nnodes", "node-rank") and rank is not None:
-        return ("fleet", "nodes", rank)
-    typed = TYPED_FLAGS.get(name)
-    if typed is None:
-        return ("engine",)
-    path = tuple(part for part in typed.split(".") if part)
+    """The profile path that set ``option`` in the plan's argv (the plan records it with the option)."""
+    plan = validated.planned()[1]
+    ranks = [r for r in plan.ranks if r.rank == rank] or list(plan.ranks)
+    options = ranks[0].engine_options if ranks else ()
+    path: YamlPath = next((tuple(o.source) for o in options if o.flag == option), ("engine",))
+    if path == ("fleet", "nodes") and rank is not None:
+        path = ("fleet", "nodes", rank)
     present = validated.resolved.origins
     while len(path) > 1 and path not in present:
         path = path[:-1]  # a model default: point at the section that would set it
@@ -160,14 +155,14 @@ def _where(ranks: tuple[int, ...], total: int) -> str:
 
 def _finding(validated: Validated, path: YamlPath, rule: str, message: str, hint: str,
              *, at_key: bool = False) -> Finding:
-    from .spec.rules import RULES, load_all
+    from spark_compile.spec.rules import RULES, load_all
 
     load_all()
     return locate(validated.resolved, path, rule, RULES[rule].severity, message, hint, at_key=at_key)
 
 
 def _rewrite_findings(validated: Validated, build: str, found: list[Rewrite], total: int) -> list[Finding]:
-    accepted = validated.profile.engine.accept_rewrites
+    accepted = validated.planned()[0].engine.accept_rewrites
     out: list[Finding] = []
     for rw in found:
         name = rw.option.removeprefix("--")
@@ -232,13 +227,13 @@ def _refusal_findings(validated: Validated, build: str, ranks: list[dict[str, An
 
 
 def _not_run(validated: Validated, why: NotRunError) -> list[Finding]:
-    build = validated.profile.engine.catalog
+    build = validated.planned()[0].engine.catalog
     return [_finding(validated, why.path, "SC503", f"engine checks for {build} did not run: {why}",
                      "run `check --engine` where the engine venv and the model's config.json are")]
 
 
 def _verdict(validated: Validated, version: str, ranks: list[dict[str, Any]]) -> list[Finding]:
-    build = validated.profile.engine.catalog
+    build = validated.planned()[0].engine.catalog
     if f"sglang-{version}" != build:
         return _not_run(validated, NotRunError(f"the engine interpreter runs sglang-{version}, but engine.catalog "
                                           f"selects {build}; point ENGINE_PYTHON at a venv with {build}"))
@@ -275,7 +270,7 @@ def engine_findings_many(profiles: list[Validated], python: str | None = None,
                 model_dir.mkdir()
                 shutil.copyfile(config_json(validated), model_dir / "config.json")
                 jobs[index] = probe_job(validated, model_dir)
-                groups.setdefault(validated.profile.hardware, []).append(index)
+                groups.setdefault(validated.planned()[0].hardware, []).append(index)
             except NotRunError as why:
                 out[index] = _not_run(validated, why)
         for hardware, members in groups.items():

@@ -16,14 +16,15 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
-from .plan import ENGINE_SECRETS, LaunchPlan, RankPlan, secrets_dir
-from .spec.envfile import env_value_problem
+from spark_compile import __version__
+from spark_compile.launch_plan import LaunchPlan, RankPlan
+from spark_compile.plan import ENGINE_SECRETS, secrets_dir
+from spark_compile.spec.envfile import env_value_problem
 
 if TYPE_CHECKING:
     import jinja2
 
-    from .spec.model import Profile
+    from spark_compile.spec.model import Profile
 
 SCRIPT_MODE = 0o755
 FILE_MODE = 0o644
@@ -58,6 +59,11 @@ def systemd_arg(value: str) -> str:
         return value
     escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
     return f'"{escaped}"'
+
+
+def systemd_exec(argv: list[str] | tuple[str, ...]) -> str:
+    """Filter: an Exec*= command line, each word quoted for systemd."""
+    return " ".join(systemd_arg(word) for word in argv)
 
 
 def argv_lines(argv: list[str] | tuple[str, ...]) -> list[list[str]]:
@@ -116,7 +122,8 @@ def environment() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(str(root)), undefined=jinja2.StrictUndefined, autoescape=False,
         keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
     )
-    env.filters.update(sh=shlex.quote, sh_command=sh_command, systemd=systemd_arg, envfile=envfile_value,
+    env.filters.update(sh=shlex.quote, sh_command=sh_command, systemd=systemd_arg, systemd_exec=systemd_exec,
+                       envfile=envfile_value,
                        tojson_sorted=lambda v: json.dumps(v, indent=2, sort_keys=True))
     return env
 
@@ -145,7 +152,8 @@ def secrets_context(profile: Profile) -> dict[str, Any]:
 
 def _rank_context(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> dict[str, Any]:
     return {"plan": plan, "rank": rank, "profile": profile, "gid_suffix": ipv4_mapped_gid(rank.fabric_ip),
-            "first_hca": profile.fleet.fabric.rdma_devices[0], "deploy": profile.deploy,
+            "deploy": profile.deploy,
+            "fabric_kind": profile.fleet.fabric.kind if profile.fleet.fabric else "single-node",
             **secrets_context(profile)}
 
 
@@ -168,7 +176,7 @@ def rank_artifacts(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> list[A
 
 def render_plan(plan: LaunchPlan, profile: Profile, extra: list[Artifact] | None = None) -> list[Artifact]:
     """Every file of a profile except MANIFEST.json, sorted by path."""
-    from .readme import readme_context
+    from spark_compile.readme import readme_context
 
     files = [a for rank in plan.ranks for a in rank_artifacts(plan, profile, rank)]
     files.append(Artifact("plan.json", plan_json_text(plan.to_json()).encode()))

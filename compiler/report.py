@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 from typing import Literal
 
-from .findings import Finding
+from spark_compile.findings import Finding
 
 Format = Literal["text", "json", "github"]
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .findings import Finding, Position
-from .load import Delete, Document, LoadError, Spot, YamlPath, load_file
+from spark_compile.findings import Finding, Position
+from spark_compile.load import Delete, Document, LoadError, Spot, YamlPath, load_file
 
 MAX_DEPTH = 16
 # Lists merged item by item, matched on a key field, instead of replaced whole.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .spec.secret_patterns import SECRET_VALUE
+from spark_compile.spec.secret_patterns import SECRET_VALUE
 
 REDACTED = "(redacted)"
 

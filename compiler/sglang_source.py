@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .sglang_probe import FORMAT, first_sentence, jsonable, sort_choices
+from spark_compile.sglang_probe import FORMAT, first_sentence, jsonable, sort_choices
 
 _UNKNOWN = object()
 _TYPE_KINDS = {"int": "int", "human_readable_int": "int", "float": "float", "str": "str", "nullable_str": "str",

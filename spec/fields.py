@@ -19,6 +19,9 @@ _IMAGE = re.compile(
     r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
 )
 _SAFE_TEXT = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")
+# Linux RDMA device names (ib_device.name): up to 63 characters, no '/' or whitespace; vendors use
+# [A-Za-z0-9_.-] (mlx5_0, rocep1s0f0, roceP2p1s0f0, irdma0).
+_RDMA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 _SNAPSHOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -111,6 +114,14 @@ def _text(value: str) -> str:
     return value
 
 
+def _rdma(value: str) -> str:
+    if not _RDMA.match(value):
+        raise _err("rdma_name", "{value} is not an RDMA device name: expected up to 63 letters, digits, '_', '.', "
+                   "'-', starting with a letter or digit, as `ls /sys/class/infiniband` prints it (e.g. mlx5_0)",
+                   value=repr(value))
+    return value
+
+
 def _snapshot(value: str) -> str:
     if not _SNAPSHOT.match(value) or value in (".", ".."):
         raise _err("snapshot", "{value} is not a snapshot directory name (letters, digits, '.', '_', '-')",
@@ -130,5 +141,6 @@ SshTarget = Annotated[str, AfterValidator(_ssh)]
 ImageRef = Annotated[str, AfterValidator(_image)]
 Text = Annotated[str, AfterValidator(_text)]
 Snapshot = Annotated[str, AfterValidator(_snapshot)]
+RdmaName = Annotated[str, AfterValidator(_rdma)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 Positive = Annotated[int, Field(ge=1)]

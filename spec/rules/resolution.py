@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..catalog import CatalogNotFound, engine_catalog
-from ..hardware import FAMILIES
-from . import Context, Hit, define, rule
+from spark_compile.spec.catalog import CatalogNotFound, engine_catalog
+from spark_compile.spec.hardware import FAMILIES
+from spark_compile.spec.rules import Context, Hit, define, rule
 
 
 def _known_choice(ctx: Context, option: str, value: str) -> bool:

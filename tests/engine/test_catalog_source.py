@@ -198,10 +198,9 @@ def test_a_tree_in_another_style_is_refused(tmp_path: Path) -> None:
 ], ids=["old", "new"])
 def test_plan_writes_the_spelling_of_the_selected_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         graphs: str, off: list[str], on: list[str]) -> None:
-    from spark_compile.plan import build_plan
+    from spark_compile.compile import validate
     from spark_compile.resolve import resolve
     from spark_compile.spec import catalog
-    from spark_compile.validate import validate
 
     out = tmp_path / "catalogs"
     build(make_tree(tmp_path / "tree", graphs), out, "--name", "sglang-fixture-1")
@@ -210,13 +209,14 @@ def test_plan_writes_the_spelling_of_the_selected_build(tmp_path: Path, monkeypa
         cached.cache_clear()
     try:
         argvs = {}
+        graphs_on, graphs_off = "{enabled: true, max_bs_decode: 64}", "{enabled: false}"
         for enabled in (False, True):
             profile = tmp_path / f"graphs-{enabled}.yaml"
             profile.write_text(f"extends: {os.path.relpath(LLAMA, tmp_path)}\nengine:\n"
-                               f"  catalog: sglang-fixture-1\n  cuda_graph: {{enabled: {str(enabled).lower()}}}\n")
+                               f"  catalog: sglang-fixture-1\n  cuda_graph: {graphs_on if enabled else graphs_off}\n")
             validated = validate(resolve(profile))
             assert [f.rule for f in validated.findings if f.severity == "error"] == []
-            argvs[enabled] = build_plan(validated.profile).ranks[0].engine_argv
+            argvs[enabled] = validated.planned()[1].ranks[0].engine_argv
     finally:
         for cached in (catalog.engine_catalog, catalog.env_catalog):
             cached.cache_clear()
