@@ -92,7 +92,10 @@ def probe_job(validated: Validated, model_dir: Path) -> dict[str, Any]:
     model = validated.planned()[0].model
     plan: LaunchPlan = validated.planned()[1]
     snapshot = f"{model.container_repo}/snapshots/{model.snapshot}"
-    ranks = [{"rank": r.rank, "argv": list(r.engine_argv), "env": r.env} for r in plan.ranks]
+    # --config names the secrets file written on the node at start; it holds only the API key.
+    ranks = [{"rank": r.rank, "env": r.env,
+              "argv": [word for o in r.engine_options if o.flag != "--config" for word in o.words]}
+             for r in plan.ranks]
     return {"paths": {snapshot: str(model_dir)}, "ranks": ranks}
 
 
