@@ -1,8 +1,8 @@
 """Stage: `check --engine`, SGLang's own judgement of every rank's arguments, on simulated hardware.
 
 The compiler's process never imports sglang or torch: ``sglang_resolve_probe.py`` runs in the engine
-venv's interpreter, in a subprocess, once per profile (all ranks in one run). What it reports becomes
-findings at the profile line that set the value: a value SGLang resolves differently from what the plan
+venv's interpreter, in a subprocess, once per hardware kind for all the profiles checked (every rank of
+each). What it reports becomes findings at the profile line that set the value: a value SGLang resolves differently from what the plan
 wrote (SC501, unless ``engine.accept_rewrites`` accepts it), an error SGLang would raise at boot (SC502),
 a check that could not run here and why (SC503), and an accepted rewrite that no longer happens (SC504).
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from spark_compile.validate import locate
 
 PROBE = Path(__file__).resolve().with_name("sglang_resolve_probe.py")
 PROBE_TIMEOUT_S = 900.0
+MAX_CONFIG_BYTES = 1 << 20
 # A written value that asks SGLang to choose: resolving it is not a rewrite.
 CHOOSE_FOR_ME = (None, "auto")
 
@@ -73,9 +73,25 @@ def config_json(validated: Validated) -> Path:
     path = Path(str(model.holder_repo or model.repo)) / "snapshots" / str(model.snapshot) / "config.json"
     if not path.is_file():
         raise NotRunError(f"no config.json: {path} is not on this machine and model.config_json is unset "
-                     "(commit a copy of the checkpoint's config.json beside the profile and name it there)",
-                     ("model", "config_json"))
+                          "(commit a copy of the checkpoint's config.json beside the profile and name it there)",
+                          ("model", "config_json"))
     return path
+
+
+def model_config(path: Path) -> str:
+    """The config.json text handed to SGLang: only a JSON object naming its architectures, re-serialised, so a
+    profile cannot make the engine read (and echo) some other file."""
+    where = ("model", "config_json")
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        data = json.loads(raw) if len(raw) <= MAX_CONFIG_BYTES else None
+    except (OSError, ValueError):
+        raise NotRunError(f"{path} is not a readable JSON file", where) from None
+    if not isinstance(data, dict) or not isinstance(data.get("architectures"), list):
+        raise NotRunError(f"{path} is not a model config.json (a JSON object with 'architectures', under "
+                          f"{MAX_CONFIG_BYTES // 1024} KiB)", where)
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
 def hardware_request(name: str) -> dict[str, Any]:
@@ -271,7 +287,7 @@ def engine_findings_many(profiles: list[Validated], python: str | None = None,
                                  ".ci/install-engine")
                 model_dir = Path(tmp) / str(index)
                 model_dir.mkdir()
-                shutil.copyfile(config_json(validated), model_dir / "config.json")
+                (model_dir / "config.json").write_text(model_config(config_json(validated)), encoding="utf-8")
                 jobs[index] = probe_job(validated, model_dir)
                 groups.setdefault(validated.planned()[0].hardware, []).append(index)
             except NotRunError as why:
