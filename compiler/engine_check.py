@@ -2,9 +2,10 @@
 
 The compiler's process never imports sglang or torch: ``sglang_resolve_probe.py`` runs in the engine
 venv's interpreter, in a subprocess, once per hardware kind for all the profiles checked (every rank of
-each). What it reports becomes findings at the profile line that set the value: a value SGLang resolves differently from what the plan
-wrote (SC501, unless ``engine.accept_rewrites`` accepts it), an error SGLang would raise at boot (SC502),
-a check that could not run here and why (SC503), and an accepted rewrite that no longer happens (SC504).
+each). What it reports becomes findings at the profile line that set the value: a value SGLang resolves
+differently from what the plan wrote (SC501, unless ``engine.accept_rewrites`` accepts it), an error SGLang
+would raise at boot (SC502), a check that could not run here and why (SC503), and an accepted rewrite that
+no longer happens (SC504).
 """
 
 from __future__ import annotations
