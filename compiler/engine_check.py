@@ -3,9 +3,9 @@
 The compiler's process never imports sglang or torch: ``sglang_resolve_probe.py`` runs in the engine
 venv's interpreter, in a subprocess, once per hardware kind for all the profiles checked (every rank of
 each). What it reports becomes findings at the profile line that set the value: a value SGLang resolves
-differently from what the plan wrote (SC501, unless ``engine.accept_rewrites`` accepts it), an error SGLang
-would raise at boot (SC502), a check that could not run here and why (SC503), and an accepted rewrite that
-no longer happens (SC504).
+differently from what the plan wrote (SC601, unless ``engine.accept_rewrites`` accepts it), an error SGLang
+would raise at boot (SC602), a check that could not run here and why (SC603), and an accepted rewrite that
+no longer happens (SC604).
 """
 
 from __future__ import annotations
@@ -194,11 +194,11 @@ def _rewrite_findings(validated: Validated, build: str, found: list[Rewrite], to
                    + (f" {where}" if where else ""))
         hint = (f"write {_show(rw.resolved)}, or accept it with engine.accept_rewrites: "
                 f"{{{name}: {_show(rw.resolved)}}}")
-        out.append(_finding(validated, flag_path(validated, rw.option, rw.ranks[0]), "SC501", message, hint))
+        out.append(_finding(validated, flag_path(validated, rw.option, rw.ranks[0]), "SC601", message, hint))
     happened = {(rw.option.removeprefix("--"), _show(rw.resolved)) for rw in found}
     for name, value in accepted.items():
         if (name, _show(value)) not in happened:
-            out.append(_finding(validated, ("engine", "accept_rewrites", name), "SC504",
+            out.append(_finding(validated, ("engine", "accept_rewrites", name), "SC604",
                                 f"{build} does not resolve --{name} to {_show(value)} here",
                                 "remove the acceptance, or fix the value it names", at_key=True))
     return out
@@ -237,18 +237,18 @@ def _refusal_findings(validated: Validated, build: str, ranks: list[dict[str, An
         first = next(r for r in ranks if r["rank"] == numbers[0])
         if outcome == "refused":
             message = f"{build} refuses the arguments at boot ({stage}){' ' + where if where else ''}: {error}"
-            out.append(_finding(validated, _error_path(validated, first, error), "SC502", message,
+            out.append(_finding(validated, _error_path(validated, first, error), "SC602", message,
                                 "change the value SGLang names, or the setting it depends on"))
         else:
             message = f"SGLang's {stage} step could not run here{' ' + where if where else ''}: {error}"
-            out.append(_finding(validated, ("engine", "catalog"), "SC503", message,
+            out.append(_finding(validated, ("engine", "catalog"), "SC603", message,
                                 "this machine lacks what that step needs; the rest was checked"))
     return out
 
 
 def _not_run(validated: Validated, why: NotRunError) -> list[Finding]:
     build = validated.planned()[0].engine.catalog
-    return [_finding(validated, why.path, "SC503", f"engine checks for {build} did not run: {why}",
+    return [_finding(validated, why.path, "SC603", f"engine checks for {build} did not run: {why}",
                      "run `check --engine` where the engine venv and the model's config.json are")]
 
 
@@ -269,7 +269,7 @@ def run_note(hardware: str, result: dict[str, Any]) -> str:
     stand_ins = ", ".join(result.get("standins", [])) or "none"
     return (f"check --engine: sglang-{result['sglang']} on simulated {hardware} (compute capability {major}.{minor}, "
             f"{hw['gpus']} GPU, {hw['memory_gib']} GiB, {hw['machine']}); import-only stand-ins: {stand_ins} "
-            "(a step that calls one is reported as SC503)")
+            "(a step that calls one is reported as SC603)")
 
 
 def engine_findings_many(profiles: list[Validated], python: str | None = None,

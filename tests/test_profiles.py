@@ -63,7 +63,7 @@ def test_shipped_profile_warns_only_of_its_tag(path: Path) -> None:
 def test_every_rule_has_a_failing_example() -> None:
     from spark_compile.spec.rules import load_all
 
-    # The SC5xx findings come from `check --engine`; their examples are the engine tests' profiles.
+    # The SC6xx findings come from `check --engine`; their examples are the engine tests' profiles.
     engine = sorted((ROOT / "tests" / "engine" / "profiles").glob("*.yaml"))
     covered = {m.split()[1] if ":" in m.split()[0] else "" for p in NEGATIVE for m in
                (x.decode() for x in _EXPECT.findall(p.read_bytes()))}

@@ -1,5 +1,5 @@
 """SC217-SC219: what SGLang's resolution silently rewrites or refuses on the supported hardware, as plain rules;
-SC5xx: the findings of `check --engine`, which runs that resolution itself (compiler/engine_check.py).
+SC6xx: the findings of `check --engine`, which runs that resolution itself (compiler/engine_check.py).
 
 Each plain rule here has a test that runs the same profile through `check --engine` and shows the engine
 and the rule agree (tests/engine/test_engine_rules_agree.py).
@@ -70,23 +70,23 @@ def family_kv_dtype(ctx: Context) -> Iterator[Hit]:
                   f"write {family.kv_cache_dtypes[0]}")
 
 
-define("SC501", "error", "SGLang rewrites a value the plan wrote",
+define("SC601", "error", "SGLang rewrites a value the plan wrote",
        "`check --engine` ran SGLang's own resolution (ServerArgs.resolve_once, check_server_args) on every rank's "
        "argv with the profile's hardware simulated, and SGLang resolved a flag the plan wrote to another value: "
        "the profile, its diff and a test window's verdict would describe something that does not run. Write the "
        "resolved value, or accept this rewrite explicitly with engine.accept_rewrites.",
        "engine: {args: {page-size: 64}}",
        "engine: {args: {page-size: 64}, accept_rewrites: {page-size: 256}}   # or leave page-size out")
-define("SC502", "error", "SGLang refuses the arguments at boot",
+define("SC602", "error", "SGLang refuses the arguments at boot",
        "SGLang's resolution or its check_server_args raised on a rank's argv: the engine would stop at start with "
        "this message.", "engine: {speculative: {algorithm: DSPARK, dspark_block_size: 5, num_draft_tokens: 5}}",
        "engine: {speculative: {algorithm: DSPARK, dspark_block_size: 5}}")
-define("SC503", "warning", "an engine check could not run here",
+define("SC603", "warning", "an engine check could not run here",
        "A part of `check --engine` could not run on this machine (no engine venv, another SGLang build than "
        "engine.catalog selects, no config.json for the model, or a step that needs a real GPU or a CUDA-only "
        "package); the finding says which and why. Nothing is skipped silently.",
        "model: {}   # no config_json and no checkpoint on this machine",
        "model: {config_json: dsv41-flash.config.json}")
-define("SC504", "warning", "an accepted rewrite that does not happen",
+define("SC604", "warning", "an accepted rewrite that does not happen",
        "engine.accept_rewrites names a value SGLang no longer resolves the flag to: the acceptance is stale.",
        "engine: {accept_rewrites: {page-size: 128}}", "engine: {accept_rewrites: {page-size: 256}}")

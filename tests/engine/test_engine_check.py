@@ -83,7 +83,7 @@ def test_plain_rule_and_engine_agree(path: Path, plain_run: list[dict[str, Any]]
     plain = expectations(path, False)
     assert_found(of(plain_run, path), plain)
     # Where a plain rule exists, SGLang itself objects at the very same line and column.
-    engine_spots = {(f["line"], f["column"]) for f in of(engine_run, path) if f["rule"].startswith("SC5")}
+    engine_spots = {(f["line"], f["column"]) for f in of(engine_run, path) if f["rule"].startswith("SC6")}
     assert {(line, col) for line, col, _, _ in plain} <= engine_spots
 
 
@@ -107,5 +107,5 @@ def test_reference_and_releases_pass(engine_run: list[dict[str, Any]], capsys: p
 
 def test_the_rewrite_is_reported_per_rank_with_the_handler(engine_run: list[dict[str, Any]]) -> None:
     found = of(engine_run, ROOT / "tests" / "engine" / "profiles" / "page-size.yaml")
-    message = next(f["message"] for f in found if f["rule"] == "SC501")
+    message = next(f["message"] for f in found if f["rule"] == "SC601")
     assert message == "sglang-0.5.23 resolves --page-size 64 to 256 (_deepseek_v4_overrides) on every rank"

@@ -53,7 +53,7 @@ def test_a_rewrite_on_some_ranks_names_them_and_its_line(tmp_path: Path) -> None
     status, findings, stderr = check(tmp_path, python)
     assert status == 1
     [finding] = findings
-    assert (finding["rule"], finding["line"]) == ("SC501", 74)  # chunked_prefill_size in the reference
+    assert (finding["rule"], finding["line"]) == ("SC601", 74)  # chunked_prefill_size in the reference
     assert finding["message"] == ("sglang-0.5.23 resolves --chunked-prefill-size 2048 to 1024 "
                                   "(_handle_gpu_memory_settings) on ranks 1, 2")
     assert "import-only stand-ins: sgl_kernel" in stderr
@@ -80,18 +80,18 @@ def test_a_step_that_could_not_run_is_said(tmp_path: Path) -> None:
     status, findings, _ = check(tmp_path, python)
     assert status == 0
     assert [(f["rule"], f["severity"], f["message"]) for f in findings] == [
-        ("SC503", "warning", "SGLang's resolve step could not run here on rank 0: "
+        ("SC603", "warning", "SGLang's resolve step could not run here on rank 0: "
                              "ModuleNotFoundError: No module named 'x'")]
 
 
 def test_a_crashing_probe_is_a_finding_not_a_traceback(tmp_path: Path) -> None:
     status, findings, stderr = check(tmp_path, stand_in(tmp_path, [], exit_code=7))
     assert status == 0 and "Traceback" not in stderr
-    assert [f["rule"] for f in findings] == ["SC503"]
+    assert [f["rule"] for f in findings] == ["SC603"]
     assert "the resolution probe failed (exit 7)" in findings[0]["message"]
 
 
 def test_no_interpreter_is_a_finding(tmp_path: Path) -> None:
     status, findings, _ = check(tmp_path, str(tmp_path / "no-such-python"))
     assert status == 0
-    assert [f["rule"] for f in findings] == ["SC503"] and "cannot be run" in findings[0]["message"]
+    assert [f["rule"] for f in findings] == ["SC603"] and "cannot be run" in findings[0]["message"]
