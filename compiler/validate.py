@@ -68,10 +68,13 @@ VALUE_HINTS = {
     "env_name": "write an upper-case variable name such as NCCL_DEBUG",
     "ifname": "write the interface name as `ip link` prints it, e.g. enp1s0f0np0 (at most 15 characters)",
     "image": "write [registry/]name[:tag][@sha256:<64 hex digits>] in lower case, e.g. lmsysorg/sglang:v0.5.23",
+    "image_digest": "complete the digest: sha256: and all 64 lower-case hex digits (`docker buildx imagetools inspect "
+                    "<image>` prints them), or drop the @ part to pin by tag only",
     "ipv4": "write a dotted IPv4 address such as 192.0.2.11",
     "ipv4_network": "write the network in CIDR form with its host bits zero, e.g. 192.0.2.0/24",
     "name": "use lower-case letters, digits and '-', e.g. spark-0",
     "rdma_name": "write the device as `ls /sys/class/infiniband` prints it, e.g. mlx5_0 or rocep1s0f0",
+    "rdma_resource": "name the device plugin's resource (resource: rdma/rdma_shared_device_a), or use mode: hostpath",
     "size": "write a number with an optional unit b, k, m or g, e.g. 112g",
     "snapshot": "write the snapshot directory's name (the commit hash under snapshots/)",
     "ssh_target": "write host or user@host, e.g. spark@192.0.2.11",
@@ -109,7 +112,7 @@ def _message(err: Any, where: str, model: type[BaseModel]) -> tuple[str, str, st
         message = f"{where}: {_RANGE_TEXT[kind].format(**err['ctx'])}, got {_show(value)}"
         return "SC109", message, _range_hint(kind, err["ctx"]), False
     if kind == "unknown_choice":
-        return "SC110", f"{where}: {err['msg']}", "", False
+        return "SC110", f"{where}: {err['msg']}", f"use one of {err['ctx']['known']}", False
     if kind in _CHOICE:
         expected = err["ctx"]["expected"]
         choices = [c.strip(" '") for c in expected.replace(" or ", ",").split(",")]

@@ -1,6 +1,6 @@
 """The rule registry: every finding spark-compile can report, with its id, severity and documentation.
 
-SC1xx schema and file, SC2xx cross-field, SC3xx catalogs, SC4xx fleet and hardware.
+SC1xx schema and file, SC2xx cross-field, SC3xx catalogs, SC4xx fleet and hardware, SC5xx Kubernetes.
 Checks are plain functions over the Context (the profile and the plan built from it); a Hit names the profile
 path at fault, and the rules stage (`spark_compile.rules`) places it in the source.
 """
@@ -84,6 +84,7 @@ def load_all() -> dict[str, Rule]:
         deployment,
         engine,
         fleet,
+        k8s,
         overlay,
         resolution,
         schema,
