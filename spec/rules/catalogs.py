@@ -120,6 +120,7 @@ def flag_values(ctx: Context) -> Iterator[Hit]:
         problem = _values_problem(flag, option.flag, values)
         if problem:
             hint = did_you_mean(values[0], [str(c) for c in flag.choices]) if flag.choices and values else ""
+            hint = hint or f"write a value {catalog.name} takes, or select a build that takes it in engine.catalog"
             yield Hit("SC304", option.source, problem.rstrip("."), hint)
 
 
@@ -249,7 +250,7 @@ def overlay_names(ctx: Context) -> Iterator[Hit]:
       "engine: {image: 'lmsysorg/sglang:dev-dsv41@sha256:<the 64 hex digits of the build>'}")
 def image_pinned(ctx: Context) -> Iterator[Hit]:
     image = ctx.profile.engine.image
-    if "@" not in image:
+    if "@" not in image and ctx.profile.kubernetes is None:  # with the Kubernetes target SC505 says it
         yield Hit("SC312", ("engine", "image"), f"{image} is pinned by tag only; the tag can move to another build",
                   "append the digest the image has now: <image>@sha256:<64 hex digits> (`docker buildx imagetools "
                   "inspect <image>` prints it)")
