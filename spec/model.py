@@ -9,6 +9,7 @@ from pydantic_core import PydanticCustomError
 
 from spark_compile.spec.fields import (
     AbsPath,
+    ArgValue,
     DockerSize,
     EnvName,
     HomePath,
@@ -24,10 +25,10 @@ from spark_compile.spec.fields import (
     SshTarget,
     Text,
 )
+from spark_compile.spec.operations_model import ImageCheck, PreviousStack, Verify
 from spark_compile.spec.overlay_section import OverlaySection
 
 GidIndex = Literal["probe"] | Annotated[int, Field(ge=0, le=255)]
-Scalar = str | int | float | bool
 EnvValue = str | int
 
 
@@ -255,7 +256,7 @@ class Engine(Section):
     cuda_graph: CudaGraph = Field(default_factory=CudaGraph, description="CUDA graphs.")
     chat: Chat = Field(default_factory=Chat, description="Chat defaults.")
     limits: Limits = Field(default_factory=Limits, description="Capacity limits (each optional).")
-    args: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], Scalar | list[Scalar]] = Field(
+    args: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], ArgValue] = Field(
         {},
         description="Further engine flags, without the leading dashes: true = bare flag, false = its --no- form.",
     )
@@ -263,7 +264,7 @@ class Engine(Section):
         {},
         description="Further engine environment (SGLANG_*, PYTORCH_*, CUDA_*, ...).",
     )
-    accept_rewrites: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], Scalar] = Field(
+    accept_rewrites: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], ArgValue] = Field(
         {},
         description="Values SGLang's resolution sets a written flag to that this profile accepts (flag name without "
         "dashes -> resolved value); `check --engine` reports any other rewrite as an error.",
@@ -399,6 +400,11 @@ class Watchdog(Section):
     )
     ready_timeout_seconds: Positive = Field(3600, description="How long a relaunch may take to become healthy.")
     relaunch_limit: Positive = Field(3, description="Relaunches before the watchdog gives up with GIVING UP.")
+    reset_after_seconds: Positive = Field(
+        86400,
+        description="After this long healthy since its last relaunch the watchdog forgets its relaunches, so a "
+        "fleet that crashes once a month never reaches relaunch_limit.",
+    )
 
 
 class Smoke(Section):
@@ -426,6 +432,11 @@ class Operations(Section):
     )
     watchdog: Watchdog = Field(default_factory=Watchdog, description="The head's watchdog.")
     smoke: Smoke = Field(default_factory=Smoke, description="Smoke tests.")
+    image_check: ImageCheck = Field(default_factory=ImageCheck, description="Preflight's overlay check.")
+    previous_stack: PreviousStack | None = Field(
+        None, description="The stack this release replaces: stopped at cutover, restored by `launch.sh rollback`.",
+    )
+    verify: Verify = Field(default_factory=Verify, description="What verify.sh expects of a boot.")
 
 
 K8sName = Annotated[str, Field(pattern=r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")]
