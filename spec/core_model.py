@@ -66,6 +66,7 @@ class Model(Record):
         'aliases',
         'max_context_length',
         'engram',
+        'config_json',
     )
     architecture: str
     repo: str
@@ -76,6 +77,7 @@ class Model(Record):
     aliases: list[str]
     max_context_length: int | None
     engram: Engram | None
+    config_json: str | None
 
 
 class Parallel(Record):
@@ -167,6 +169,7 @@ class Engine(Record):
         'limits',
         'args',
         'env',
+        'accept_rewrites',
     )
     image: str
     catalog: str
@@ -185,6 +188,7 @@ class Engine(Record):
     limits: Limits
     args: dict[str, str | int | float | bool | list[str | int | float | bool]]
     env: dict[str, str | int]
+    accept_rewrites: dict[str, str | int | float | bool | list[str | int | float | bool]]
 
 
 class ContainerMount(Record):
@@ -811,6 +815,21 @@ _MODEL: dict[str, Any] = {
                     'default': None,
                 },
             },
+            'config_json': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
         },
         'model_name': 'Model',
         'computed_fields': [],
@@ -1351,6 +1370,40 @@ _ENGINE: dict[str, Any] = {
                         'values_schema': {
                             'type': 'union',
                             'choices': [{'type': 'str'}, {'type': 'int'}],
+                        },
+                    },
+                    'default': {},
+                },
+            },
+            'accept_rewrites': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'dict',
+                        'keys_schema': {'type': 'str', 'pattern': '^[a-z0-9][a-z0-9-]*$'},
+                        'values_schema': {
+                            'type': 'function-after',
+                            'function': {
+                                'type': 'no-info',
+                                'function': checks.check_arg_value,
+                            },
+                            'schema': {
+                                'type': 'union',
+                                'choices': [
+                                    {'type': 'str'},
+                                    {'type': 'int'},
+                                    {'type': 'float'},
+                                    {'type': 'bool'},
+                                    {
+                                        'type': 'list',
+                                        'items_schema': {
+                                            'type': 'union',
+                                            'choices': [{'type': 'str'}, {'type': 'int'}, {'type': 'float'}, {'type': 'bool'}],
+                                        },
+                                    },
+                                ],
+                            },
                         },
                     },
                     'default': {},

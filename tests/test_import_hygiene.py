@@ -20,11 +20,13 @@ from conftest import REFERENCE_PROFILE, ROOT
 
 ENGINE = ("sglang", "torch", "flashinfer")
 # The pydantic model classes: the check path validates with the generated core model (spec/core_model.py);
-# building the model costs more than the rest of `check` together.
+# building the model cost nearly half of a cold `check` (README, Speed).
 MODEL = ("pydantic.main", "spark_compile.spec.model")
 FORBIDDEN = {
     "check": ("jinja2", "jsonschema", *MODEL, *ENGINE),
     "plan": ("jinja2", "jsonschema", *MODEL, *ENGINE),
+    # SGLang's own resolution runs in the engine venv's interpreter, in a subprocess: never in this one.
+    "check --engine": ("jinja2", "jsonschema", *MODEL, *ENGINE),
 }
 MARKER = "@@import-hygiene@@"
 
@@ -105,6 +107,7 @@ def leaks(report: dict[str, object], importtime: str, watched: tuple[str, ...]) 
 @pytest.mark.parametrize(("command", "argv"), [
     ("check", ("check", str(REFERENCE_PROFILE))),
     ("plan", ("plan", str(REFERENCE_PROFILE), "--json")),
+    ("check --engine", ("check", "--engine", str(REFERENCE_PROFILE))),
 ])
 def test_command_does_not_import_heavy_packages(command: str, argv: tuple[str, ...]) -> None:
     watched = FORBIDDEN[command]
@@ -112,6 +115,7 @@ def test_command_does_not_import_heavy_packages(command: str, argv: tuple[str, .
     assert report["code"] == 0
     modules = set(report["modules"])  # type: ignore[call-overload]
     assert {"spark_compile.cli", "spark_compile.validate", "pydantic_core"} <= modules  # the probe saw the run
+    assert ("spark_compile.engine_check" in modules) == ("--engine" in argv)
     found = leaks(report, importtime, watched)
     assert not found, f"`spark-compile {command}` imports what it must not:\n" + "\n".join(found.values())
 
