@@ -26,7 +26,8 @@ COLLECTION_TAGS = {_CORE + "map", _CORE + "seq"}
 # YAML 1.2 numbers: what a reader of the profile expects `port: 017` or `8_210` to mean is not what
 # YAML 1.1 (octal, digit separators, base 60) makes of it, so those forms are refused, not converted.
 _INT_12 = re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+")
-_FLOAT_12 = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
+_FLOAT_12 = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                       r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
 # Characters YAML reads as line breaks but grep, git diff and editors show inside a line.
 _HIDDEN_BREAKS = re.compile("[\x85\u2028\u2029]")
 

@@ -12,28 +12,28 @@ from .fields import (
     AbsPath,
     ArgText,
     DeviceSpec,
+    DockerSize,
+    EnvName,
     EnvText,
     FreeText,
     GpuSpec,
-    LauncherWord,
-    ListArg,
-    Seconds,
-    UlimitName,
-    UlimitValue,
-    Word,
-    DockerSize,
-    EnvName,
     HomePath,
     IfName,
     ImageRef,
     IPv4,
     IPv4Net,
+    LauncherWord,
+    ListArg,
     Name,
     Port,
     Positive,
+    Seconds,
     Snapshot,
     SshTarget,
     Text,
+    UlimitName,
+    UlimitValue,
+    Word,
 )
 from .overlay_model import OverlaySection
 
@@ -405,7 +405,9 @@ class Profile(Section):
     name: Name = Field(description="Profile name: names the generated directory and the default unit.")
     release: Text | None = Field(None, description="Release tag this profile describes, e.g. production-1.7.1.")
     description: FreeText | None = Field(None, description="Free text for humans.")
-    extends: ArgText | None = Field(None, description="Relative path of a parent profile whose values this one overrides.")
+    extends: ArgText | None = Field(
+        None, description="Relative path of a parent profile whose values this one overrides.",
+    )
     fleet: Fleet = Field(description="Nodes and fabric.")
     hardware: Text = Field(description="Hardware catalog entry of every node, e.g. dgx-spark-gb10.")
     model: Model = Field(description="The checkpoint.")
