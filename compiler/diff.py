@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .errors import EXIT_FINDINGS, EXIT_OK, InputError
+from .errors import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
 from .load import Document, LoadError, parse_text
 from .plan import LaunchPlan, RankPlan, build_plan
 from .report import render
@@ -54,7 +54,7 @@ def _git_path(path: Path) -> str:
 
 def _git_exists(rev: str) -> Any:
     def exists(path: Path) -> bool:
-        proc = subprocess.run(["git", "cat-file", "-e", f"{rev}:./{_git_path(path)}"], capture_output=True,
+        proc = subprocess.run(["git", "cat-file", "-e", "--end-of-options", f"{rev}:./{_git_path(path)}"], capture_output=True,
                               check=False)
         return proc.returncode == 0
 
@@ -64,7 +64,7 @@ def _git_exists(rev: str) -> Any:
 def _git_reader(rev: str) -> Any:
     def read(path: Path, display: str) -> Document:
         rel = _git_path(path)
-        proc = subprocess.run(["git", "show", f"{rev}:./{rel}"], capture_output=True, check=False)
+        proc = subprocess.run(["git", "show", "--end-of-options", f"{rev}:./{rel}"], capture_output=True, check=False)
         if proc.returncode != 0:
             message = proc.stderr.decode(errors="replace").strip().splitlines()
             raise InputError(f"{rev}:{rel}: {message[-1] if message else 'git show failed'}")
@@ -79,6 +79,8 @@ def load_side(spec: str) -> Validated:
     """Resolve and validate one side: a path, or GITREV:path."""
     rev, sep, rest = spec.partition(":")
     from_git = bool(sep and rev) and not Path(spec).exists()
+    if from_git and (rev.startswith("-") or not rev.isprintable()):
+        raise UsageError(f"{spec[:80]!r}: a git revision cannot start with '-' or hold control characters")
     try:
         if from_git:
             return validate(resolve(Path(rest), spec, _git_reader(rev), _git_exists(rev)))
