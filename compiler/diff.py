@@ -54,8 +54,8 @@ def _git_path(path: Path) -> str:
 
 def _git_exists(rev: str) -> Any:
     def exists(path: Path) -> bool:
-        proc = subprocess.run(["git", "cat-file", "-e", "--end-of-options", f"{rev}:./{_git_path(path)}"], capture_output=True,
-                              check=False)
+        proc = subprocess.run(["git", "cat-file", "-e", "--end-of-options", f"{rev}:./{_git_path(path)}"],
+                              capture_output=True, check=False)
         return proc.returncode == 0
 
     return exists

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
+from . import __version__, quoting
 from .plan import ENGINE_SECRETS, LaunchPlan, RankPlan, secrets_dir
-from . import quoting
 
 if TYPE_CHECKING:
     import jinja2

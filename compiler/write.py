@@ -59,7 +59,8 @@ def _manifest_data(target: Path) -> dict[str, object] | None:
     return data
 
 
-def _previous_manifest(target: Path) -> set[str]:
+def previous_manifest(target: Path) -> set[str]:
+    """The files the last compile into ``target`` wrote, by its MANIFEST.json (empty when there is none)."""
     data = _manifest_data(target)
     files = data.get("files") if data else None
     return {*files, MANIFEST} if isinstance(files, dict) else set()
@@ -156,7 +157,7 @@ def _stage(staging: Path, target: Path, files: list[Artifact], report: WriteRepo
 
 def _keep_foreign(staging: Path, target: Path, scan: _Scan, ours: set[str], report: WriteReport) -> None:
     """Link every file we did not write into staging; give every kept directory its old mode."""
-    previous = _previous_manifest(target)
+    previous = previous_manifest(target)
     for path in sorted(set(scan.files) - ours):
         if path in previous:
             report.removed.append(path)

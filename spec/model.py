@@ -134,6 +134,14 @@ class Model(Section):
     )
     engram: Engram | None = Field(None, description="Engram tables, for models that have them.")
 
+    @model_validator(mode="after")
+    def _aliases_need_the_overlay(self) -> Model:
+        if self.aliases and self.engram is None:
+            raise PydanticCustomError(
+                "aliases_without_overlay", "model.aliases are answered by the Spark overlay, which runs only with "
+                "model.engram: without it they would be dropped silently; remove them or add model.engram")
+        return self
+
 
 class Parallel(Section):
     """Parallel layout."""
