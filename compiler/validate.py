@@ -117,9 +117,17 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
+_UNION_TAGS = {"int", "float", "bool", "str", "none", "list", "dict", "tuple", "set", "is-instance"}
+
+
 def _is_type_tag(part: Any) -> bool:
     """Pydantic puts union member and validator names (``int``, ``function-after[...]``) into a loc."""
-    return isinstance(part, str) and (part[:1].isupper() or "[" in part or part.startswith(("function-", "literal")))
+    return isinstance(part, str) and (part[:1].isupper() or "[" in part or part in _UNION_TAGS
+                                      or part.startswith(("function-", "literal", "constrained-")))
+
+
+# For one location, a union reports every member's complaint; the most specific one is shown.
+_SPECIFIC = {"SC101": 0, "SC103": 0, "SC111": 1, "SC109": 2, "SC110": 3, "SC102": 4}
 
 
 def _error_path(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
@@ -149,7 +157,7 @@ def schema_findings(resolved: Resolved, exc: ValidationError, model: type[BaseMo
         rule, message, hint, at_key = _message(err, dotted(path), model)
         if not hint and rule != "SC101":
             hint = _description_at(model, path)
-        if path in findings:
+        if path in findings and _SPECIFIC.get(findings[path].rule, 5) <= _SPECIFIC.get(rule, 5):
             continue
         findings[path] = locate(resolved, path, rule, "error", message, hint, at_key=at_key)
     return sorted(findings.values(), key=Finding.sort_key)
