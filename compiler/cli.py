@@ -18,19 +18,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
+from . import __version__, _interrupted
 from .errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, InputError, SparkCompileError, UsageError
 from .findings import Finding, has_errors
-
-
-def _interrupted(signum: int, frame: object) -> None:
-    """Ctrl-C while the stages load, before main's handler: a message and 130, no traceback."""
-    os.write(2, b"spark-compile: interrupted\n")
-    os._exit(130)
-
-
-if __name__ == "__main__":
-    signal.signal(signal.SIGINT, _interrupted)
 
 if TYPE_CHECKING:
     from .validate import Validated
@@ -266,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Redacting(stdout), _Redacting(stderr)
     try:
+        if signal.getsignal(signal.SIGINT) is _interrupted:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # from here, cleanup runs on Ctrl-C
         code = _run_guarded(argv)
         try:
             sys.stdout.flush()
