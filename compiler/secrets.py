@@ -16,6 +16,7 @@ _QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
 _VALUE = r"(" + _QUOTED + r"|[^\s,}\]{\[\"'][^\s,}\]]*)"
 _ASSIGNED = re.compile(r"(\"?\s*[:=]\s*)" + _VALUE)  # HF_TOKEN: x, HF_TOKEN=x, "HF_TOKEN": "x"
 _FLAG_VALUE = re.compile(r"(['\"]?(?:,\s*|=|\s+))" + _VALUE)  # --api-key x, --api-key=x, '--api-key', 'x'
+_EQUALS = re.compile(r"(=)" + _VALUE)
 _GOT = re.compile(r"(\bgot\s+)(" + _QUOTED + r"|[^\s,)]+)")
 
 
@@ -28,7 +29,7 @@ def _redact_line(line: str) -> str:
         out.append(line[last:match.end()])
         last = match.end()
         # A dotted path (engine.env.HF_TOKEN: expected ...) is a message about the key, not an assignment.
-        pattern = _FLAG_VALUE if name.startswith("-") else None if "." in name else _ASSIGNED
+        pattern = _FLAG_VALUE if name.rsplit(".", 1)[-1].startswith("-") else _EQUALS if "." in name else _ASSIGNED
         assigned = pattern.match(line, last) if pattern else None
         if assigned and not secret_name(assigned.group(2).strip("-")):
             out.append(assigned.group(1) + REDACTED)
