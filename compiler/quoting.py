@@ -14,6 +14,8 @@ from .spec.envfile import env_value_problem
 
 _BASH_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+_C0 = re.compile(r"[\x00-\x1f\x7f]")  # what bash and here-documents treat specially (\n ends a line)
+_SYSTEMD_REFUSED = re.compile(r"[\x00-\x1f\x7f\"'\\]")  # "Executable name contains special characters"
 _SYSTEMD_SAFE = re.compile(r"[A-Za-z0-9_@+=:,./-]+")
 _C_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", "'": "\\'", '"': '\\"'}
 _MARKDOWN_INLINE = re.compile(r"([\\`*_\[\]|~])")
@@ -24,12 +26,12 @@ def _refuse(value: str, consumer: str, why: str) -> UnquotableError:
     return UnquotableError(f"{value[:80]!r}{'...' if len(value) > 80 else ''} cannot be written for {consumer}: {why}")
 
 
-def _c_escape(value: str, quote: str) -> str:
+def _c_escape(value: str, quote: str, control: re.Pattern[str] = _CONTROL) -> str:
     out = []
     for char in value:
         if char in _C_ESCAPES and (char != "'" or quote == "'") and (char != '"' or quote == '"'):
             out.append(_C_ESCAPES[char])
-        elif _CONTROL.match(char):
+        elif control.match(char):
             code = ord(char)
             out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
         else:
@@ -44,8 +46,8 @@ def bash_word(value: str) -> str:
         raise _refuse(value, "bash", "a NUL byte cannot be part of an argument")
     if value and _BASH_SAFE.fullmatch(value):
         return value
-    if _CONTROL.search(value):
-        return "$'" + _c_escape(value, "'") + "'"
+    if _C0.search(value):
+        return "$'" + _c_escape(value, "'", _C0) + "'"
     return "'" + value.replace("'", "'\"'\"'") + "'"
 
 
@@ -76,6 +78,9 @@ def systemd_exec_path(value: str) -> str:
     variables in the program path), quoted with C escapes when needed."""
     if not value.startswith("/"):
         raise _refuse(value, "systemd", "the program of an Exec line must be an absolute path")
+    if _SYSTEMD_REFUSED.search(value):
+        raise _refuse(value, "systemd", "systemd refuses a program path with quotes, backslashes or control "
+                      "characters, however quoted")
     return _systemd_quoted(value, dollars=False)
 
 

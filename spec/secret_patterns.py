@@ -28,16 +28,23 @@ _TOKEN_COUNT_WORDS = frozenset((
 _REFERENCE = re.compile(r"_(PATH|FILE|DIR)$", re.IGNORECASE)
 
 
+_SECRET_WORDS = frozenset(("TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "APIKEY",
+                           "CREDENTIAL", "CREDENTIALS", "PASSPHRASE"))
+_SECRET_PAIRS = frozenset((("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY"), ("AUTH", "KEY"),
+                           ("API", "KEYS")))
+
+
 def secret_name(name: str) -> bool:
-    """True when a variable, key or flag called ``name`` holds a secret by its name."""
-    upper = name.upper().replace("-", "_").lstrip("_")
-    if not SECRET_NAME.search(upper) or _REFERENCE.search(upper):
+    """True when a variable, key or flag called ``name`` holds a secret by its name: one of its words
+    (split at '_' and '-') is a secret's word (SecretRef, TOKENIZER or MAX_NEW_TOKENS are not)."""
+    upper = name.upper().replace("-", "_").strip("_")
+    if _REFERENCE.search(upper):
         return False
-    words = set(upper.split("_"))
-    if re.search(_ALWAYS_SECRET, upper):
+    words = upper.split("_")
+    pairs = set(zip(words, words[1:]))
+    if pairs & _SECRET_PAIRS or (set(words) & _SECRET_WORDS) - {"TOKEN", "TOKENS"}:
         return True
-    without_tokenizers = re.sub(r"\w*TOKENI[SZ]\w*", "", upper)
-    return "TOKEN" in without_tokenizers and not words & _TOKEN_COUNT_WORDS
+    return bool({"TOKEN", "TOKENS"} & set(words)) and not set(words) & _TOKEN_COUNT_WORDS
 
 
 def looks_secret(name: str, value: str) -> bool:

@@ -36,7 +36,7 @@ def schema_string_fields(schema: dict[str, Any]) -> set[str]:
         if kind == "object":
             for name, sub in node.get("properties", {}).items():
                 walk(sub, (*path, name))
-            extra = [node.get("additionalProperties")] + list(node.get("patternProperties", {}).values())
+            extra = [node.get("additionalProperties"), *node.get("patternProperties", {}).values()]
             for sub in extra:
                 if isinstance(sub, dict):
                     walk(sub, (*path, "*"))
