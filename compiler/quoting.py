@@ -23,7 +23,10 @@ _MARKDOWN_LINE_START = re.compile(r"^(\s*[0-9]*)([#>+=.)-])")
 
 
 def _refuse(value: str, consumer: str, why: str) -> UnquotableError:
-    return UnquotableError(f"{value[:80]!r}{'...' if len(value) > 80 else ''} cannot be written for {consumer}: {why}")
+    from .secrets import redact
+
+    shown = redact(value)
+    return UnquotableError(f"{shown[:80]!r}{'...' if len(shown) > 80 else ''} cannot be written for {consumer}: {why}")
 
 
 def _c_escape(value: str, quote: str, control: re.Pattern[str] = _CONTROL) -> str:

@@ -8,6 +8,7 @@ from typing import Literal
 
 from .findings import Finding
 from .quoting import github_data, github_property
+from .secrets import redact
 
 Format = Literal["text", "json", "github"]
 EXCERPT = 120  # characters of a source line shown around the column at fault
@@ -15,6 +16,10 @@ MAX_MESSAGE = 600  # a message quoting a huge value is cut: output stays proport
 
 
 def _bounded(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` cut to ``limit``; secrets are hidden first, since a cut token is no longer recognisable."""
+    if len(text) <= limit:
+        return text
+    text = redact(text)
     return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more characters)"
 
 
@@ -23,6 +28,7 @@ def excerpt(line: str, column: int) -> tuple[str, int]:
     line = line.expandtabs(1)
     if len(line) <= EXCERPT:
         return line, column
+    line = redact(line)
     start = max(0, min(column - 1 - EXCERPT // 2, len(line) - EXCERPT))
     head = "..." if start else ""
     tail = "..." if start + EXCERPT < len(line) else ""

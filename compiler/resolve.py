@@ -189,6 +189,13 @@ def _chain_error(doc: Document, message: str, hint: str) -> LoadError:
     return LoadError(Finding("SC112", "error", pos, message, hint, doc.line(pos.line)))
 
 
+def _cut(text: str) -> str:
+    """At most 100 characters of a value for a message; secrets hidden before the cut."""
+    from .secrets import redact
+
+    return redact(text)[:100]
+
+
 def _parent_path(doc: Document, path: Path, parent_ref: object, roots: tuple[str, ...]) -> Path:
     """The parent's path, checked: relative, a .yaml file, inside the root, resolvable."""
     if not isinstance(parent_ref, str) or not parent_ref or parent_ref.startswith("/"):
@@ -196,16 +203,16 @@ def _parent_path(doc: Document, path: Path, parent_ref: object, roots: tuple[str
         raise _chain_error(doc, f"extends must be a relative path to a parent profile, got {shown!r}"[:200],
                            "write the parent's path relative to this file, e.g. extends: base.yaml")
     if not parent_ref.endswith(PROFILE_SUFFIXES):
-        raise _chain_error(doc, f"extends names {parent_ref[:100]!r}, which is not a profile (.yaml or .yml)",
+        raise _chain_error(doc, f"extends names {_cut(parent_ref)!r}, which is not a profile (.yaml or .yml)",
                            "extends names a parent profile file ending in .yaml or .yml")
     parent_path = path.parent / parent_ref
     try:
         real = _real(parent_path)
     except InputError:
-        raise _chain_error(doc, f"extends names {parent_ref[:100]}, which cannot be resolved (a symlink loop?)",
+        raise _chain_error(doc, f"extends names {_cut(parent_ref)}, which cannot be resolved (a symlink loop?)",
                            "fix the path or the symlinks on it") from None
     if not any(os.path.commonpath([real, root]) == root for root in roots):
-        raise _chain_error(doc, f"extends names {parent_ref[:100]}, which lies outside the repository "
+        raise _chain_error(doc, f"extends names {_cut(parent_ref)}, which lies outside the repository "
                            f"({', '.join(roots)})", "a parent profile must be in the same repository (or pass "
                            "--root to name another root)")
     return parent_path

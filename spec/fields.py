@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
+from .secret_patterns import SECRET_VALUE
+
 _NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 _IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$")
 _DOCKER_SIZE = re.compile(r"^[1-9][0-9]*[bkmgBKMG]?$")
@@ -83,8 +85,11 @@ def _rel_or_abs_path(value: str) -> str:
 
 
 def _shown(value: str) -> str:
-    """A value as a message shows it: repr, cut to a bounded excerpt."""
-    return repr(value) if len(value) <= 80 else repr(value[:80]) + f"... ({len(value)} characters)"
+    """A value as a message shows it: repr, cut to a bounded excerpt (secrets hidden before the cut, which
+    would otherwise leave a token too short to recognise)."""
+    size = len(value)
+    value = SECRET_VALUE.sub("(redacted)", value)
+    return repr(value) if len(value) <= 80 else repr(value[:80]) + f"... ({size} characters)"
 
 
 def _word(value: str) -> str:

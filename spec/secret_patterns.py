@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 SECRET_VALUE = re.compile(
@@ -41,7 +42,7 @@ def secret_name(name: str) -> bool:
     if _REFERENCE.search(upper):
         return False
     words = upper.split("_")
-    pairs = set(zip(words, words[1:]))
+    pairs = set(itertools.pairwise(words))
     if pairs & _SECRET_PAIRS or (set(words) & _SECRET_WORDS) - {"TOKEN", "TOKENS"}:
         return True
     return bool({"TOKEN", "TOKENS"} & set(words)) and not set(words) & _TOKEN_COUNT_WORDS

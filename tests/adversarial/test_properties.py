@@ -18,8 +18,8 @@ from hostile import CORPUS, assert_handled, child_profile, plan_of, run_main, wo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-MAX_EXAMPLES = 12
-CONSUMER_RUNS_PER_FIELD = 1
+MAX_EXAMPLES = 25
+CONSUMER_RUNS_PER_FIELD = 2
 TOKEN_SHAPED = re.compile(r"hf_a{30}|ghp_b{30}|github_pat_c{22}|sk_live_d{16}|AIza|eyJhbGci|hunter2")
 _PLAIN = re.compile(r"[A-Za-z0-9._/-]*")
 
