@@ -93,6 +93,7 @@ def test_free_text_is_refused_or_round_trips(base_data: dict[str, Any], field: s
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         data.setdefault("deploy", {})["install_dir"] = str(work / "etc")
+        data["deploy"]["docker"] = str(work / "bin" / "docker")  # docker-run.sh runs deploy.docker: the shim
         errors, files = _compile(data, work)
         if errors:
             assert all(f.rule.startswith("SC") and f.message for f in errors)
@@ -102,7 +103,7 @@ def test_free_text_is_refused_or_round_trips(base_data: dict[str, Any], field: s
         target = work / "etc" / plan["profile"]
         target.mkdir(parents=True)
         _install(files, rank["directory"], target)
-        assert bash_argv(target / "docker-run.sh") == rank["docker_argv"]
+        assert bash_argv(target / "docker-run.sh", shim_dir=work / "bin") == rank["docker_argv"]
         # The property is not vacuous: the value really reached an argument or an env file.
         delivered = [*rank["docker_argv"], *(v for f in rank["env_files"].values() for v in f.values())]
         assert any(value.rstrip("/") in item for item in delivered)

@@ -36,7 +36,8 @@ def check_scripts_parse(target: Path) -> None:
         assert proc.returncode == 0, (script, proc.stderr)
 
 
-def check_docker_run(target: Path, rank: dict[str, Any], runtime_env: Path | None, install_dir: str) -> None:
+def check_docker_run(target: Path, rank: dict[str, Any], runtime_env: Path | None, install_dir: str,
+                     docker: str) -> None:
     if runtime_env is not None:
         runtime_env.parent.mkdir(parents=True, exist_ok=True)
         runtime_env.write_text("NCCL_IB_GID_INDEX=3\nB12X_ROCE_GID_INDEX=3\n")
@@ -44,7 +45,7 @@ def check_docker_run(target: Path, rank: dict[str, Any], runtime_env: Path | Non
     if installed.exists():
         shutil.rmtree(installed)
     shutil.copytree(target / rank["directory"], installed)  # as the README says: the rank's folder
-    argv = bash_argv(installed / "docker-run.sh")
+    argv = bash_argv(installed / "docker-run.sh", shim_dir=Path(docker).parent)
     assert argv == rank["docker_argv"]
     body = docker_create_request(argv)["body"]
     assert body["Cmd"][-len(rank["engine_argv"]):] == rank["engine_argv"]
@@ -86,8 +87,10 @@ def check_all(target: Path, plan: dict[str, Any], tmp: Path, runtime_env: Path |
     CANARY.unlink(missing_ok=True)
     rank = plan["ranks"][0]
     check_scripts_parse(target)
-    if plan["install_dir"].startswith(f"{tmp}/") and (runtime_env is None or str(runtime_env).startswith(f"{tmp}/")):
-        check_docker_run(target, rank, runtime_env, plan["install_dir"])  # never writes outside tmp
+    docker = f"{tmp}/bin/docker"
+    inside = plan["install_dir"].startswith(f"{tmp}/") and str(runtime_env or tmp).startswith(str(tmp))
+    if inside and f"exec {docker} run" in (target / rank["directory"] / "docker-run.sh").read_text():
+        check_docker_run(target, rank, runtime_env, plan["install_dir"], docker)  # never writes outside tmp
     check_env_files(target, rank)
     check_units(target, plan, rank)
     check_dry_run(target, tmp)

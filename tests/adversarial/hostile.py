@@ -92,10 +92,11 @@ def workspace() -> Iterator[Path]:
 
 def child_profile(tmp: Path, body: dict[str, Any], base: Path = REFERENCE_PROFILE, *,
                   relocate: bool = True) -> Path:
-    """A profile extending ``base`` with ``body``; install and runtime dirs moved under ``tmp``."""
+    """A profile extending ``base`` with ``body``; install and runtime dirs and the docker client (the
+    shim tests put there) moved under ``tmp``."""
     data: dict[str, Any] = {"extends": os.path.relpath(base, tmp)}
     if relocate:
-        data["deploy"] = {"install_dir": f"{tmp}/etc", "runtime_dir": f"{tmp}/run"}
+        data["deploy"] = {"install_dir": f"{tmp}/etc", "runtime_dir": f"{tmp}/run", "docker": f"{tmp}/bin/docker"}
     for key, value in body.items():
         if isinstance(value, dict) and isinstance(data.get(key), dict):
             data[key] = {**data[key], **value}

@@ -486,3 +486,25 @@ def test_item_24_description_is_escaped_in_the_readme(tmp_path: Path) -> None:
     readme = (out / "dsv41-4spark" / "README.md").read_text()
     assert "\\# Owned" in readme and "&lt;img src=x onerror=alert(1)&gt; \\[x\\](javascript:y)" in readme
     assert "<img" not in readme
+
+
+def test_item_23_docker_run_uses_the_configured_client(tmp_path: Path) -> None:
+    client = tmp_path / "client" / "docker-client"
+    client.parent.mkdir()
+    client.write_text(f"#!/bin/sh\necho \"$1\" > {tmp_path}/client-called\n")
+    client.chmod(0o755)
+    decoy = tmp_path / "path-bin" / "docker"
+    decoy.parent.mkdir()
+    decoy.write_text(f"#!/bin/sh\ntouch {tmp_path}/path-docker-called\n")
+    decoy.chmod(0o755)
+    profile = child_profile(tmp_path, {"deploy": {"docker": str(client)}})
+    out = tmp_path / "out"
+    assert run_main("compile", str(profile), "--out", str(out)).code == 0
+    (tmp_path / "run" / "dsv41-4spark").mkdir(parents=True)
+    (tmp_path / "run" / "dsv41-4spark" / "runtime.env").write_text("NCCL_IB_GID_INDEX=3\n")
+    env = {"PATH": f"{decoy.parent}:{os.environ['PATH']}"}
+    proc = subprocess.run(["bash", str(out / "dsv41-4spark" / "0-spark-0" / "docker-run.sh")], env=env,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "client-called").read_text() == "run\n"
+    assert not (tmp_path / "path-docker-called").exists()

@@ -11,7 +11,7 @@ if [[ ! -r /run/spark-compile/dsv41-4spark/runtime.env ]]; then
   exit 1
 fi
 
-exec docker run \
+exec /usr/bin/docker run \
   --name sgldsv41 \
   --restart no \
   --network host \
