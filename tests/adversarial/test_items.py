@@ -253,6 +253,24 @@ def test_item_13_enospc_removes_the_staging_directory(tmp_path: Path, monkeypatc
     assert list(out.iterdir()) == []
 
 
+def test_item_13_enospc_on_a_full_tmpfs(tmp_path: Path) -> None:
+    """The real thing: a 120 KiB tmpfs in a private mount namespace (root and unshare, as CI has)."""
+    unshare = require_tool("unshare")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    script = (f"mount -t tmpfs -o size=120k none {mount} || exit 99; "
+              f"{sys.executable} -m spark_compile.cli {REFERENCE_PROFILE} --out {mount}/out; echo rc=$?; "
+              f"ls -A {mount}/out")
+    proc = subprocess.run([unshare, "-m", "sh", "-c", script], capture_output=True, text=True, check=False,
+                          cwd=ROOT)
+    if proc.returncode == 99 or "Operation not permitted" in proc.stderr:
+        if os.environ.get("CI"):
+            pytest.fail(f"cannot mount a tmpfs: {proc.stderr}")
+        pytest.skip("needs root to mount a tmpfs")
+    assert "No space left on device" in proc.stderr
+    assert proc.stdout == "rc=2\n"  # and `ls -A out` printed nothing: no staging directory is left
+
+
 # -- internal errors, hangs, blow-ups -------------------------------------------------------------------
 @pytest.mark.parametrize(("text", "rule"), [
     ("name: !!python/name:os.system x\n", "SC105"),
