@@ -18,12 +18,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__, _interrupted
-from .errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, InputError, SparkCompileError, UsageError
-from .findings import Finding, has_errors
+from spark_compile import __version__, _interrupted
+from spark_compile.errors import (
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    InputError,
+    SparkCompileError,
+    UsageError,
+)
+from spark_compile.findings import Finding, has_errors
 
 if TYPE_CHECKING:
-    from .validate import Validated
+    from spark_compile.compile import Validated
 
 ROOT_HELP = "a directory `extends:` may also lead into (default: only the profile's repository)"
 COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile")
@@ -71,9 +79,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def load_and_validate(path: Path, root: Path | None = None) -> Validated | Finding:
     """Resolve and validate one profile; a file that cannot be parsed yields its one finding."""
-    from .load import LoadError
-    from .resolve import resolve
-    from .validate import validate
+    from spark_compile.compile import validate
+    from spark_compile.load import LoadError
+    from spark_compile.resolve import resolve
 
     try:
         return validate(resolve(path, root=root))
@@ -83,7 +91,7 @@ def load_and_validate(path: Path, root: Path | None = None) -> Validated | Findi
 
 def render(findings: list[Finding], fmt: str, profiles: int) -> str:
     """The findings report (see report.render)."""
-    from .report import render as render_report
+    from spark_compile.report import render as render_report
 
     return render_report(findings, fmt, profiles)  # type: ignore[arg-type]
 
@@ -117,7 +125,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if unreadable:
         return EXIT_USAGE
     if args.generated and status == EXIT_OK:
-        from .drift import check_drift
+        from spark_compile.drift import check_drift
 
         status = check_drift(args.profiles, args.out)
     return status
@@ -125,16 +133,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Print the launch plan as JSON."""
-    from .plan import build_plan
-
     validated = _validated_or_exit(args.profile, root=args.root)
-    sys.stdout.write(json.dumps(build_plan(validated.profile).to_json(), indent=2) + "\n")
+    sys.stdout.write(json.dumps(validated.planned()[1].to_json(), indent=2) + "\n")
     return EXIT_OK
 
 
 def cmd_schema(_: argparse.Namespace) -> int:
     """Print the profile's JSON Schema."""
-    from .schema import schema_text
+    from spark_compile.schema import schema_text
 
     sys.stdout.write(schema_text())
     return EXIT_OK
@@ -142,7 +148,7 @@ def cmd_schema(_: argparse.Namespace) -> int:
 
 def cmd_rules(_: argparse.Namespace) -> int:
     """List every rule: id, severity, summary."""
-    from .spec.rules import load_all
+    from spark_compile.spec.rules import load_all
 
     for rule in sorted(load_all().values(), key=lambda r: r.id):
         sys.stdout.write(f"{rule.id}  {rule.severity:<7}  {rule.summary}\n")
@@ -151,8 +157,8 @@ def cmd_rules(_: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Print one rule's documentation with its bad and good examples."""
-    from .spec.rules import load_all
-    from .spec.suggest import did_you_mean
+    from spark_compile.spec.rules import load_all
+    from spark_compile.spec.suggest import did_you_mean
 
     rules = load_all()
     rule = rules.get(args.rule.upper())
@@ -167,7 +173,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_flags(args: argparse.Namespace) -> int:
     """List the overlay's SPARK_* flags."""
-    from .flags import flags_text
+    from spark_compile.flags import flags_text
 
     sys.stdout.write(flags_text(as_json=args.json))
     return EXIT_OK
@@ -175,7 +181,7 @@ def cmd_flags(args: argparse.Namespace) -> int:
 
 def cmd_compile(args: argparse.Namespace) -> int:
     """Compile a profile and write its artifacts atomically."""
-    from .compile import compile_profile
+    from spark_compile.compile import compile_profile
 
     validated = _validated_or_exit(args.profile, root=args.root)
     return compile_profile(validated, args.profile, args.out)
@@ -183,14 +189,14 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """Semantic diff of two profiles."""
-    from .diff import run_diff
+    from spark_compile.diff import run_diff
 
     return run_diff(args.old, args.new, unified=args.unified, fmt=args.format)
 
 
 def cmd_catalog(argv: list[str]) -> int:
     """Regenerate (or --check) the engine catalogs from a real SGLang install."""
-    from .catalog_extract import main_catalog
+    from spark_compile.catalog_extract import main_catalog
 
     return main_catalog(argv)
 
@@ -221,7 +227,7 @@ class _Redacting(io.TextIOBase):
         self.stream = stream
 
     def write(self, text: str) -> int:
-        from .secrets import redact
+        from spark_compile.secrets import redact
 
         self.stream.write(redact(text))
         return len(text)

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .errors import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
-from .load import Document, LoadError, parse_text
-from .plan import LaunchPlan, RankPlan, build_plan
-from .report import render
-from .resolve import Resolved, resolve
-from .secrets import redact
-from .validate import Validated, dotted, validate
+from spark_compile.compile import Validated, validate
+from spark_compile.errors import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
+from spark_compile.launch_plan import LaunchPlan, Option, RankPlan, dotted
+from spark_compile.load import Document, LoadError, parse_text
+from spark_compile.report import render
+from spark_compile.resolve import Resolved, resolve
+from spark_compile.secrets import redact
 
 UNSET = "(unset)"
 
@@ -68,7 +68,7 @@ def _git_reader(rev: str) -> Any:
         if proc.returncode != 0:
             message = proc.stderr.decode(errors="replace").strip().splitlines()
             raise InputError(f"{rev}:{rel}: {message[-1] if message else 'git show failed'}")
-        from .load import decode
+        from spark_compile.load import decode
 
         return parse_text(decode(proc.stdout, f"{rev}:{rel}"), f"{rev}:{rel}")
 
@@ -127,18 +127,12 @@ def profile_changes(old: Resolved, new: Resolved) -> list[ProfileChange]:
     return changes
 
 
-def _options(argv: list[str]) -> dict[str, str]:
-    """Options of an argv as {name: value}; a bare flag is "on", a repeated option joins its values."""
+def _options(options: tuple[Option, ...]) -> dict[str, str]:
+    """Options as {flag: value}; a bare flag is "on", a repeated option joins its values."""
     found: dict[str, list[str]] = {}
-    name = ""
-    for arg in argv:
-        if arg.startswith("-") and len(arg) > 1:
-            name = arg
-            found.setdefault(name, []).append("on")
-        elif name:
-            values = found[name]
-            values[-1] = arg if values[-1] == "on" else f"{values[-1]} {arg}"
-    return {key: ", ".join(values) for key, values in found.items()}
+    for option in options:
+        found.setdefault(option.flag, []).append(" ".join(option.values) or "on")
+    return {flag: ", ".join(values) for flag, values in found.items()}
 
 
 def _rank_items(rank: RankPlan) -> dict[tuple[str, str], str]:
@@ -146,11 +140,12 @@ def _rank_items(rank: RankPlan) -> dict[tuple[str, str], str]:
     for env_file in rank.env_files:
         items.update({(env_file.name, name): value for name, value in env_file.values})
     items.update({("runtime.env", name): "(found at start)" for name in rank.runtime_env})
-    args = list(rank.docker_argv[2:])
-    entry = args.index("--entrypoint")
-    items.update({("docker", name): value for name, value in _options(args[: entry + 2]).items()})
-    items[("docker", "image")] = args[entry + 2]
-    items.update({("engine", name): value for name, value in _options(args[entry + 3:]).items()})
+    entrypoint = Option("--entrypoint", rank.launcher[:1], ("engine", "launcher"))
+    items.update({("docker", name): value for name, value in _options((*rank.docker_options, entrypoint)).items()})
+    items[("docker", "image")] = rank.image
+    if rank.launcher[1:]:
+        items[("docker", "command")] = " ".join(rank.launcher[1:])
+    items.update({("engine", name): value for name, value in _options(rank.engine_options).items()})
     return items
 
 
@@ -182,7 +177,7 @@ def _show(value: Any) -> str:
 
 def unified_diff(old: Validated, new: Validated) -> str:
     """The unified diff of every rendered file of the two profiles."""
-    from .compile import rendered_files
+    from spark_compile.compile import rendered_files
 
     a = {f.path: f.content.decode() for f in rendered_files(old)}
     b = {f.path: f.content.decode() for f in rendered_files(new)}
@@ -219,8 +214,9 @@ def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = 
             sys.stdout.write(render(errors, "text", 1))
             raise InputError(f"cannot diff {side.resolved.path}: it has errors")
     changes = profile_changes(old.resolved, new.resolved)
-    effects = artifact_changes(build_plan(old.profile), build_plan(new.profile))
-    total = max(len(old.profile.fleet.nodes), len(new.profile.fleet.nodes))
+    old_plan, new_plan = old.planned()[1], new.planned()[1]
+    effects = artifact_changes(old_plan, new_plan)
+    total = max(len(old_plan.ranks), len(new_plan.ranks))
     patch = unified_diff(old, new) if unified else ""
     if fmt == "json":
         body = {"identical": not changes and not effects,

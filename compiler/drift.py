@@ -6,17 +6,16 @@ import stat
 import sys
 from pathlib import Path
 
-from .compile import SCHEMA_FILE, artifacts
-from .errors import EXIT_FINDINGS, EXIT_OK
-from .resolve import resolve
-from .validate import validate
-from .write import previous_manifest
+from spark_compile.compile import SCHEMA_FILE, artifacts, validate
+from spark_compile.errors import EXIT_FINDINGS, EXIT_OK
+from spark_compile.resolve import resolve
+from spark_compile.write import previous_manifest
 
 
 def drift_lines(profile: Path, root: Path) -> list[str]:
     """One line per file under root/<profile name>/ that differs, is missing, or is extra."""
     validated = validate(resolve(profile))
-    name = validated.profile.name
+    name = validated.resolved_name
     expected = {a.path: a for a in artifacts(validated, root)}
     target = root / name
     present = {str(p.relative_to(target)) for p in target.rglob("*") if p.is_file()} if target.is_dir() else set()
@@ -41,7 +40,7 @@ def drift_lines(profile: Path, root: Path) -> list[str]:
 
 
 def _schema_line(root: Path) -> list[str]:
-    from .schema import schema_text
+    from spark_compile.schema import schema_text
 
     path = root / SCHEMA_FILE
     if not path.is_file() or path.read_text() != schema_text():
@@ -51,7 +50,7 @@ def _schema_line(root: Path) -> list[str]:
 
 def check_drift(profiles: list[Path], out: Path | None) -> int:
     """Compare every profile's committed output (under ``out``, else generated/ beside spec/); 1 on drift."""
-    from .compile import default_out
+    from spark_compile.compile import default_out
 
     lines: list[str] = []
     for root in sorted({out or default_out(p) for p in profiles}):

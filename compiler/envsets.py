@@ -3,80 +3,120 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .overlay.registry import FLAGS
-from .overlay.values import format_rows
-from .spec.envfile import env_text
-from .spec.hardware import FAMILIES
-from .spec.model import Profile
-from .spec.nccl_presets import NCCL_FABRIC_TAIL, NCCL_PRESETS
+from spark_compile.launch_plan import EngramPlan, EnvVar, ProfilePath
+from spark_compile.overlay.registry import FLAGS
+from spark_compile.overlay.values import format_rows
+from spark_compile.spec.envfile import env_text
+from spark_compile.spec.hardware import FAMILIES, HARDWARE
+from spark_compile.spec.model import Profile
+from spark_compile.spec.nccl_presets import NCCL_NODE_TAIL, NCCL_PRESETS, NCCL_RDMA_TAIL, NCCL_SINGLE_GPU_TAIL
+from spark_compile.spec.overlay_types import flag_value
 
-if TYPE_CHECKING:
-    from .plan import EngramPlan
+Variables = tuple[EnvVar, ...]
 
-Pairs = tuple[tuple[str, str], ...]
 
-def _merge(base: list[tuple[str, str]], extra: dict[str, Any]) -> Pairs:
+def _merge(base: list[EnvVar], extra: dict[str, tuple[Any, ProfilePath]]) -> Variables:
     """``base`` with ``extra`` applied: an existing name keeps its place, new names follow."""
-    merged = dict(base)
-    merged.update((name, env_text(value)) for name, value in extra.items())
-    return tuple(merged.items())
+    merged = {var.name: var for var in base}
+    merged.update((name, EnvVar(name, env_text(value), source)) for name, (value, source) in extra.items())
+    return tuple(merged.values())
 
 
-def engine_env(profile: Profile, host_ip: str) -> Pairs:
+def _from_section(values: dict[str, Any], concern: str, *section: str) -> dict[str, tuple[Any, ProfilePath]]:
+    return {name: (value, (*section, name)) for name, value in values.items() if _concern(name) == concern}
+
+
+def engine_env(profile: Profile, rank: int) -> Variables:
     """engine.env: SGLANG_*, PYTORCH_*, CUDA_*, HOST_IP and any other non-NCCL, non-overlay name."""
-    pairs = [(name, env_text(value)) for name, value in profile.engine.env.items() if _concern(name) == "engine"]
+    own = _from_section(profile.engine.env, "engine", "engine", "env")
+    variables = [EnvVar(name, env_text(value), source) for name, (value, source) in own.items()]
     family = FAMILIES.get(profile.model.architecture)
     effort = profile.engine.chat.reasoning_effort
     if family and family.reasoning_effort_env and effort is not None:
-        pairs.append((family.reasoning_effort_env, str(effort)))
-    pairs.append(("HOST_IP", host_ip))
-    return tuple(dict(pairs).items())
+        variables.append(EnvVar(family.reasoning_effort_env, str(effort), ("engine", "chat", "reasoning_effort")))
+    variables.append(EnvVar("HOST_IP", profile.fleet.nodes[rank].fabric_ip, ("fleet", "nodes", rank, "fabric_ip")))
+    return tuple({var.name: var for var in variables}.values())
 
 
-def nccl_env(profile: Profile, gid_index: int | None) -> Pairs:
-    """nccl.env: the fabric, the preset, then nccl.extra."""
+def _fabric_env(profile: Profile, gid_index: int | None) -> list[EnvVar]:
+    """The transport: RoCE v2 over IPv4, native InfiniBand, or TCP sockets; bootstrap on the fabric interface."""
+    fabric, at = profile.fleet.fabric, ("fleet", "fabric")
+    if fabric is None:
+        return []
+    kind = (*at, "kind")
+    if fabric.kind == "tcp":
+        base = [EnvVar("NCCL_NET", "Socket", kind), EnvVar("NCCL_IB_DISABLE", "1", kind)]
+    else:
+        base = [EnvVar("NCCL_NET", "IB", kind), EnvVar("NCCL_IB_DISABLE", "0", kind),
+                EnvVar("NCCL_IB_HCA", ",".join(fabric.rdma_devices), (*at, "rdma_devices"))]
+    base += [EnvVar("NCCL_SOCKET_IFNAME", fabric.interface, (*at, "interface")),
+             EnvVar("GLOO_SOCKET_IFNAME", fabric.interface, (*at, "interface"))]
+    if fabric.kind == "roce":
+        prefix = ipaddress.IPv4Network(fabric.subnet).prefixlen
+        base += [EnvVar("NCCL_IB_ROCE_VERSION_NUM", "2", kind),
+                 EnvVar("NCCL_IB_ADDR_FAMILY", "AF_INET", (*at, "subnet")),
+                 EnvVar("NCCL_IB_ADDR_RANGE", fabric.subnet, (*at, "subnet")),
+                 EnvVar("NCCL_IB_SUBNET_PREFIX_LEN", str(prefix), (*at, "subnet"))]
+        if gid_index is not None:
+            base.append(EnvVar("NCCL_IB_GID_INDEX", str(gid_index), (*at, "gid_index")))
+    return base
+
+
+def nccl_env(profile: Profile, gid_index: int | None) -> Variables:
+    """nccl.env: the fabric's transport, the shared tails, the preset, then nccl.extra."""
+    base = _fabric_env(profile, gid_index)
     fabric = profile.fleet.fabric
-    prefix = ipaddress.IPv4Network(fabric.subnet).prefixlen
-    base = [
-        ("NCCL_NET", "IB"), ("NCCL_IB_DISABLE", "0"), ("NCCL_IB_HCA", ",".join(fabric.rdma_devices)),
-        ("NCCL_SOCKET_IFNAME", fabric.interface), ("GLOO_SOCKET_IFNAME", fabric.interface),
-        ("NCCL_IB_ROCE_VERSION_NUM", "2"), ("NCCL_IB_ADDR_FAMILY", "AF_INET"),
-        ("NCCL_IB_ADDR_RANGE", fabric.subnet), ("NCCL_IB_SUBNET_PREFIX_LEN", str(prefix)),
-    ]
-    if gid_index is not None:
-        base.append(("NCCL_IB_GID_INDEX", str(gid_index)))
-    base += [*NCCL_FABRIC_TAIL, *NCCL_PRESETS[profile.nccl.preset]]
-    extra = {**{n: v for n, v in profile.engine.env.items() if _concern(n) == "nccl"}, **profile.nccl.extra}
+    rdma = fabric is not None and fabric.kind != "tcp"
+    base += [EnvVar(name, value, ("fleet", "fabric", "kind")) for name, value in (NCCL_RDMA_TAIL if rdma else ())]
+    base += [EnvVar(name, value, ("nccl",)) for name, value in NCCL_NODE_TAIL]
+    hardware = HARDWARE.get(profile.hardware)
+    if hardware is not None and hardware.gpus_per_node == 1:
+        base += [EnvVar(name, value, ("hardware",)) for name, value in NCCL_SINGLE_GPU_TAIL]
+    base += [EnvVar(name, value, ("nccl", "preset")) for name, value in NCCL_PRESETS[profile.nccl.preset]]
+    extra = {**_from_section(profile.engine.env, "nccl", "engine", "env"),
+             **{name: (value, ("nccl", "extra", name)) for name, value in profile.nccl.extra.items()}}
     return _merge(base, extra)
 
 
-def overlay_env(profile: Profile, engram: EngramPlan | None, max_ids: int, gid_index: int | None) -> Pairs:
+def _overlay_flags(profile: Profile, max_ids: int | None) -> list[EnvVar]:
+    overlay = profile.overlay
+    variables = []
+    for flag in FLAGS:
+        if flag.name == "SPARK_ENGRAM_MAX_IDS":
+            if max_ids is None:
+                continue
+            source = ("overlay", flag.key) if flag_value(overlay, flag.key) is not None else ("engine", "limits")
+            variables.append(EnvVar(flag.name, str(max_ids), source))
+        elif flag.name == "SPARK_SERVED_ALIASES":
+            if profile.model.aliases:
+                variables.append(EnvVar(flag.name, ",".join(profile.model.aliases), ("model", "aliases")))
+        elif flag.source != "plan" and flag_value(overlay, flag.key) is not None:
+            variables.append(EnvVar(flag.name, env_text(flag_value(overlay, flag.key)), ("overlay", flag.key)))
+    return variables
+
+
+def overlay_env(profile: Profile, engram: EngramPlan | None, max_ids: int | None, gid_index: int | None) -> Variables:
     """overlay.env: SPARK_* (master switch and rows first, then registry order) and B12X_*."""
     if engram is None:
         return ()
     overlay = profile.overlay
-    pairs: list[tuple[str, str]] = [("SPARK_ENGRAM_DIR", engram.directory)]
+    variables = [EnvVar("SPARK_ENGRAM_DIR", engram.directory, ("model", "engram"))]
     if engram.source == "shards":
-        pairs.append(("SPARK_ENGRAM_ROWS", format_rows({layer: (lo, hi) for layer, lo, hi in engram.rows})))
-    for flag in FLAGS:
-        if flag.name == "SPARK_ENGRAM_MAX_IDS":
-            pairs.append((flag.name, str(max_ids)))
-        elif flag.name == "SPARK_SERVED_ALIASES":
-            if profile.model.aliases:
-                pairs.append((flag.name, ",".join(profile.model.aliases)))
-        elif flag.source != "plan" and getattr(overlay, flag.key) is not None:
-            pairs.append((flag.name, env_text(getattr(overlay, flag.key))))
-    if overlay.roce_ar or overlay.mxfp8_backend == "b12x":  # type: ignore[attr-defined]
-        pairs.append(("B12X_ROCE_HCA", ",".join(profile.fleet.fabric.rdma_devices)))
+        rows = format_rows({layer: (lo, hi) for layer, lo, hi in engram.rows})
+        variables.append(EnvVar("SPARK_ENGRAM_ROWS", rows, ("model", "engram", "tables")))
+    variables += _overlay_flags(profile, max_ids)
+    if overlay.roce_ar or overlay.mxfp8_backend == "b12x":
+        source = ("overlay", "roce_ar" if overlay.roce_ar else "mxfp8_backend")
+        devices = profile.fleet.fabric.rdma_devices if profile.fleet.fabric else []
+        variables.append(EnvVar("B12X_ROCE_HCA", ",".join(devices), source))
         if gid_index is not None:
-            pairs.append(("B12X_ROCE_GID_INDEX", str(gid_index)))
-        spin = overlay.b12x_roce_spin_limit  # type: ignore[attr-defined]
+            variables.append(EnvVar("B12X_ROCE_GID_INDEX", str(gid_index), ("fleet", "fabric", "gid_index")))
+        spin = overlay.b12x_roce_spin_limit
         if spin is not None:
-            pairs.append(("B12X_ROCE_SPIN_LIMIT", str(spin)))
-    extra = {n: v for n, v in profile.engine.env.items() if _concern(n) == "overlay"}
-    return _merge(pairs, extra)
+            variables.append(EnvVar("B12X_ROCE_SPIN_LIMIT", str(spin), ("overlay", "b12x_roce_spin_limit")))
+    return _merge(variables, _from_section(profile.engine.env, "overlay", "engine", "env"))
 
 
 def _concern(name: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .overlay.registry import FLAGS, REGISTRY_VERSION
+from spark_compile.overlay.registry import FLAGS, REGISTRY_VERSION
 
 
 def flags_text(*, as_json: bool) -> str:

@@ -9,10 +9,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from . import __version__
-from .plan import LaunchPlan, RankPlan
-from .render import SCRIPT_MODE, Artifact, environment, render_unit
-from .spec.model import Profile
+from spark_compile import __version__
+from spark_compile.launch_plan import LaunchPlan, RankPlan
+from spark_compile.render import SCRIPT_MODE, Artifact, environment, render_unit
+from spark_compile.spec.model import Profile
 
 FLEET_DIR = "fleet"
 GID_AT_START = "found at start"
@@ -49,6 +49,12 @@ class FleetRank:
     unit_exec_lines: tuple[str, ...]  # the Exec*= lines of the rank's unit, as rendered
     docker_argv: tuple[str, ...]
     env_lines: tuple[str, ...]
+
+
+def _gid_text(rank: RankPlan) -> str:
+    if rank.roce_hca is None:
+        return "-"
+    return GID_AT_START if rank.gid_index is None else str(rank.gid_index)
 
 
 def _role(rank: RankPlan) -> str:
@@ -98,7 +104,7 @@ def fleet_rank(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> FleetRank:
     flags = sorted(name for name in rank.env if name.startswith("SPARK_"))
     return FleetRank(
         rank=rank.rank, node=rank.node, ssh=rank.ssh, directory=rank.directory, is_head=rank.is_head,
-        role=_role(rank), gid_text=GID_AT_START if rank.gid_index is None else str(rank.gid_index),
+        role=_role(rank), gid_text=_gid_text(rank),
         overlay_flags=",".join(flags), overlay_count=len(flags),
         rows_kind=rank.engram.source if rank.engram else "",
         rows_path=_rows_path(profile, rank), rows_expect=_rows_text(rank.engram.rows) if rank.engram else "",
@@ -136,7 +142,9 @@ def smoke_config(plan: LaunchPlan, profile: Profile) -> dict[str, Any]:
     """smoke.py's defaults: where the API is and what the profile says the model can do."""
     smoke = profile.operations.smoke
     return {"host": plan.head_ip, "port": plan.port, "model": profile.model.served_name,
-            "context_length": profile.engine.limits.context_length,
+            # Unset in the profile, SGLang serves the model's own length; unknown, no needle is skipped for size.
+            "context_length": (profile.engine.limits.context_length or profile.model.max_context_length
+                               or max(smoke.needle_tokens, default=0)),
             "needle_tokens": list(smoke.needle_tokens),
             "image": smoke.image, "tools": smoke.tools, "timeout": smoke.request_timeout_seconds,
             "thinking_default": profile.engine.chat.thinking,

@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from .errors import InputError
-from .findings import Finding, Position
+from spark_compile.errors import InputError
+from spark_compile.findings import Finding, Position
 
 MAX_BYTES = 1 << 20  # a profile is a few KB; a megabyte is a mistake or an attack
 MAX_NODES = 100_000  # YAML nodes visited, aliases counted each time: stops alias bombs

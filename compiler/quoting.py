@@ -9,8 +9,8 @@ from __future__ import annotations
 import html
 import re
 
-from .errors import UnquotableError
-from .spec.envfile import env_value_problem
+from spark_compile.errors import UnquotableError
+from spark_compile.spec.envfile import env_value_problem
 
 _BASH_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
@@ -23,7 +23,7 @@ _MARKDOWN_LINE_START = re.compile(r"^(\s*[0-9]*)([#>+=.)-])")
 
 
 def _refuse(value: str, consumer: str, why: str) -> UnquotableError:
-    from .secrets import redact
+    from spark_compile.secrets import redact
 
     shown = redact(value)
     return UnquotableError(f"{shown[:80]!r}{'...' if len(shown) > 80 else ''} cannot be written for {consumer}: {why}")
@@ -90,6 +90,13 @@ def systemd_exec_path(value: str) -> str:
 def systemd_exec_arg(value: str) -> str:
     """One argument of an Exec*= line: '%' and '$' doubled, quoted with C escapes when needed."""
     return _systemd_quoted(value, dollars=True)
+
+
+def systemd_command(argv: list[str] | tuple[str, ...]) -> str:
+    """A whole Exec*= command line: the program as systemd_exec_path, each argument as systemd_exec_arg."""
+    if not argv:
+        raise _refuse("", "systemd", "an Exec line needs a program")
+    return " ".join([systemd_exec_path(argv[0]), *(systemd_exec_arg(arg) for arg in argv[1:])])
 
 
 def systemd_path_setting(value: str) -> str:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .overlay.registry import FLAGS_BY_NAME
-from .plan import LaunchPlan
+from spark_compile.launch_plan import LaunchPlan
+from spark_compile.overlay.registry import FLAGS_BY_NAME
 
 
 def readme_context(plan: LaunchPlan) -> dict[str, Any]:
     """Rows for the README: each SPARK_* value of rank 0 with the hook's default beside it."""
-    head_env = dict(plan.ranks[0].env_files[2].values) if plan.ranks else {}
+    overlay = [f for f in plan.ranks[0].env_files if f.name == "overlay.env"] if plan.ranks else []
+    head_env = dict(overlay[0].values) if overlay else {}
     rows = []
     for name, value in head_env.items():
         flag = FLAGS_BY_NAME.get(name)

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from . import __version__, quoting
-from .plan import ENGINE_SECRETS, LaunchPlan, RankPlan, secrets_dir
+from spark_compile import __version__, quoting
+from spark_compile.launch_plan import LaunchPlan, RankPlan
+from spark_compile.plan import ENGINE_SECRETS, secrets_dir
 
 if TYPE_CHECKING:
     import jinja2
 
-    from .spec.model import Profile
+    from spark_compile.spec.model import Profile
 
 SCRIPT_MODE = 0o755
 FILE_MODE = 0o644
@@ -97,7 +98,7 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
     )
     env.filters.update(sh=quoting.bash_word, sh_command=sh_command, systemd=quoting.systemd_exec_arg,
-                       systemd_exec=quoting.systemd_exec_path, systemd_path=quoting.systemd_path_setting,
+                       systemd_exec=quoting.systemd_command, systemd_path=quoting.systemd_path_setting,
                        systemd_text=quoting.systemd_text, envfile=quoting.env_file_value,
                        heredoc=quoting.heredoc_line, md=quoting.markdown_text, md_code=quoting.markdown_code,
                        tojson_sorted=lambda v: json.dumps(v, indent=2, sort_keys=True))
@@ -128,7 +129,8 @@ def secrets_context(profile: Profile) -> dict[str, Any]:
 
 def _rank_context(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> dict[str, Any]:
     return {"plan": plan, "rank": rank, "profile": profile, "gid_suffix": ipv4_mapped_gid(rank.fabric_ip),
-            "first_hca": profile.fleet.fabric.rdma_devices[0], "deploy": profile.deploy,
+            "deploy": profile.deploy,
+            "fabric_kind": profile.fleet.fabric.kind if profile.fleet.fabric else "single-node",
             **secrets_context(profile)}
 
 
@@ -151,7 +153,7 @@ def rank_artifacts(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> list[A
 
 def render_plan(plan: LaunchPlan, profile: Profile, extra: list[Artifact] | None = None) -> list[Artifact]:
     """Every file of a profile except MANIFEST.json, sorted by path."""
-    from .readme import readme_context
+    from spark_compile.readme import readme_context
 
     files = [a for rank in plan.ranks for a in rank_artifacts(plan, profile, rank)]
     files.append(Artifact("plan.json", plan_json_text(plan.to_json()).encode()))

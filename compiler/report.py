@@ -6,9 +6,9 @@ import json
 from collections.abc import Iterable
 from typing import Literal
 
-from .findings import Finding
-from .quoting import github_data, github_property
-from .secrets import redact
+from spark_compile.findings import Finding
+from spark_compile.quoting import github_data, github_property
+from spark_compile.secrets import redact
 
 Format = Literal["text", "json", "github"]
 EXCERPT = 120  # characters of a source line shown around the column at fault

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
-from .findings import Finding, Position
-from .load import Delete, Document, LoadError, Spot, YamlPath, load_file
+from spark_compile.errors import InputError
+from spark_compile.findings import Finding, Position
+from spark_compile.load import Delete, Document, LoadError, Spot, YamlPath, load_file
 
 MAX_DEPTH = 16
 PROFILE_SUFFIXES = (".yaml", ".yml")
@@ -191,7 +191,7 @@ def _chain_error(doc: Document, message: str, hint: str) -> LoadError:
 
 def _cut(text: str) -> str:
     """At most 100 characters of a value for a message; secrets hidden before the cut."""
-    from .secrets import redact
+    from spark_compile.secrets import redact
 
     return redact(text)[:100]
 

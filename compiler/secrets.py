@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .spec.secret_patterns import SECRET_NAME, SECRET_VALUE, secret_name
+from spark_compile.spec.secret_patterns import SECRET_NAME, SECRET_VALUE, secret_name
 
 REDACTED = "(redacted)"
 _NAME = re.compile(r"[A-Za-z0-9_.-]*(?:" + SECRET_NAME.pattern + r")[A-Za-z0-9_-]*", re.IGNORECASE)

@@ -1,14 +1,17 @@
-"""Stage 3: validate a resolved profile: the schema, then every cross-field and catalog rule."""
+"""Stage: the schema. Resolved data becomes a typed Profile, or findings placed at their source lines."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from .findings import Finding
-from .resolve import Resolved
+from spark_compile.findings import Finding
+from spark_compile.launch_plan import dotted
+from spark_compile.resolve import Resolved
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
 
 _RANGE_TEXT = {
     "greater_than": "must be greater than {gt}", "greater_than_equal": "must be at least {ge}",
@@ -21,24 +24,6 @@ _TYPE_WORDS = {
     "int": "a whole number", "float": "a number", "bool": "true or false", "string": "a string",
     "str": "a string", "list": "a list", "dict": "a mapping", "model": "a mapping", "tuple": "a list",
 }
-
-
-@dataclass
-class Validated:
-    """The outcome of validation: the profile (None when the schema failed) and all findings."""
-
-    profile: Any
-    findings: list[Finding]
-    resolved: Resolved
-    plan: Any = None  # the launch plan, when a rule already built it (compile reuses it)
-
-
-def dotted(path: tuple[str | int, ...]) -> str:
-    """``fleet.nodes[0].name`` for a YAML path."""
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "(top level)"
 
 
 def _fields_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
@@ -77,6 +62,29 @@ def _description_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> str:
     return (field.description or "") if field is not None else ""
 
 
+# What a valid value of each checked kind looks like (the hint of an SC111 finding).
+VALUE_HINTS = {
+    "abs_path": "write an absolute path such as /srv/models, without '..', spaces or control characters",
+    "env_name": "write an upper-case variable name such as NCCL_DEBUG",
+    "ifname": "write the interface name as `ip link` prints it, e.g. enp1s0f0np0 (at most 15 characters)",
+    "image": "write [registry/]name[:tag][@sha256:<64 hex digits>] in lower case, e.g. lmsysorg/sglang:v0.5.23",
+    "ipv4": "write a dotted IPv4 address such as 192.0.2.11",
+    "ipv4_network": "write the network in CIDR form with its host bits zero, e.g. 192.0.2.0/24",
+    "name": "use lower-case letters, digits and '-', e.g. spark-0",
+    "rdma_name": "write the device as `ls /sys/class/infiniband` prints it, e.g. mlx5_0 or rocep1s0f0",
+    "size": "write a number with an optional unit b, k, m or g, e.g. 112g",
+    "snapshot": "write the snapshot directory's name (the commit hash under snapshots/)",
+    "ssh_target": "write host or user@host, e.g. spark@192.0.2.11",
+    "text": "remove leading or trailing spaces and characters outside printable ASCII",
+    "overlay_size": "write a byte size such as 1MB, 16MB or 1048576",
+    "overlay_rows": "write layer:lo:hi triples joined by commas, e.g. 1:0:96001542,14:0:96004170",
+}
+
+
+def _range_hint(kind: str, ctx: dict[str, Any]) -> str:
+    return "use a value that " + _RANGE_TEXT[kind].format(**ctx).replace("needs", "has").replace("takes", "has")
+
+
 def _type_word(kind: str) -> str:
     return _TYPE_WORDS.get(kind.split("_", maxsplit=1)[0], kind.replace("_", " "))
 
@@ -84,7 +92,7 @@ def _type_word(kind: str) -> str:
 def _message(err: Any, where: str, model: type[BaseModel]) -> tuple[str, str, str, bool]:
     """(rule, message, hint, at_key) for one pydantic error."""
     kind, loc, value = err["type"], err["loc"], err.get("input")
-    from .spec.suggest import did_you_mean
+    from spark_compile.spec.suggest import did_you_mean
 
     if kind == "extra_forbidden":
         key = str(loc[-1])
@@ -92,19 +100,27 @@ def _message(err: Any, where: str, model: type[BaseModel]) -> tuple[str, str, st
         parent = dotted(loc[:-1])
         return "SC101", f"unknown key {key!r} in {parent}", hint or f"see `spark-compile schema` for {parent}", True
     if kind == "missing":
-        return "SC103", f"{dotted(loc[:-1])} is missing required key {str(loc[-1])!r}", "add the key", False
+        # Placed at the section that must receive the key (its own key line), not at a sibling.
+        parent, key = dotted(loc[:-1]), str(loc[-1])
+        what = _description_at(model, loc)
+        return "SC103", f"{parent} is missing required key {key!r}", \
+            f"add {key}: under {parent}" + (f" ({what})" if what else ""), True
     if kind in _RANGE:
-        return "SC109", f"{where}: {_RANGE_TEXT[kind].format(**err['ctx'])}, got {_show(value)}", "", False
+        message = f"{where}: {_RANGE_TEXT[kind].format(**err['ctx'])}, got {_show(value)}"
+        return "SC109", message, _range_hint(kind, err["ctx"]), False
     if kind == "unknown_choice":
         return "SC110", f"{where}: {err['msg']}", "", False
     if kind in _CHOICE:
         expected = err["ctx"]["expected"]
         choices = [c.strip(" '") for c in expected.replace(" or ", ",").split(",")]
-        hint = did_you_mean(str(value), choices)
+        hint = did_you_mean(str(value), choices) or f"use one of {expected}"
         return "SC110", f"{where}: expected {expected}, got {_show(value)}", hint, False
     if kind.endswith(("_type", "_parsing")) or kind in ("model_attributes_type", "dict_type"):
-        return "SC102", f"{where}: expected {_type_word(kind)}, got {_show(value)}", "", False
-    return "SC111", f"{where}: {err['msg']}", "", False
+        word = _type_word(kind)
+        hint = f"write {word}" + (" without quotes" if word in ("a whole number", "a number", "true or false")
+                                  else "")
+        return "SC102", f"{where}: expected {word}, got {_show(value)}", hint, False
+    return "SC111", f"{where}: {err['msg']}", VALUE_HINTS.get(kind, ""), False
 
 
 def _show(value: Any) -> str:
@@ -174,37 +190,11 @@ def locate(resolved: Resolved, path: tuple[str | int, ...], rule: str, severity:
     return Finding(rule, severity, pos, message, hint, resolved.source_line(pos), origin.via)
 
 
-def _present(resolved: Resolved) -> Any:
-    def present(path: tuple[str | int, ...]) -> bool:
-        return path in resolved.origins
-
-    return present
-
-
-def _redacted(finding: Finding, secret: str) -> Finding:
-    if not secret:
-        return finding
-    from dataclasses import replace
-
-    return replace(finding, source_line=finding.source_line.replace(secret, "(redacted)"))
-
-
-def validate(resolved: Resolved) -> Validated:
-    """Schema first; only a profile that passes it meets the cross-field and catalog rules."""
-    from .plan import build_plan
-    from .spec.model import Profile
-    from .spec.rules import CHECKS, RULES, Context, load_all
+def schema(resolved: Resolved) -> Profile | list[Finding]:
+    """Stage: the resolved data as a typed Profile, or the positioned findings of every schema error."""
+    from spark_compile.spec.model import Profile
 
     try:
-        profile = Profile.model_validate(resolved.data)
+        return Profile.model_validate(resolved.data)
     except ValidationError as exc:
-        return Validated(None, schema_findings(resolved, exc, Profile), resolved)
-    load_all()
-    context = Context(profile, lambda: build_plan(profile), _present(resolved))
-    findings = [
-        _redacted(locate(resolved, hit.path, hit.rule, RULES[hit.rule].severity, hit.message, hit.hint,
-                         at_key=hit.at_key), hit.redact)
-        for _, check in CHECKS
-        for hit in check(context)
-    ]
-    return Validated(profile, sorted(findings, key=Finding.sort_key), resolved, context.built_plan)
+        return schema_findings(resolved, exc, Profile)

@@ -20,8 +20,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import InputError
-from .render import Artifact
+from spark_compile.errors import InputError
+from spark_compile.render import Artifact
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100

@@ -37,6 +37,9 @@ ULIMIT_NAMES = ("core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", 
                 "rss", "rtprio", "rttime", "sigpending", "stack")
 INT64_MAX = (1 << 63) - 1
 MAX_SECONDS = 7 * 24 * 3600  # a week: past any boot, stop or probe, and inside what systemd accepts
+# Linux RDMA device names (ib_device.name): up to 63 characters, no '/' or whitespace; vendors use
+# [A-Za-z0-9_.-] (mlx5_0, rocep1s0f0, roceP2p1s0f0, irdma0).
+_RDMA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 _SNAPSHOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -201,6 +204,14 @@ def _text(value: str) -> str:
     return value
 
 
+def _rdma(value: str) -> str:
+    if not _RDMA.match(value):
+        raise _err("rdma_name", "{value} is not an RDMA device name: expected up to 63 letters, digits, '_', '.', "
+                   "'-', starting with a letter or digit, as `ls /sys/class/infiniband` prints it (e.g. mlx5_0)",
+                   value=repr(value))
+    return value
+
+
 def _snapshot(value: str) -> str:
     if not _SNAPSHOT.match(value) or value in (".", ".."):
         raise _err("snapshot", "{value} is not a snapshot directory name (letters, digits, '.', '_', '-')",
@@ -231,5 +242,6 @@ UlimitName = Literal[ULIMIT_NAMES]  # type: ignore[valid-type]
 UlimitValue = Annotated[str | int, AfterValidator(_ulimit_value)]
 EnvText = Annotated[str, AfterValidator(_arg_text)]
 Seconds = Annotated[int, Field(ge=1, le=MAX_SECONDS)]
+RdmaName = Annotated[str, AfterValidator(_rdma)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 Positive = Annotated[int, Field(ge=1)]

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from .fields import (
+from spark_compile.spec.fields import (
     MAX_SECONDS,
     AbsPath,
     ArgText,
@@ -27,6 +27,7 @@ from .fields import (
     Name,
     Port,
     Positive,
+    RdmaName,
     Seconds,
     Snapshot,
     SshTarget,
@@ -35,7 +36,7 @@ from .fields import (
     UlimitValue,
     Word,
 )
-from .overlay_model import OverlaySection
+from spark_compile.spec.overlay_section import OverlaySection
 
 GidIndex = Literal["probe"] | Annotated[int, Field(ge=0, le=255)]
 Scalar = ArgText | int | float | bool
@@ -50,21 +51,30 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-class Fabric(Section):
-    """The RoCE fabric every rank talks over."""
+FabricKind = Literal["roce", "infiniband", "tcp"]
 
+
+class Fabric(Section):
+    """The network every rank talks over: RoCE, InfiniBand, or plain TCP sockets."""
+
+    kind: FabricKind = Field(
+        "roce",
+        description="roce: RDMA over Converged Ethernet v2 (NCCL IB transport, GID index per node); infiniband: "
+        "native IB (NCCL IB transport, no GID); tcp: NCCL's socket transport, no RDMA devices.",
+    )
     interface: IfName = Field(
         description="Network interface of the fabric on every node (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME).",
     )
     subnet: IPv4Net = Field(description="The fabric's IPv4 subnet in CIDR form; every node's fabric_ip lies inside it.")
-    rdma_devices: list[Word] = Field(
-        min_length=1,
-        description="RDMA devices (HCAs) used by NCCL and the b12x runtime; the first one is probed for the GID "
-        "index.",
+    rdma_devices: list[RdmaName] = Field(
+        [],
+        description="RDMA devices (HCAs, as /sys/class/infiniband names them) used by NCCL and the b12x runtime; "
+        "required for roce and infiniband, none for tcp. With roce the first one is probed for the GID index.",
     )
     gid_index: GidIndex = Field(
         "probe",
-        description="RoCE-v2 GID index: `probe` finds it on each node at start; an integer pins it fleet-wide.",
+        description="roce only: RoCE-v2 GID index; `probe` finds it on each node at start, an integer pins it "
+        "fleet-wide.",
     )
 
 
@@ -87,7 +97,9 @@ class Node(Section):
 class Fleet(Section):
     """The nodes and the fabric between them."""
 
-    fabric: Fabric = Field(description="The RoCE fabric.")
+    fabric: Fabric | None = Field(
+        None, description="The fabric between the nodes; required with more than one node, optional on one.",
+    )
     nodes: list[Node] = Field(
         min_length=1,
         description="Nodes in rank order: the first is rank 0, the head; workers start first, the head last.",
@@ -183,9 +195,10 @@ class CudaGraph(Section):
         True,
         description="False disables graph capture (--cuda-graph-backend-decode/prefill disabled).",
     )
-    max_bs_decode: Positive | None = Field(
+    max_bs_decode: Positive | Literal["max_running_requests"] | None = Field(
         None,
-        description="Pins --cuda-graph-max-bs-decode; derived from max_running_requests when unset.",
+        description="--cuda-graph-max-bs-decode: a batch size, or `max_running_requests` to follow the request cap "
+        "(needs engine.limits.max_running_requests); unset: SGLang's default.",
     )
 
 
@@ -205,12 +218,16 @@ class Chat(Section):
 
 
 class Limits(Section):
-    """Capacity limits."""
+    """Capacity limits. Each is optional: unset, the flag is not written and SGLang's default applies."""
 
-    context_length: Positive = Field(description="--context-length in tokens.")
-    max_running_requests: Positive = Field(description="--max-running-requests.")
-    chunked_prefill_size: Positive = Field(description="--chunked-prefill-size in tokens.")
-    mem_fraction_static: float = Field(description="--mem-fraction-static, in (0, 1).")
+    context_length: Positive | None = Field(None, description="--context-length in tokens; unset: the model's.")
+    max_running_requests: Positive | None = Field(None, description="--max-running-requests; unset: SGLang sizes it.")
+    chunked_prefill_size: Positive | None = Field(
+        None, description="--chunked-prefill-size in tokens; unset: SGLang picks one for the GPU.",
+    )
+    mem_fraction_static: float | None = Field(
+        None, description="--mem-fraction-static, in (0, 1); unset: SGLang picks one for the GPU.",
+    )
     max_total_tokens: Positive | None = Field(
         None,
         description="--max-total-tokens; unset lets SGLang size the KV pool.",
@@ -251,7 +268,7 @@ class Engine(Section):
     speculative: Speculative = Field(default_factory=Speculative, description="Speculative decoding.")
     cuda_graph: CudaGraph = Field(default_factory=CudaGraph, description="CUDA graphs.")
     chat: Chat = Field(default_factory=Chat, description="Chat defaults.")
-    limits: Limits = Field(description="Capacity limits.")
+    limits: Limits = Field(default_factory=Limits, description="Capacity limits (each optional).")
     args: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], Scalar | list[ListScalar]] = Field(
         {},
         description="Further engine flags, without the leading dashes: true = bare flag, false = its --no- form.",
@@ -263,6 +280,14 @@ class Engine(Section):
 
 
 Restart = Literal["no", "on-failure", "always", "unless-stopped"]
+
+
+class ContainerMount(Section):
+    """A host directory or file bind-mounted into every rank's container."""
+
+    source: AbsPath = Field(description="Absolute path on the node.")
+    target: AbsPath = Field(description="Absolute path inside the container.")
+    read_only: bool = Field(True, description="Mount read-only (the default); false to let the engine write.")
 
 
 class Container(Section):
@@ -288,6 +313,11 @@ class Container(Section):
         "Multi-node fleets recover fleet-wide through the watchdog, so `no`.",
     )
     stop_timeout: Seconds = Field(60, description="Seconds the unit gives the container to stop before it is killed.")
+    mounts: list[ContainerMount] = Field(
+        [],
+        description="Further bind mounts (a model cache, a config directory, a patched source tree); read-only "
+        "unless read_only: false.",
+    )
 
 
 class Nccl(Section):
@@ -439,8 +469,8 @@ class Profile(Section):
     @field_validator("hardware")
     @classmethod
     def _known_hardware(cls, value: str) -> str:
-        from .hardware import HARDWARE
-        from .suggest import unknown_choice
+        from spark_compile.spec.hardware import HARDWARE
+        from spark_compile.spec.suggest import unknown_choice
 
         if value not in HARDWARE:
             raise unknown_choice("hardware", value, sorted(HARDWARE))

@@ -24,9 +24,9 @@ def run_cli(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> 
 
 @pytest.fixture(scope="session")
 def reference_plan() -> object:
+    from spark_compile.compile import validate
     from spark_compile.plan import build_plan
     from spark_compile.resolve import resolve
-    from spark_compile.validate import validate
 
     validated = validate(resolve(REFERENCE_PROFILE))
     assert not validated.findings, validated.findings

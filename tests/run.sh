@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv
 fi
-.venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+.venv/bin/pip install -q --disable-pip-version-check -e '.[dev]' --config-settings editable_mode=strict
 bash .ci/install-tools "$PWD/.venv"
 bash .ci/install-engine "$PWD/.venv-engine"
 bash .ci/setup-fleet

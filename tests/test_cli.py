@@ -54,7 +54,7 @@ def test_inherited_finding_names_the_child() -> None:
     result = run_cli("check", "tests/profiles/negative/dspark-block-without-dspark.yaml")
     assert result.returncode == 1
     assert result.stdout.splitlines()[0] == (
-        "spec/profiles/dsv41-4spark.yaml:63:24: SC203 error: dspark_block_size is set but the algorithm is EAGLE")
+        "spec/profiles/dsv41-4spark.yaml:65:24: SC203 error: dspark_block_size is set but the algorithm is EAGLE")
     assert "  inherited through: tests/profiles/negative/dspark-block-without-dspark.yaml" in result.stdout
 
 

@@ -73,7 +73,7 @@ def test_three_level_chain_reports_the_whole_route(tmp_path: Path) -> None:
     middle = _child(tmp_path, "engine:\n  port: 8888\n")
     leaf = tmp_path / "leaf.yaml"
     leaf.write_text("extends: child.yaml\nengine:\n  dist_init_port: 8888\n")
-    from spark_compile.validate import validate
+    from spark_compile.compile import validate
 
     validated = validate(resolve(leaf))
     [finding] = validated.findings

@@ -3,6 +3,7 @@ runtime parser accept and refuse the same values for every flag."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -13,7 +14,8 @@ from spark_compile.envsets import env_text
 from spark_compile.overlay.registry import Flag
 from spark_compile.overlay.settings import parse_flag
 from spark_compile.overlay.values import FlagValueError
-from spark_compile.spec.overlay_model import PROFILE_FLAGS, OverlaySection
+from spark_compile.spec.overlay_section import OverlaySection
+from spark_compile.spec.overlay_types import PROFILE_FLAGS
 
 from conftest import REFERENCE_PROFILE, run_cli
 
@@ -91,3 +93,22 @@ def test_the_three_readers_agree(flag: Flag, schema_validator: Any, reference: d
         assert not _schema_accepts(schema_validator, reference, flag.key, value), (flag.name, value)
         if not (flag.kind == "switch" and isinstance(value, str)):  # "yes" never reaches an env file
             assert not _runtime_accepts(flag, env_text(value)), (flag.name, value)
+
+
+def test_overlay_section_is_what_the_registry_generates() -> None:
+    """spec/overlay_section.py is committed; it must equal the generator's output from overlay/registry.py."""
+    from spark_compile.spec.make_overlay_section import TARGET, section_source
+
+    assert TARGET.read_text(encoding="utf-8") == section_source(), (
+        "stale: run python -m spark_compile.spec.make_overlay_section")
+
+
+def test_overlay_section_generator_check_mode_fails_when_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from spark_compile.spec import make_overlay_section
+
+    stale = tmp_path / "overlay_section.py"
+    stale.write_text("# edited by hand\n", encoding="utf-8")
+    monkeypatch.setattr(make_overlay_section, "TARGET", stale)
+    assert make_overlay_section.main(["--check"]) == 1
+    assert make_overlay_section.main([]) == 0
+    assert make_overlay_section.main(["--check"]) == 0

@@ -120,7 +120,7 @@ def test_diff_against_a_git_revision(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stderr
     assert result.stdout.splitlines()[:2] == [
         "profile: 1 change",
-        "  engine.limits.max_running_requests: 16 → 24  (spec/profiles/dsv41-4spark.yaml:71)",
+        "  engine.limits.max_running_requests: 16 → 24  (spec/profiles/dsv41-4spark.yaml:73)",
     ]
     assert "  ranks 0-3 overlay.env: SPARK_ENGRAM_MAX_IDS 65536 → 98304" not in result.stdout  # 2048 still wins
     assert "  ranks 0-3 engine: --cuda-graph-max-bs-decode 16 → 24" in result.stdout

@@ -24,7 +24,9 @@ def test_ruff_is_clean() -> None:
 
 
 def test_mypy_strict_is_clean() -> None:
-    _tool("mypy")
-    result = subprocess.run([sys.executable, str(ROOT / "tests" / "typecheck.py")], cwd=ROOT, capture_output=True,
-                            text=True, check=False)
+    """mypy runs on the source folders as they are (pyproject's `files`); spark_compile.* imports resolve
+    through the installed package, so no tree is built for it."""
+    command = [*_tool("mypy"), "--no-incremental", "compiler", "spec", "overlay"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues found" in result.stdout

@@ -1,17 +1,19 @@
 """The rule registry: every finding spark-compile can report, with its id, severity and documentation.
 
 SC1xx schema and file, SC2xx cross-field, SC3xx catalogs, SC4xx fleet and hardware.
-Checks are plain functions over a validated profile; they locate findings through the Context.
+Checks are plain functions over the Context (the profile and the plan built from it); a Hit names the profile
+path at fault, and the rules stage (`spark_compile.rules`) places it in the source.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from ..model import Profile
+    from spark_compile.launch_plan import LaunchPlan
+    from spark_compile.spec.model import Profile
 
 Severity = Literal["error", "warning"]
 Path = tuple[str | int, ...]
@@ -41,26 +43,13 @@ class Hit:
     redact: str = ""  # a value the printed source line must not show
 
 
+@dataclass(frozen=True)
 class Context:
-    """What a check sees: the validated profile and (lazily) its launch plan."""
+    """What a check sees: the validated profile, its launch plan, and which paths the profile wrote."""
 
-    def __init__(self, profile: Profile, plan_factory: Callable[[], Any], present: Callable[[Path], bool]) -> None:
-        self.profile = profile
-        self._plan_factory = plan_factory
-        self._plan: Any = None
-        self.present = present  # whether a path was written in the profile (not a model default)
-
-    @property
-    def built_plan(self) -> Any:
-        """The plan if a check has built it, else None."""
-        return self._plan
-
-    @property
-    def plan(self) -> Any:
-        """The launch plan of the profile, built on first use."""
-        if self._plan is None:
-            self._plan = self._plan_factory()
-        return self._plan
+    profile: Profile
+    plan: LaunchPlan
+    present: Callable[[Path], bool]  # whether a path was written in the profile (not a model default)
 
 
 Check = Callable[[Context], Iterator[Hit]]
@@ -90,6 +79,6 @@ def rule(id: str, severity: Severity, summary: str, doc: str, bad: str, good: st
 
 def load_all() -> dict[str, Rule]:
     """Import every rule module (they register on import) and return the registry."""
-    from . import catalogs, engine, fleet, overlay, schema, secrets  # noqa: F401
+    from spark_compile.spec.rules import catalogs, deployment, engine, fleet, overlay, schema, secrets  # noqa: F401
 
     return RULES

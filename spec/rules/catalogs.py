@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ...overlay.registry import FLAGS_BY_NAME
-from ..catalog import (
+from spark_compile.overlay.registry import FLAGS_BY_NAME
+from spark_compile.spec.catalog import (
     CatalogNotFound,
     EngineCatalog,
     EngineFlag,
@@ -14,9 +14,8 @@ from ..catalog import (
     env_catalog,
     nccl_catalog,
 )
-from ..suggest import did_you_mean
-from . import Context, Hit, rule
-from .engine import TYPED_FLAGS
+from spark_compile.spec.rules import Context, Hit, rule
+from spark_compile.spec.suggest import did_you_mean
 
 B12X_NAMES = ("B12X_ROCE_HCA", "B12X_ROCE_GID_INDEX", "B12X_ROCE_SPIN_LIMIT", "B12X_ROCE_CACHE_DIR")
 
@@ -77,26 +76,6 @@ def abbreviated_flag(ctx: Context) -> Iterator[Hit]:
                       f"write {long_name.removeprefix('--')}", at_key=True)
 
 
-def _flag_path(ctx: Context, option: str) -> tuple[str | int, ...]:
-    name = option.removeprefix("--")
-    if name not in ctx.profile.engine.args and name in TYPED_FLAGS:
-        return tuple(part for part in TYPED_FLAGS[name].split(".") if part)
-    return ("engine", "args", name)
-
-
-def _option_values(argv: tuple[str, ...]) -> Iterator[tuple[str, list[str]]]:
-    option, values = "", list[str]()
-    for arg in argv:
-        if arg.startswith("--"):
-            if option:
-                yield option, values
-            option, values = arg, []
-        else:
-            values.append(arg)
-    if option:
-        yield option, values
-
-
 def _values_problem(flag: EngineFlag, option: str, values: list[str]) -> str | None:
     if not flag.takes_value:
         return f"{option} is an on/off switch and takes no value" if values else None
@@ -114,14 +93,15 @@ def flag_values(ctx: Context) -> Iterator[Hit]:
     catalog = _catalog(ctx)
     if catalog is None or not ctx.plan.ranks:
         return
-    for option, values in _option_values(ctx.plan.ranks[0].engine_argv):
-        flag = catalog.lookup(option) or catalog.abbreviation_of(option)
+    for option in ctx.plan.ranks[0].engine_options:
+        flag = catalog.lookup(option.flag) or catalog.abbreviation_of(option.flag)
         if flag is None:
             continue
-        problem = _values_problem(flag, option, values)
+        values = list(option.values)
+        problem = _values_problem(flag, option.flag, values)
         if problem:
             hint = did_you_mean(values[0], [str(c) for c in flag.choices]) if flag.choices and values else ""
-            yield Hit("SC304", _flag_path(ctx, option), problem.rstrip("."), hint)
+            yield Hit("SC304", option.source, problem.rstrip("."), hint)
 
 
 @rule("SC305", "warning", "deprecated engine flag",
@@ -131,10 +111,10 @@ def deprecated_flag(ctx: Context) -> Iterator[Hit]:
     catalog = _catalog(ctx)
     if catalog is None or not ctx.plan.ranks:
         return
-    for option, _ in _option_values(ctx.plan.ranks[0].engine_argv):
-        flag = catalog.lookup(option)
+    for option in ctx.plan.ranks[0].engine_options:
+        flag = catalog.lookup(option.flag)
         if flag is not None and flag.deprecated:
-            yield Hit("SC305", _flag_path(ctx, option), f"{option} is deprecated in {catalog.name}",
+            yield Hit("SC305", option.source, f"{option.flag} is deprecated in {catalog.name}",
                       f"use {flag.replacement}" if flag.replacement else "see SGLang's release notes", at_key=True)
 
 

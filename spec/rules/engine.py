@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..envfile import env_value_problem
-from ..hardware import FAMILIES
-from . import Context, Hit, rule
+from spark_compile.engine_options import TYPED_FLAG_SYNONYMS, TYPED_FLAGS
+from spark_compile.launch_plan import dotted, field_name
+from spark_compile.spec.envfile import env_value_problem
+from spark_compile.spec.hardware import FAMILIES
+from spark_compile.spec.rules import Context, Hit, rule
 
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
 
@@ -74,19 +76,22 @@ def eagle_flags(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("SC206", "error", "decode graphs cover the request cap",
-      "--cuda-graph-max-bs-decode below --max-running-requests sends the larger batches to eager mode.",
+      "--cuda-graph-max-bs-decode below --max-running-requests sends the larger batches to eager mode. "
+      "`max_bs_decode: max_running_requests` follows the cap, which must then be set.",
       "limits: {max_running_requests: 16}\ncuda_graph: {max_bs_decode: 8}",
-      "limits: {max_running_requests: 16}   # max_bs_decode derived: 16")
+      "limits: {max_running_requests: 16}\ncuda_graph: {max_bs_decode: max_running_requests}")
 def graph_batch(ctx: Context) -> Iterator[Hit]:
     eng = ctx.profile.engine
-    pinned = eng.cuda_graph.max_bs_decode
-    if pinned is not None and pinned < eng.limits.max_running_requests:
-        yield Hit("SC206", ("engine", "cuda_graph", "max_bs_decode"),
-                  f"max_bs_decode {pinned} is below max_running_requests {eng.limits.max_running_requests}",
-                  "remove the pin (it is derived) or raise it")
+    pinned, cap = eng.cuda_graph.max_bs_decode, eng.limits.max_running_requests
+    at = ("engine", "cuda_graph", "max_bs_decode")
+    if pinned == "max_running_requests" and cap is None:
+        yield Hit("SC206", at, "max_bs_decode follows max_running_requests, which is not set",
+                  "set engine.limits.max_running_requests (e.g. 16), or write max_bs_decode as a number")
+    if isinstance(pinned, int) and cap is not None and pinned < cap:
+        yield Hit("SC206", at, f"max_bs_decode {pinned} is below max_running_requests {cap}",
+                  f"write max_bs_decode: max_running_requests, or raise it to at least {cap}")
     if pinned is not None and not eng.cuda_graph.enabled:
-        yield Hit("SC206", ("engine", "cuda_graph", "max_bs_decode"), "max_bs_decode is set but graphs are disabled",
-                  "remove it")
+        yield Hit("SC206", at, "max_bs_decode is set but graphs are disabled", "remove max_bs_decode")
 
 
 @rule("SC207", "error", "chunked prefill a multiple of the page size",
@@ -95,7 +100,7 @@ def graph_batch(ctx: Context) -> Iterator[Hit]:
 def chunk_pages(ctx: Context) -> Iterator[Hit]:
     family = FAMILIES.get(ctx.profile.model.architecture)
     chunk = ctx.profile.engine.limits.chunked_prefill_size
-    if family and family.page_size and chunk % family.page_size:
+    if family and family.page_size and chunk is not None and chunk % family.page_size:
         yield Hit("SC207", ("engine", "limits", "chunked_prefill_size"),
                   f"chunked_prefill_size {chunk} is not a multiple of {family.architecture}'s page size "
                   f"{family.page_size}", f"use {chunk // family.page_size * family.page_size or family.page_size}")
@@ -106,7 +111,7 @@ def chunk_pages(ctx: Context) -> Iterator[Hit]:
       "limits: {mem_fraction_static: 80}", "limits: {mem_fraction_static: 0.80}")
 def mem_fraction(ctx: Context) -> Iterator[Hit]:
     value = ctx.profile.engine.limits.mem_fraction_static
-    if not 0 < value < 1:
+    if value is not None and not 0 < value < 1:
         yield Hit("SC208", ("engine", "limits", "mem_fraction_static"), f"mem_fraction_static {value} is not in (0, 1)",
                   "write it as a fraction, e.g. 0.80")
 
@@ -118,7 +123,7 @@ def mem_fraction(ctx: Context) -> Iterator[Hit]:
 def context_length(ctx: Context) -> Iterator[Hit]:
     limit = ctx.profile.model.max_context_length
     value = ctx.profile.engine.limits.context_length
-    if limit is not None and value > limit:
+    if limit is not None and value is not None and value > limit:
         yield Hit("SC209", ("engine", "limits", "context_length"),
                   f"context_length {value} exceeds the model's maximum {limit}", f"use at most {limit}")
 
@@ -162,48 +167,24 @@ def per_rank_restart(ctx: Context) -> Iterator[Hit]:
                   f"{len(ctx.profile.fleet.nodes)}-node fleet", "use 'no' and let the watchdog relaunch the fleet")
 
 
-# Engine flags the plan writes from typed fields, and the field to use instead of engine.args.
-TYPED_FLAGS: dict[str, str] = {
-    "model-path": "model.snapshot", "served-model-name": "model.served_name",
-    "trust-remote-code": "engine.trust_remote_code", "load-format": "engine.load_format",
-    "tp-size": "engine.parallel.tp", "tensor-parallel-size": "engine.parallel.tp", "ep-size": "engine.parallel.ep",
-    "expert-parallel-size": "engine.parallel.ep", "nnodes": "fleet.nodes", "node-rank": "fleet.nodes",
-    "dist-init-addr": "engine.dist_init_port", "host": "engine.host", "port": "engine.port",
-    "attention-backend": "engine.backends.attention", "moe-runner-backend": "engine.backends.moe_runner",
-    "fp8-gemm-backend": "engine.backends.fp8_gemm", "mem-fraction-static": "engine.limits.mem_fraction_static",
-    "chunked-prefill-size": "engine.limits.chunked_prefill_size", "context-length": "engine.limits.context_length",
-    "max-running-requests": "engine.limits.max_running_requests", "max-total-tokens": "engine.limits.max_total_tokens",
-    "cuda-graph-max-bs-decode": "engine.cuda_graph.max_bs_decode",
-    "cuda-graph-backend-decode": "engine.cuda_graph.enabled", "cuda-graph-backend-prefill": "engine.cuda_graph.enabled",
-    "disable-cuda-graph": "engine.cuda_graph.enabled", "random-seed": "engine.limits.random_seed",
-    "speculative-algorithm": "engine.speculative.algorithm",
-    "speculative-dspark-block-size": "engine.speculative.dspark_block_size",
-    "speculative-num-steps": "engine.speculative.num_steps", "speculative-eagle-topk": "engine.speculative.eagle_topk",
-    "speculative-num-draft-tokens": "engine.speculative.num_draft_tokens",
-    "speculative-draft-model-path": "engine.speculative.draft_model",
-    "tool-call-parser": "engine.chat.tool_call_parser", "reasoning-parser": "engine.chat.reasoning_parser",
-    "watchdog-timeout": "engine.limits.watchdog_timeout", "default-chat-template-kwargs": "engine.chat.thinking",
-}
-
-
 @rule("SC213", "error", "a flag set both ways",
       "A value the profile types (port, tp, limits, backends, speculative settings, chat defaults, HOST_IP, the "
       "reasoning-effort variable) may not be set again through engine.args or engine.env: one of the two "
       "would silently win.", "engine:\n  port: 8210\n  args: {port: 8888}", "engine:\n  port: 8888")
 def set_both_ways(ctx: Context) -> Iterator[Hit]:
     for name in ctx.profile.engine.args:
-        canonical = name.removeprefix("no-")
-        if canonical in TYPED_FLAGS:
-            yield Hit("SC213", ("engine", "args", name), f"--{name} is written by the plan from "
-                      f"{TYPED_FLAGS[canonical]}", f"set {TYPED_FLAGS[canonical]} instead", at_key=True)
-    family = FAMILIES.get(ctx.profile.model.architecture)
-    derived = {"HOST_IP": "fleet.nodes[].fabric_ip"}
-    if family and family.reasoning_effort_env and ctx.profile.engine.chat.reasoning_effort is not None:
-        derived[family.reasoning_effort_env] = "engine.chat.reasoning_effort"
+        flag = f"--{name.removeprefix('no-')}"
+        owner = TYPED_FLAGS.get(TYPED_FLAG_SYNONYMS.get(flag, flag))
+        if owner is not None:
+            yield Hit("SC213", ("engine", "args", name), f"--{name} is written by the plan from {dotted(owner)}",
+                      f"set {dotted(owner)} instead", at_key=True)
+    written = {var.name: var.source for var in ctx.plan.ranks[0].variables} if ctx.plan.ranks else {}
     for name in ctx.profile.engine.env:
-        if name in derived:
-            yield Hit("SC213", ("engine", "env", name), f"{name} is written by the plan from {derived[name]}",
-                      f"set {derived[name]} instead", at_key=True)
+        source = written.get(name)
+        if source is not None and source[:2] != ("engine", "env"):
+            where = field_name(source)
+            yield Hit("SC213", ("engine", "env", name), f"{name} is written by the plan from {where}",
+                      f"set {where} instead", at_key=True)
 
 
 @rule("SC214", "warning", "variable in the wrong section",
@@ -228,7 +209,7 @@ def env_section(ctx: Context) -> Iterator[Hit]:
       "engine: {env: {SGLANG_X: '\"quoted\"'}}", "engine: {env: {SGLANG_X: quoted}}")
 def env_values_portable(ctx: Context) -> Iterator[Hit]:
     # Most values are the same on every rank: check each distinct pair once, in rank order.
-    pairs = dict.fromkeys(pair for rank in ctx.plan.ranks for env_file in rank.env_files for pair in env_file.values)
+    pairs = dict.fromkeys((var.name, var.value) for rank in ctx.plan.ranks for var in rank.variables)
     reported: set[str] = set()
     for name, value in pairs:
         problem = env_value_problem(value)
@@ -240,13 +221,12 @@ def env_values_portable(ctx: Context) -> Iterator[Hit]:
 
 
 def _env_source(ctx: Context, name: str) -> tuple[str | int, ...]:
-    if name in ctx.profile.engine.env:
-        return ("engine", "env", name)
-    if name in ctx.profile.nccl.extra:
-        return ("nccl", "extra", name)
-    if name == "SPARK_SERVED_ALIASES":
-        return ("model", "aliases")
-    return ("model",) if name.startswith("SPARK_ENGRAM") else ("fleet",)
+    """The profile path behind a variable, as the plan recorded it (rank 0 first, then any rank)."""
+    for rank in ctx.plan.ranks:
+        for var in rank.variables:
+            if var.name == name:
+                return var.source
+    return ("engine", "env", name)
 
 
 @rule("SC216", "warning", "chat defaults need a parser",

@@ -6,8 +6,8 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
-from ..hardware import HARDWARE
-from . import Context, Hit, rule
+from spark_compile.spec.hardware import HARDWARE
+from spark_compile.spec.rules import Context, Hit, rule
 
 ENGRAM_ROW_BYTES = 264  # F8_E4M3 [N,256] weight + F8_E8M0 [N,8] scale
 
@@ -66,6 +66,8 @@ def unique_ssh(ctx: Context) -> Iterator[Hit]:
       "fabric: {subnet: 192.0.2.0/24}\nnodes: [{fabric_ip: 198.51.100.11, ...}]",
       "fabric: {subnet: 192.0.2.0/24}\nnodes: [{fabric_ip: 192.0.2.11, ...}]")
 def ip_in_subnet(ctx: Context) -> Iterator[Hit]:
+    if ctx.profile.fleet.fabric is None:
+        return
     net = ipaddress.IPv4Network(ctx.profile.fleet.fabric.subnet)
     for index, node in enumerate(ctx.profile.fleet.nodes):
         ip = ipaddress.IPv4Address(node.fabric_ip)
@@ -270,10 +272,11 @@ def hca_subset(ctx: Context) -> Iterator[Hit]:
     if value is None:
         return
     names = [entry.split(":")[0] for entry in value.lstrip("^=").split(",") if entry]
-    unknown = [n for n in names if n not in ctx.profile.fleet.fabric.rdma_devices]
+    devices = ctx.profile.fleet.fabric.rdma_devices if ctx.profile.fleet.fabric else []
+    unknown = [n for n in names if n not in devices]
     if unknown or value.startswith("^"):
         yield Hit("SC415", path, f"NCCL_IB_HCA={value} names {', '.join(unknown) or 'an exclude list'} outside the "
-                  f"fleet's RDMA devices {', '.join(ctx.profile.fleet.fabric.rdma_devices)}",
+                  f"fleet's RDMA devices {', '.join(devices) or '(none)'}",
                   "drop the override: the plan sets NCCL_IB_HCA from fleet.fabric.rdma_devices")
 
 
@@ -282,6 +285,8 @@ def hca_subset(ctx: Context) -> Iterator[Hit]:
       "interface bootstraps over the wrong network and torch.distributed init hangs.",
       "nccl: {extra: {GLOO_SOCKET_IFNAME: eth0}}", "fleet: {fabric: {interface: enp1s0f0np0}}")
 def socket_ifname(ctx: Context) -> Iterator[Hit]:
+    if ctx.profile.fleet.fabric is None:
+        return
     interface = ctx.profile.fleet.fabric.interface
     for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
         value, path = _nccl_value(ctx, name)

@@ -4,21 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ...overlay.registry import FLAGS, FLAGS_BY_NAME, Flag
-from ..envfile import env_text
-from ..nccl_presets import NCCL_FABRIC_TAIL, NCCL_PRESETS
-from ..overlay_model import derived_engram_max_ids
-from . import Context, Hit, rule
+from spark_compile.overlay.registry import FLAGS, FLAGS_BY_NAME, Flag
+from spark_compile.spec.envfile import env_text
+from spark_compile.spec.nccl_presets import NCCL_FABRIC_TAIL, NCCL_PRESETS
+from spark_compile.spec.overlay_types import derived_engram_max_ids, flag_value
+from spark_compile.spec.rules import Context, Hit, rule
 
 
 def _effective(ctx: Context, flag: Flag) -> str | None:
-    """The flag's value in force: as set in the profile, else the hook's default."""
-    value = getattr(ctx.profile.overlay, flag.key, None)
+    """The flag's value in force: as the plan writes it (rank 0), else the hook's default."""
+    if flag.source == "plan":
+        written = {var.name: var.value for var in ctx.plan.ranks[0].variables} if ctx.plan.ranks else {}
+        return written.get(flag.name, flag.default)
+    value = flag_value(ctx.profile.overlay, flag.key)
     return flag.default if value is None else env_text(value)
 
 
 def _is_set(ctx: Context, flag: Flag) -> bool:
-    return getattr(ctx.profile.overlay, flag.key, None) is not None
+    """Whether the profile sets the flag (flags the plan writes are never set in the profile)."""
+    return flag.source != "plan" and flag_value(ctx.profile.overlay, flag.key) is not None
 
 
 @rule("SC220", "error", "overlay flag needs another flag",
@@ -46,7 +50,7 @@ def flag_requirements(ctx: Context) -> Iterator[Hit]:
       "overlay: {mxfp8_backend: b12x}\nengine: {backends: {fp8_gemm: flashinfer_cutlass}}")
 def mxfp8_needs_cutlass(ctx: Context) -> Iterator[Hit]:
     backend = ctx.profile.engine.backends.fp8_gemm
-    if getattr(ctx.profile.overlay, "mxfp8_backend", None) == "b12x" and backend != "flashinfer_cutlass":
+    if ctx.profile.overlay.mxfp8_backend == "b12x" and backend != "flashinfer_cutlass":
         yield Hit("SC221", ("engine", "backends", "fp8_gemm") if backend else ("overlay", "mxfp8_backend"),
                   f"SPARK_MXFP8_BACKEND=b12x needs --fp8-gemm-backend flashinfer_cutlass, got {backend or 'none'}",
                   "set engine.backends.fp8_gemm: flashinfer_cutlass")
@@ -58,7 +62,7 @@ def mxfp8_needs_cutlass(ctx: Context) -> Iterator[Hit]:
       "overlay: {lookup_draft: true}\nengine: {speculative: {algorithm: DSPARK, dspark_block_size: 15}}")
 def lookup_needs_dspark(ctx: Context) -> Iterator[Hit]:
     algo = ctx.profile.engine.speculative.algorithm
-    if getattr(ctx.profile.overlay, "lookup_draft", None) and algo != "DSPARK":
+    if ctx.profile.overlay.lookup_draft and algo != "DSPARK":
         yield Hit("SC222", ("overlay", "lookup_draft"), f"lookup drafting needs DSPARK, the algorithm is {algo}",
                   "set engine.speculative.algorithm: DSPARK or turn lookup_draft off")
 
@@ -81,8 +85,10 @@ def master_switch(ctx: Context) -> Iterator[Hit]:
       "SPARK_ENGRAM_MAX_IDS is derived as max(chunked prefill, 8 x max running requests) x 32; a smaller pin "
       "splits every large gather.", "overlay: {engram_max_ids: 1024}", "(leave engram_max_ids unset)")
 def max_ids_pin(ctx: Context) -> Iterator[Hit]:
-    pinned = getattr(ctx.profile.overlay, "engram_max_ids", None)
+    pinned = ctx.profile.overlay.engram_max_ids
     limits = ctx.profile.engine.limits
+    if limits.chunked_prefill_size is None or limits.max_running_requests is None:
+        return
     derived = derived_engram_max_ids(limits.chunked_prefill_size, limits.max_running_requests)
     if pinned is not None and pinned < derived:
         yield Hit("SC224", ("overlay", "engram_max_ids"), f"engram_max_ids {pinned} is below the derived {derived}",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..secret_patterns import looks_secret
-from . import Context, Hit, rule
+from spark_compile.spec.rules import Context, Hit, rule
+from spark_compile.spec.secret_patterns import looks_secret
 
 
 def _leaves(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any]]:

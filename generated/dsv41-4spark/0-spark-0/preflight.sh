@@ -8,10 +8,10 @@
 set -euo pipefail
 
 rank=0
+runtime_env=/run/spark-compile/dsv41-4spark/runtime.env
 fabric_ip=192.0.2.11
 hca=rocep1s0f0
 gid_suffix=ffff:c000:020b
-runtime_env=/run/spark-compile/dsv41-4spark/runtime.env
 sysfs="${SPARK_SYSFS_ROOT:-}/sys/class/infiniband"
 
 gpu_holders() {

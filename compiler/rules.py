@@ -1,0 +1,31 @@
+"""Stage: the rules. Every cross-field, catalog and fleet check over the profile and its plan, located."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from spark_compile.findings import Finding
+from spark_compile.launch_plan import LaunchPlan
+from spark_compile.resolve import Resolved
+from spark_compile.spec.model import Profile
+from spark_compile.spec.rules import CHECKS, RULES, Context, load_all
+from spark_compile.validate import locate
+
+
+def _redacted(finding: Finding, secret: str) -> Finding:
+    if not secret:
+        return finding
+    return replace(finding, source_line=finding.source_line.replace(secret, "(redacted)"))
+
+
+def rule_findings(resolved: Resolved, profile: Profile, plan: LaunchPlan) -> list[Finding]:
+    """Every rule's findings, placed at the profile line each names, in source order."""
+    load_all()
+    context = Context(profile, plan, lambda path: path in resolved.origins)
+    findings = [
+        _redacted(locate(resolved, hit.path, hit.rule, RULES[hit.rule].severity, hit.message, hit.hint,
+                         at_key=hit.at_key), hit.redact)
+        for _, check in CHECKS
+        for hit in check(context)
+    ]
+    return sorted(findings, key=Finding.sort_key)
