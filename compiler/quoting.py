@@ -137,7 +137,7 @@ def html_text(value: str) -> str:
 def markdown_text(value: str) -> str:
     """Free text in Markdown: HTML escaped, Markdown punctuation backslash-escaped, control characters
     other than line breaks refused."""
-    if _CONTROL.search(value.replace("\n", "")):
+    if _CONTROL.search(value.replace("\n", "").replace("\t", "")):
         raise _refuse(value, "Markdown", "it holds control characters")
     lines = (_MARKDOWN_INLINE.sub(r"\\\1", html.escape(line, quote=False)) for line in value.split("\n"))
     return "\n".join(_MARKDOWN_LINE_START.sub(r"\1\\\2", line) for line in lines)

@@ -504,6 +504,8 @@ def test_item_24_description_is_escaped_in_the_readme(tmp_path: Path) -> None:
     readme = (out / "dsv41-4spark" / "README.md").read_text()
     assert "\\# Owned" in readme and "&lt;img src=x onerror=alert(1)&gt; \\[x\\](javascript:y)" in readme
     assert "<img" not in readme
+    tab = child_profile(tmp_path, {"description": "columns:\ta\tb"})  # a tab is text, not a control character
+    assert run_main("compile", str(tab), "--out", str(tmp_path / "out2")).code == 0
 
 
 def test_item_23_docker_run_uses_the_configured_client(tmp_path: Path) -> None:

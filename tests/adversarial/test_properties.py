@@ -18,6 +18,8 @@ from hostile import CORPUS, assert_handled, child_profile, plan_of, run_main, wo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import REFERENCE_PROFILE
+
 MAX_EXAMPLES = 25
 CONSUMER_RUNS_PER_FIELD = 2
 TOKEN_SHAPED = re.compile(r"hf_a{30}|ghp_b{30}|github_pat_c{22}|sk_live_d{16}|AIza|eyJhbGci|hunter2")
@@ -56,6 +58,11 @@ def test_hostile_value_in_every_string_field(field: str, value: str) -> None:
         _check_output(value, checked.out + checked.err, fmt)
         if checked.code != 0:
             return
+        if len(value) % 4 == 0:  # a share of the accepted inputs also through diff and plan
+            for argv in (("diff", str(REFERENCE_PROFILE), str(profile)), ("plan", str(profile))):
+                outcome = run_main(*argv)
+                assert_handled(outcome)
+                _check_output(value, outcome.out + outcome.err, "text")
         out = tmp / "out"
         compiled = run_main("compile", str(profile), "--out", str(out))
         assert_handled(compiled)
