@@ -39,6 +39,7 @@ class WriteReport:
 
 
 MANIFEST = "MANIFEST.json"
+MAX_MANIFEST = 64 << 20  # a 1,024-rank fleet's manifest is a few MB
 
 
 @dataclass
@@ -49,9 +50,23 @@ class _Scan:
     dirs: dict[str, int] = field(default_factory=dict)
 
 
+def _read_regular(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, opened without blocking (a FIFO in its place never hangs us), at most
+    ``limit``; anything else raises OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            raise OSError(errno.EINVAL, "not a regular file of a sane size")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(limit)
+    finally:
+        os.close(fd)
+
+
 def _manifest_data(target: Path) -> dict[str, object] | None:
     try:
-        data = json.loads((target / MANIFEST).read_bytes()[: 1 << 24])
+        data = json.loads(_read_regular(target / MANIFEST, MAX_MANIFEST))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or not str(data.get("compiler", "")).startswith("spark-compile"):
@@ -103,7 +118,8 @@ def _same(path: Path, artifact: Artifact) -> bool:
     try:
         info = os.lstat(path)
         return (stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) == artifact.mode
-                and path.read_bytes() == artifact.content)
+                and info.st_size == len(artifact.content)
+                and _read_regular(path, len(artifact.content)) == artifact.content)
     except OSError:
         return False
 

@@ -305,6 +305,13 @@ def test_item_15_fifo_and_dev_zero_are_refused_at_once(tmp_path: Path) -> None:
         handle.truncate(1 << 30)  # sparse: a gigabyte that must not be read whole
     outcome = run_main("check", str(big))
     assert outcome.code == 1 and "SC108" in outcome.out
+    # The write stage reads what it finds in the output directory the same way.
+    target = tmp_path / "out" / "dsv41-4spark"
+    target.mkdir(parents=True)
+    os.mkfifo(target / "MANIFEST.json")
+    start = time.monotonic()
+    outcome = run_main("compile", str(REFERENCE_PROFILE), "--out", str(tmp_path / "out"))
+    assert outcome.code == 2 and time.monotonic() - start < 10
 
 
 def test_item_16_many_bad_keys_stay_fast_and_bounded(tmp_path: Path) -> None:

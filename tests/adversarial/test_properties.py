@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from conftest import REFERENCE_PROFILE
 
-MAX_EXAMPLES = 25
+MAX_EXAMPLES = 40
 CONSUMER_RUNS_PER_FIELD = 2
 TOKEN_SHAPED = re.compile(r"hf_a{30}|ghp_b{30}|github_pat_c{22}|sk_live_d{16}|AIza|eyJhbGci|hunter2")
 _PLAIN = re.compile(r"[A-Za-z0-9._/-]*")
