@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from spark_compile.compile import Validated
 
 ROOT_HELP = "a directory `extends:` may also lead into (default: only the profile's repository)"
+TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
 COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile")
 
 
@@ -50,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("profile", type=Path)
     comp.add_argument("--out", type=Path, default=None, help="output root (default: generated/ beside spec/)")
     comp.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
+    _target_option(comp)
     check = sub.add_parser("check", help="validate profiles; with --generated also compare committed output")
     check.add_argument("profiles", type=Path, nargs="+")
     check.add_argument("--format", choices=("text", "json", "github"), default="text")
@@ -59,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="also fail when the committed output of each profile is stale (drift)")
     check.add_argument("--out", type=Path, default=None,
                        help="with --generated: the output root (default: generated/ beside spec/)")
+    _target_option(check)
     plan = sub.add_parser("plan", help="print the launch plan")
     plan.add_argument("profile", type=Path)
     plan.add_argument("--json", action="store_true", help="machine-readable plan (the default form)")
@@ -77,14 +80,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_and_validate(path: Path, root: Path | None = None) -> Validated | Finding:
-    """Resolve and validate one profile; a file that cannot be parsed yields its one finding."""
+def _target_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", action="append", choices=TARGETS, default=[],
+                        help="also build this target, as if the profile had its section (e.g. `kubernetes: {}`)")
+
+
+def load_and_validate(path: Path, targets: Sequence[str] = (), root: Path | None = None) -> Validated | Finding:
+    """Resolve and validate one profile; a file that cannot be parsed yields its one finding.
+    Each target named is enabled with its defaults unless the profile has its section."""
     from spark_compile.compile import validate
     from spark_compile.load import LoadError
     from spark_compile.resolve import resolve
 
     try:
-        return validate(resolve(path, root=root))
+        resolved = resolve(path, root=root)
+        if isinstance(resolved.data, dict):
+            for target in targets:
+                resolved.data.setdefault(target, {})
+        return validate(resolved)
     except LoadError as failed:
         return failed.finding
 
@@ -96,8 +109,9 @@ def render(findings: list[Finding], fmt: str, profiles: int) -> str:
     return render_report(findings, fmt, profiles)  # type: ignore[arg-type]
 
 
-def _validated_or_exit(path: Path, fmt: str = "text", root: Path | None = None) -> Validated:
-    outcome = load_and_validate(path, root)
+def _validated_or_exit(path: Path, fmt: str = "text", targets: Sequence[str] = (),
+                       root: Path | None = None) -> Validated:
+    outcome = load_and_validate(path, targets, root)
     findings = [outcome] if isinstance(outcome, Finding) else outcome.findings
     if isinstance(outcome, Finding) or has_errors(findings):
         sys.stdout.write(render(findings, fmt, 1))
@@ -113,7 +127,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     unreadable = 0
     for path in args.profiles:
         try:
-            outcome = load_and_validate(path, args.root)
+            outcome = load_and_validate(path, args.target, args.root)
         except InputError as exc:  # report it and go on: every other file still gets its findings
             sys.stderr.write(f"spark-compile: error: {exc}\n")
             unreadable += 1
@@ -127,7 +141,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.generated and status == EXIT_OK:
         from spark_compile.drift import check_drift
 
-        status = check_drift(args.profiles, args.out)
+        status = check_drift(args.profiles, args.out, args.target)
     return status
 
 
@@ -183,7 +197,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     """Compile a profile and write its artifacts atomically."""
     from spark_compile.compile import compile_profile
 
-    validated = _validated_or_exit(args.profile, root=args.root)
+    validated = _validated_or_exit(args.profile, targets=args.target, root=args.root)
     return compile_profile(validated, args.profile, args.out)
 
 

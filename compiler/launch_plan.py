@@ -29,6 +29,15 @@ class Option:
 
 
 @dataclass(frozen=True)
+class EngineDefault:
+    """A typed engine setting the profile leaves unset: the flag is not written and SGLang's default applies."""
+
+    flag: str
+    default: Any  # as the catalog's SGLang build declares it (None: SGLang decides at start)
+    field: ProfilePath  # where the profile would set it
+
+
+@dataclass(frozen=True)
 class EnvVar:
     """One variable of an env file, and the profile path that set it."""
 
@@ -160,6 +169,8 @@ class LaunchPlan:
     head_ip: str
     port: int
     ranks: tuple[RankPlan, ...]
+    engine_catalog: str = ""
+    engine_defaults: tuple[EngineDefault, ...] = ()
 
     @property
     def start_order(self) -> tuple[int, ...]:
@@ -172,6 +183,8 @@ class LaunchPlan:
             "profile": self.profile, "release": self.release, "image": self.image,
             "container_name": self.container_name, "unit": self.unit_name, "install_dir": self.install_dir,
             "head": self.head_ip, "port": self.port, "start_order": list(self.start_order),
+            "engine_defaults": {"catalog": self.engine_catalog, "flags": {
+                d.flag: {"default": d.default, "set_with": dotted(d.field)} for d in self.engine_defaults}},
             "ranks": [_rank_json(rank) for rank in self.ranks],
         }
 

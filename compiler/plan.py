@@ -5,9 +5,10 @@ Every derived value is computed here, and each option and variable records the p
 
 from __future__ import annotations
 
-from spark_compile.engine_options import engine_options
+from spark_compile.engine_options import TYPED_FLAGS, engine_options
 from spark_compile.envsets import engine_env, nccl_env, overlay_env
 from spark_compile.launch_plan import (
+    EngineDefault,
     EngramPlan,
     EnvFile,
     LaunchPlan,
@@ -161,6 +162,23 @@ def _rank(profile: Profile, rank: int, install: str, runtime_path: str, unit: Un
                     profile.engine.image)
 
 
+def engine_defaults(profile: Profile, written: tuple[Option, ...]) -> tuple[EngineDefault, ...]:
+    """Every typed engine flag the plan leaves out, with the default of the profile's SGLang build."""
+    from spark_compile.spec.catalog import CatalogNotFound, engine_catalog
+
+    try:
+        catalog = engine_catalog(profile.engine.catalog)
+    except CatalogNotFound:
+        return ()  # SC301 reports the unknown catalog
+    flags = {option.flag for option in written}
+    defaults = []
+    for flag, field in TYPED_FLAGS.items():
+        entry = catalog.lookup(flag)
+        if flag not in flags and entry is not None and entry.takes_value:
+            defaults.append(EngineDefault(flag, entry.default, field))
+    return tuple(defaults)
+
+
 def build_plan(profile: Profile) -> LaunchPlan:
     """The launch plan of a validated profile (pure)."""
     install = f"{profile.deploy.install_dir}/{profile.name}"
@@ -169,4 +187,5 @@ def build_plan(profile: Profile) -> LaunchPlan:
     ranks = tuple(_rank(profile, rank, install, runtime_path, unit) for rank in range(len(profile.fleet.nodes)))
     return LaunchPlan(profile.name, profile.release, profile.engine.image, profile.engine.container_name,
                       unit_name(profile), install, runtime_path, profile.fleet.nodes[0].fabric_ip,
-                      profile.engine.port, ranks)
+                      profile.engine.port, ranks, profile.engine.catalog,
+                      engine_defaults(profile, ranks[0].engine_options))

@@ -64,7 +64,17 @@ def _description_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> str:
 
 # What a valid value of each checked kind looks like (the hint of an SC111 finding).
 VALUE_HINTS = {
-    "abs_path": "write an absolute path such as /srv/models, without '..', spaces or control characters",
+    "abs_path": "write an absolute path such as /srv/models: letters, digits and . _ + @ = - between slashes, "
+                "no '..'",
+    "word": "write one word such as flashinfer or host: letters, digits and _ . + : -",
+    "gpus": "write all, a count such as 1, or device=0,1",
+    "device": "write /dev/HOST[:/dev/CONTAINER][:rwm], e.g. /dev/infiniband:/dev/infiniband",
+    "free_text": "remove control characters (tabs and line breaks are fine) and keep it under 4096 characters",
+    "arg_text": "remove line breaks and control characters; keep it under 8192 characters",
+    "list_arg": "give each flag its own key under engine.args; list items are values",
+    "launcher_word": "move the flag to engine.args (e.g. engine.args: {log-level: info})",
+    "ulimit": "write soft[:hard] with -1 (unlimited) or whole numbers, e.g. -1:-1 or 1048576",
+    "aliases_without_overlay": "remove model.aliases, or add model.engram so the overlay serves them",
     "env_name": "write an upper-case variable name such as NCCL_DEBUG",
     "ifname": "write the interface name as `ip link` prints it, e.g. enp1s0f0np0 (at most 15 characters)",
     "image": "write [registry/]name[:tag][@sha256:<64 hex digits>] in lower case, e.g. lmsysorg/sglang:v0.5.23",
@@ -72,6 +82,7 @@ VALUE_HINTS = {
     "ipv4_network": "write the network in CIDR form with its host bits zero, e.g. 192.0.2.0/24",
     "name": "use lower-case letters, digits and '-', e.g. spark-0",
     "rdma_name": "write the device as `ls /sys/class/infiniband` prints it, e.g. mlx5_0 or rocep1s0f0",
+    "rdma_resource": "name the device plugin's resource (resource: rdma/rdma_shared_device_a), or use mode: hostpath",
     "size": "write a number with an optional unit b, k, m or g, e.g. 112g",
     "snapshot": "write the snapshot directory's name (the commit hash under snapshots/)",
     "ssh_target": "write host or user@host, e.g. spark@192.0.2.11",
@@ -109,7 +120,7 @@ def _message(err: Any, where: str, model: type[BaseModel]) -> tuple[str, str, st
         message = f"{where}: {_RANGE_TEXT[kind].format(**err['ctx'])}, got {_show(value)}"
         return "SC109", message, _range_hint(kind, err["ctx"]), False
     if kind == "unknown_choice":
-        return "SC110", f"{where}: {err['msg']}", "", False
+        return "SC110", f"{where}: {err['msg']}", f"use one of {err['ctx']['known']}", False
     if kind in _CHOICE:
         expected = err["ctx"]["expected"]
         choices = [c.strip(" '") for c in expected.replace(" or ", ",").split(",")]

@@ -9,6 +9,7 @@ from spark_compile.spec.catalog import (
     CatalogNotFound,
     EngineCatalog,
     EngineFlag,
+    EnvCatalog,
     available_engine_catalogs,
     engine_catalog,
     env_catalog,
@@ -147,11 +148,21 @@ def unknown_sglang_env(ctx: Context) -> Iterator[Hit]:
             continue
         if catalog.lookup(name) is None:
             yield Hit("SC307", ("engine", "env", name), f"{catalog_name(ctx)} does not read {name}",
-                      _suggestion(catalog.suggest(name)), at_key=True)
+                      _suggestion(catalog.suggest(name)) or f"remove {name}: this SGLang build ignores it",
+                      at_key=True)
         else:
             problem = catalog.check_value(name, str(value))
             if problem:
-                yield Hit("SC308", ("engine", "env", name), problem.rstrip("."), "")
+                yield Hit("SC308", ("engine", "env", name), problem.rstrip("."), _env_hint(catalog, name))
+
+
+_KIND_EXAMPLES = {"bool": "'1' or '0'", "int": "a whole number such as '10'", "float": "a number such as '0.5'"}
+
+
+def _env_hint(catalog: EnvCatalog, name: str) -> str:
+    var = catalog.lookup(name)
+    example = _KIND_EXAMPLES.get(var.kind if var else "", "a value of the type it reads")
+    return f"write {example}" + (f" (its default is {var.default!r})" if var and var.default is not None else "")
 
 
 def catalog_name(ctx: Context) -> str:
@@ -175,11 +186,15 @@ def nccl_names(ctx: Context) -> Iterator[Hit]:
         if name.startswith("GLOO_") and name != "GLOO_SOCKET_IFNAME":
             continue
         if catalog.lookup(name) is None:
-            yield Hit("SC309", path, f"NCCL does not read {name}", _suggestion(catalog.suggest(name)), at_key=True)
+            yield Hit("SC309", path, f"NCCL does not read {name}",
+                      _suggestion(catalog.suggest(name)) or f"remove {name}: NCCL ignores names it does not know",
+                      at_key=True)
             continue
         problem = catalog.check_value(name, value)
         if problem:
-            yield Hit("SC310", path, problem.rstrip("."), "")
+            var = catalog.lookup(name)
+            default = f"; NCCL's default is {var.default}" if var is not None and var.default is not None else ""
+            yield Hit("SC310", path, problem.rstrip("."), f"write the value in the form the message names{default}")
 
 
 rule("SC310", "error", "NCCL value NCCL would misread",

@@ -104,4 +104,5 @@ def extra_overrides_preset(ctx: Context) -> Iterator[Hit]:
     for name, value in ctx.profile.nccl.extra.items():
         if name in preset and str(value) != preset[name]:
             yield Hit("SC225", ("nccl", "extra", name),
-                      f"{name}={value} overrides {ctx.profile.nccl.preset}'s {preset[name]}", "")
+                      f"{name}={value} overrides {ctx.profile.nccl.preset}'s {preset[name]}",
+                      "remove it to keep the preset's value, or choose the nccl.preset that carries yours")

@@ -48,5 +48,7 @@ def literal_secrets(ctx: Context) -> Iterator[Hit]:
 def secret_twice(ctx: Context) -> Iterator[Hit]:
     for name in ctx.profile.secrets.env:
         if name in ctx.profile.engine.env or name in ctx.profile.nccl.extra:
-            yield Hit("SC231", ("secrets", "env", name), f"{name} is a secret and also set literally",
-                      f"remove {name} from engine.env", at_key=True)
+            section = ("engine", "env") if name in ctx.profile.engine.env else ("nccl", "extra")
+            # At the literal: that is the line to remove.
+            yield Hit("SC231", (*section, name), f"{name} is a secret and also set literally",
+                      f"remove {name} from {'.'.join(section)}", at_key=True)
