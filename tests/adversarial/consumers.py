@@ -25,7 +25,8 @@ from support.tools import (
 
 CANARY = Path("/tmp/spark-compile-pwned")
 CONSUMERS = ("bash -n", "bash (docker-run.sh with a docker shim)", "docker CLI + fake dockerd",
-             "docker --env-file", "systemd EnvironmentFile=", "systemd-analyze verify", "launch.sh --dry-run")
+             "docker --env-file", "systemd EnvironmentFile=", "systemd-analyze verify", "launch.sh --dry-run",
+             "YAML parser (Kubernetes manifests)")
 DOCKER_UNIT = "[Unit]\nDescription=Docker stand-in\n[Service]\nExecStart=/usr/bin/dockerd\n"
 
 
@@ -82,6 +83,14 @@ def check_dry_run(target: Path, tmp: Path) -> None:
     assert not calls.exists()
 
 
+def check_manifests(target: Path) -> None:
+    """The Kubernetes manifests, when the profile builds them, read back by a YAML parser."""
+    import yaml
+
+    for manifest in sorted((target / "k8s").glob("*.yaml")) if (target / "k8s").is_dir() else []:
+        assert [doc for doc in yaml.safe_load_all(manifest.read_text()) if doc is not None], manifest
+
+
 def check_all(target: Path, plan: dict[str, Any], tmp: Path, runtime_env: Path | None) -> None:
     """Every consumer on rank 0 (every rank's files come from the same templates and quoting)."""
     CANARY.unlink(missing_ok=True)
@@ -94,4 +103,5 @@ def check_all(target: Path, plan: dict[str, Any], tmp: Path, runtime_env: Path |
     check_env_files(target, rank)
     check_units(target, plan, rank)
     check_dry_run(target, tmp)
+    check_manifests(target)
     assert not CANARY.exists(), "a generated script ran a command hidden in a profile value"
