@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -182,12 +183,23 @@ def _keep_foreign(staging: Path, target: Path, scan: _Scan, ours: set[str], repo
         os.link(target / path, staging / path, follow_symlinks=False)
         report.foreign.append(path)
     removed = set(report.removed)
-    for path, mode in sorted(scan.dirs.items()):
-        inside = [f for f in scan.files if path == "." or f.startswith(path + "/")]
-        if inside and all(f in removed for f in inside) and path != ".":
-            continue  # held only files we wrote and no longer write
+    holds_files, holds_kept = _parents(scan.files), _parents(f for f in scan.files if f not in removed)
+    kept = [d for d in sorted(scan.dirs) if d in holds_kept or d not in holds_files]  # not emptied by removals
+    for path in kept:
         (staging / path).mkdir(parents=True, exist_ok=True)
-        os.chmod(staging / path, mode)
+    for path in reversed(kept):  # children first: a parent made read-only last still lets them be made
+        os.chmod(staging / path, scan.dirs[path])
+
+
+def _parents(files: Iterable[str]) -> set[str]:
+    """Every directory (relative, "." for the top) that holds one of ``files`` at any depth."""
+    found = {"."}
+    for path in files:
+        parent = os.path.dirname(path)
+        while parent and parent not in found:
+            found.add(parent)
+            parent = os.path.dirname(parent)
+    return found
 
 
 def write_tree(root: Path, name: str, files: list[Artifact]) -> WriteReport:
