@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hostile import CORPUS, child_profile, run_main
 from items import bash_word_reads_back, check_text, findings
-from items import extends_reference as _extends  # noqa: N813
+from items import extends_reference as _extends
 
 from conftest import REFERENCE_PROFILE, ROOT, run_cli
 from support.tools import require_tool, systemd_verify

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hostile import child_profile, run_main
 from items import check_text, findings
-from items import extends_reference as _extends  # noqa: N813
+from items import extends_reference as _extends
 
 from conftest import REFERENCE_PROFILE, ROOT
 
