@@ -246,8 +246,10 @@ def _resolve(path: Path, display: str, reader: DocumentReader, exists: Callable[
     if len(seen) >= MAX_DEPTH:
         raise _chain_error(doc, f"extends chain deeper than {MAX_DEPTH} profiles", "flatten the chain")
     if not exists(parent_path):
-        raise _chain_error(doc, f"extends names {parent_ref}, which does not exist (looked for {parent_display})",
-                           "fix the path; it is relative to the file that extends it")
+        broken_link = os.path.islink(parent_path)
+        what = "a symlink that leads nowhere (a loop or a missing target)" if broken_link else "does not exist"
+        raise _chain_error(doc, f"extends names {_cut(parent_ref)}, which {'is ' * broken_link}{what} (looked for "
+                           f"{_cut(parent_display)})", "fix the path; it is relative to the file that extends it")
     parent = _resolve(parent_path, parent_display, reader, exists, (*seen, _real(path)), roots)
     merger = _Merger(parent, doc)
     data = merger.merge(parent.data, doc.data, (), (), ())

@@ -27,7 +27,7 @@ from conftest import REFERENCE_PROFILE, ROOT
     ("name: &a [*a]\n", "SC108"),
     ("name: x\nengine: {port: " + "9" * 5000 + "}\n", "SC109"),
     ('extends: "a\\0b.yaml"\n', "SC113"),
-    ("extends: loop.yaml\n", "SC112"),
+    ("extends: loop.yaml\n", "SC112"),  # a symlink to itself: "leads nowhere", not a hang or exit 3
     ("EXTENDS\nfleet: {nodes: [{name: [a]}]}\n", "SC102"),
     ("EXTENDS\nfleet: {nodes: [{name: {a: 1}}]}\n", "SC102"),
     ("EXTENDS\nengine: {launcher: []}\n", "SC109"),
