@@ -15,7 +15,7 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]*(?:" + SECRET_NAME.pattern + r")[A-Za-z0-9_-
 _QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
 # A value: quoted, a flow list or mapping closed on the same line, or a plain word (never the `{` or `[`
 # that opens a block: `"api_key": {` in a JSON document is structure, not a value).
-_VALUE = r"(" + _QUOTED + r"|\[[^\]\n]*\]|\{[^}\n]*\}|[^\s,}\]{\[\"'][^\s,}\]]*)"
+_VALUE = r"(" + _QUOTED + r"|\[[^\]\n]*\]|\{[^}\n]*\}|[\w./+~@-][^\s,}\]]*)"
 _ASSIGNED = re.compile(r"(\"?\s*[:=]\s*)" + _VALUE)  # HF_TOKEN: x, HF_TOKEN=x, "HF_TOKEN": "x"
 _FLAG_VALUE = re.compile(r"(['\"]?(?:,\s*|=|\s+))" + _VALUE)  # --api-key x, --api-key=x, '--api-key', 'x'
 _EQUALS = re.compile(r"(=)" + _VALUE)

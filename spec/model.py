@@ -36,6 +36,7 @@ from spark_compile.spec.fields import (
     UlimitValue,
     Word,
 )
+from spark_compile.spec.operations_model import ImageCheck, PreviousStack, Verify
 from spark_compile.spec.overlay_section import OverlaySection
 
 GidIndex = Literal["probe"] | Annotated[int, Field(ge=0, le=255)]
@@ -406,6 +407,11 @@ class Watchdog(Section):
     )
     ready_timeout_seconds: Seconds = Field(3600, description="How long a relaunch may take to become healthy.")
     relaunch_limit: Positive = Field(3, description="Relaunches before the watchdog gives up with GIVING UP.")
+    reset_after_seconds: Positive = Field(
+        86400,
+        description="After this long healthy since its last relaunch the watchdog forgets its relaunches, so a "
+        "fleet that crashes once a month never reaches relaunch_limit.",
+    )
 
 
 class Smoke(Section):
@@ -433,6 +439,11 @@ class Operations(Section):
     )
     watchdog: Watchdog = Field(default_factory=Watchdog, description="The head's watchdog.")
     smoke: Smoke = Field(default_factory=Smoke, description="Smoke tests.")
+    image_check: ImageCheck = Field(default_factory=ImageCheck, description="Preflight's overlay check.")
+    previous_stack: PreviousStack | None = Field(
+        None, description="The stack this release replaces: stopped at cutover, restored by `launch.sh rollback`.",
+    )
+    verify: Verify = Field(default_factory=Verify, description="What verify.sh expects of a boot.")
 
 
 K8sName = Annotated[str, Field(pattern=r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")]

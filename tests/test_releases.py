@@ -36,11 +36,12 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
     assert result.returncode == 1
     r = "spec/profiles/releases/production-"
     assert result.stdout == (
-        "profile: 10 changes\n"
+        "profile: 11 changes\n"
         f"  release: production-1.7 → production-1.7.1  ({r}1.7.1.yaml:6)\n"
         "  engine.image: aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7 → "
         f"aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7.1  ({r}1.7.1.yaml:8)\n"
         f"  engine.speculative.dspark_block_size: 15 → 5  ({r}1.7.1.yaml:10)\n"
+        f"  operations.verify.hooks_armed: (unset) → 21  ({r}1.7.1.yaml:24)\n"
         f"  engine.env.CUDA_LOG_FILE: stderr → (unset)  ({r}1.6.yaml:12)\n"
         f"  engine.env.SGLANG_RAGGED_VERIFY_MODE: compact → (unset)  ({r}1.7.yaml:13)\n"
         f"  overlay.lookup_draft: true → (unset)  ({r}1.7.yaml:15)\n"

@@ -305,3 +305,44 @@ def gid_from_fleet(ctx: Context) -> Iterator[Hit]:
         if value is not None:
             yield Hit("SC417", path, f"{name} is set by hand ({value!r}); it must equal the other GID variable and "
                       "come from the fleet", "use fleet.fabric.gid_index or a node's gid_index", at_key=True)
+
+
+@rule("SC424", "warning", "the API reachable where its checks run",
+      "launch.sh's /health wait, verify.sh, smoke.py and the watchdog call the API at engine.host on the head. "
+      "A loopback host is reachable on the head alone: the checks then run there over ssh, and no client on "
+      "the network reaches the API. Any other specific address must be the head's own, reachable from where "
+      "launch.sh runs; 0.0.0.0 is called at the head's fabric IP.",
+      "engine: {host: 127.0.0.1}", "engine: {host: 0.0.0.0}")
+def api_reachable(ctx: Context) -> Iterator[Hit]:
+    host = ipaddress.IPv4Address(ctx.profile.engine.host)
+    nodes = ctx.profile.fleet.nodes
+    if host.is_unspecified or str(host) == nodes[0].fabric_ip:
+        return
+    if host.is_loopback:
+        yield Hit("SC424", ("engine", "host"),
+                  f"the API listens on {host} of {nodes[0].name} only: health waits, verify.sh, smoke.py and the "
+                  "watchdog run on the head over ssh, and no client elsewhere reaches it",
+                  f"use 0.0.0.0 or {nodes[0].fabric_ip} unless the API is meant for the head alone")
+        return
+    owner = next((node.name for node in nodes[1:] if node.fabric_ip == str(host)), None)
+    where = f"the fabric IP of {owner}, not of the head" if owner else f"not the head's fabric IP {nodes[0].fabric_ip}"
+    yield Hit("SC424", ("engine", "host"),
+              f"the API binds {host}, {where}: the checks and the watchdog call {host}, which the head must own "
+              "and where launch.sh runs must reach", f"use 0.0.0.0 or {nodes[0].fabric_ip}")
+
+
+@rule("SC425", "error", "the previous stack is another unit",
+      "operations.previous_stack.unit is stopped at cutover and started by rollback: naming this release's own "
+      "unit (or its watchdog's) would stop what start just checked and restart it on rollback.",
+      "operations: {previous_stack: {unit: sglang-dsv41-4spark.service}}",
+      "operations: {previous_stack: {unit: vllm-dsv4.service}}")
+def previous_stack_is_another_unit(ctx: Context) -> Iterator[Hit]:
+    previous = ctx.profile.operations.previous_stack
+    if previous is None or previous.unit is None:
+        return
+    own = ctx.plan.unit_name
+    watchdog = own.removesuffix(".service").rstrip("@") + "-watchdog"
+    if previous.unit in (own, f"{watchdog}.service", f"{watchdog}.timer"):
+        yield Hit("SC425", ("operations", "previous_stack", "unit"),
+                  f"the previous stack's unit {previous.unit} is this release's own",
+                  "name the unit of the stack this release replaces (e.g. the vLLM recipe's)")

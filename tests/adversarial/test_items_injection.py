@@ -205,3 +205,14 @@ def test_item_20_extends_stays_in_the_repository(tmp_path: Path) -> None:
         assert "outside the repository" not in allowed.stdout
     finally:
         child.unlink()
+
+
+def test_item_18_redaction_leaves_legitimate_output_alone() -> None:
+    """The step every output passes is not allowed to blank what is no secret (a schema description such
+    as `full_token=`, a plan's flags, SecretRef)."""
+    from spark_compile.schema import schema_text
+
+    assert run_main("schema").out == schema_text()
+    for profile in [REFERENCE_PROFILE, *sorted((ROOT / "spec" / "profiles" / "examples").glob("*.yaml"))]:
+        outcome = run_main("plan", str(profile))
+        assert outcome.code == 0 and "(redacted)" not in outcome.out, profile

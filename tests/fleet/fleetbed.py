@@ -35,7 +35,8 @@ SNAPSHOT = "0f3c9a1d5e7b2468ace13579bdf02468ace13579"
 TABLES = {1: 384006168, 14: 384016682}
 HCA = "rocep1s0f0"
 GID_INDEX = 3
-TOOLS = ("docker", "systemctl", "journalctl", "nvidia-smi", "dmesg")
+TOOLS = ("docker", "systemctl", "journalctl", "nvidia-smi", "dmesg", "free", "gpu-hog")
+PREVIOUS_UNIT = "vllm-prev.service"
 COMMAND_TIMEOUT = 150
 
 
@@ -70,6 +71,7 @@ class FleetBed:
         self.made: list[str] = []
         self.out = tmp / "generated" / "fleet-test"
         self.plan: dict[str, Any] = {}
+        self.base_control: dict[str, Any] = {}
 
     # -- paths -------------------------------------------------------------------------------------------
     def node_fs(self, rank: int) -> Path:
@@ -84,23 +86,37 @@ class FleetBed:
                    for r in range(NODES))
 
     def set_control(self, rank: int, **faults: Any) -> None:
-        (self.node_fs(rank) / "control.json").write_text(json.dumps(faults))
+        """The node's injected faults, on top of the bed's own (e.g. which kind of image it has)."""
+        (self.node_fs(rank) / "control.json").write_text(json.dumps({**self.base_control, **faults}))
+
+    def unit_state(self, rank: int, unit: str) -> str:
+        """systemctl is-active of a unit on a node, asked over ssh as the launcher would."""
+        return self.ssh(rank, f"systemctl is-active {shlex.quote(unit)} || true").stdout.strip()
+
+    def ssh(self, rank: int, command: str) -> subprocess.CompletedProcess[str]:
+        """A command on a node over ssh, from the operator's box."""
+        return self.operator("ssh", *self.env()["SPARK_SSH_OPTS"].split(), f"root@{node_ip(rank)}", command,
+                             timeout=60)
 
     def unit_pid(self, rank: int) -> int:
         state = self.node_fs(rank) / "state" / "units" / f"{self.plan['unit']}.json"
         return int(json.loads(state.read_text())["pid"])
 
     # -- building ----------------------------------------------------------------------------------------
-    def up(self, operations: str) -> FleetBed:
+    def up(self, operations: str, extra: str = "", control: dict[str, Any] | None = None) -> FleetBed:
+        """Build the fleet; ``extra`` is more profile YAML, ``control`` every node's standing faults."""
+        self.base_control = control or {}
         self.fs.mkdir()
         self._keys()
         self._network()
         for rank in range(NODES):
             self._node_files(rank)
-        self._compile(operations)
+        self._compile(operations, extra)
         for rank in range(NODES):
             self._sshd(rank)
-        shutil.copy(self.out / "fleet" / "smoke.py", self.node_fs(0) / "smoke.py")
+        # The fake API reads smoke.py's bitmap font; smoke.py reads fleet.json beside it.
+        for name in ("smoke.py", "fleet.json"):
+            shutil.copy(self.out / "fleet" / name, self.node_fs(0) / name)
         return self
 
     def _keys(self) -> None:
@@ -149,7 +165,10 @@ class FleetBed:
             root = shlex.quote(str(self.fs))
             wrapper.write_text(f"#!/bin/sh\nSPARK_FAKE_ROOT={root} exec {command} \"$@\"\n")
             wrapper.chmod(0o755)
-        (fs / "control.json").write_text("{}")
+        (fs / "control.json").write_text(json.dumps(self.base_control))
+        # The stack this release replaces, as a unit holding the GPU (a vLLM server's stand-in).
+        (self.tmp / "nodes" / f"r{rank}" / "systemd" / PREVIOUS_UNIT).write_text(
+            f"[Service]\nExecStart={self.fs / 'bin' / 'gpu-hog'} vllm\n")
         ports = fs / "sys" / "class" / "infiniband" / HCA / "ports" / "1"
         (ports / "gids").mkdir(parents=True)
         (ports / "gid_attrs" / "types").mkdir(parents=True)
@@ -168,7 +187,7 @@ class FleetBed:
             layers = {str(layer): [n * rank // NODES, n * (rank + 1) // NODES] for layer, n in TABLES.items()}
             (fs / "engram" / "engram-local.json").write_text(json.dumps({"layers": layers, "quant": "fp8"}))
 
-    def _compile(self, operations: str) -> None:
+    def _compile(self, operations: str, extra: str) -> None:
         reference = Path(__file__).resolve().parents[2] / "spec" / "profiles" / "dsv41-4spark.yaml"
         nodes = "\n".join(f"    - {{name: spark-{r}, fabric_ip: {node_ip(r)}, ssh: root@{node_ip(r)}, "
                           f"home: {self.fs}/home}}" for r in range(NODES))
@@ -191,7 +210,7 @@ deploy:
   gpu_wait_seconds: 1
 operations:
   log_dir: {self.fs}/logs
-{operations}""")
+{operations}{extra}""")
         proc = run([sys.executable, "-m", "spark_compile.cli", str(profile), "--out",
                     str(self.tmp / "generated")], check=False, timeout=120)
         if proc.returncode != 0:

@@ -206,6 +206,8 @@ def docker(argv: list[str]) -> int:
         return 0
     if argv[:1] == ["run"] and "spark_overlay" in argv:
         return overlay_flags(faults)
+    if argv[:1] == ["run"] and "-c" in argv:
+        return image_python(argv[argv.index("-c") + 1], faults)
     if argv[:1] == ["run"]:
         return engine(argv[1:], faults)
     if argv[:1] in (["stop"], ["rm"]):
@@ -224,8 +226,47 @@ def docker(argv: list[str]) -> int:
     return 1
 
 
+def known_names(faults: dict[str, Any]) -> list[str]:
+    """The SPARK_* names an overlay image knows (the registry's), less the ones the test takes away."""
+    from spark_compile.overlay.registry import FLAGS
+
+    lacking = set(faults.get("overlay_lacks", []))
+    return [flag.name for flag in FLAGS if flag.name not in lacking]
+
+
+def image_root(kind: str, faults: dict[str, Any]) -> Path:
+    """A stand-in image's overlay folder (what its PYTHONPATH holds), written fresh for this call.
+
+    peer: the production image's kind, a sitecustomize that arms hooks listed in a module beside it (names
+    split between the two files, as an overlay's source would); stock: no overlay at all."""
+    root = STATE / "image" / kind
+    if root.exists():
+        subprocess.run(["rm", "-rf", str(root)], check=True)
+    root.mkdir(parents=True)
+    if kind == "peer":
+        names = known_names(faults)
+        master = [n for n in names if n == "SPARK_ENGRAM_DIR"]
+        rest = [n for n in names if n != "SPARK_ENGRAM_DIR"]
+        (root / "sitecustomize.py").write_text(
+            "import os\n" + "".join(f"ENABLED = bool(os.environ.get({n!r}))\n" for n in master)
+            + "from spark_hooks import table  # noqa\n")
+        (root / "spark_hooks").mkdir()
+        (root / "spark_hooks" / "__init__.py").write_text("")
+        (root / "spark_hooks" / "table.py").write_text(
+            "HOOKS = {\n" + "".join(f"    {n!r}: 'hook',\n" for n in rest) + "}\n")
+    return root
+
+
+def image_python(script: str, faults: dict[str, Any]) -> int:
+    """`docker run --entrypoint python3 IMAGE -c SCRIPT`: the script, run against the stand-in image's files."""
+    kind = str(faults.get("image_kind", "peer"))
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "SPARK_ENGRAM_DIR": "",
+           "PYTHONPATH": str(image_root(kind, faults))}
+    return subprocess.run([sys.executable, "-c", script], env=env, check=False).returncode
+
+
 def overlay_flags(faults: dict[str, Any]) -> int:
-    if faults.get("overlay_cli_missing"):
+    if faults.get("overlay_cli_missing") or faults.get("image_kind", "peer") != "ours":
         print("/usr/bin/python3: No module named spark_overlay", file=sys.stderr)
         return 1
     # The real overlay CLI's answer (as the image would give it), less the names the test takes away.
@@ -275,10 +316,45 @@ def engine(argv: list[str], faults: dict[str, Any]) -> int:
     container_file(name).parent.mkdir(parents=True, exist_ok=True)
     container_file(name).write_text(json.dumps({"pid": os.getpid()}))
     opt = {cmd[i]: cmd[i + 1] for i in range(len(cmd) - 1) if cmd[i].startswith("--")}
+    rank = int(opt["--node-rank"])
+    lines = boot_lines(env, mounts, opt, faults)
+    drop = tuple(faults.get("drop", ()))
+    print("\n".join(line for line in lines if not (drop and line.startswith(drop)) and
+                    not (rank == 0 and faults.get("head_exit") and line.startswith("The server"))))
+    sys.stdout.flush()
+    if rank == 0 and faults.get("head_exit"):
+        time.sleep(2)  # long enough for systemctl start to see it active: it dies while booting
+        return 1
+    if rank == 0:
+        os.execv(sys.executable, [sys.executable, str(HERE / "fake_openai.py"), "--host", opt["--host"],
+                                  "--port", opt["--port"], "--control", str(ROOT / "control.json"),
+                                  "--log", str(STATE / "requests.jsonl")])
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        time.sleep(3600)
+
+
+def hooks_armed(env: dict[str, str], faults: dict[str, Any]) -> str:
+    """The image's overlay's start-up line: the peer's arms its 21 import hooks, ours the enabled ones."""
+    if "hooks" in faults:
+        return f"overlay: {faults['hooks']} import hooks armed"
+    if faults.get("image_kind", "peer") == "ours":
+        from spark_compile.overlay.gates import enabled_hooks
+        from spark_compile.overlay.settings import parse_environment
+
+        spark = {k: v for k, v in env.items() if k.startswith("SPARK_")}
+        hooks = enabled_hooks(parse_environment(spark).values)
+        return f"overlay: {len(hooks)} hooks armed: {', '.join(hooks)}"
+    return "overlay: 21 import hooks armed"
+
+
+def boot_lines(env: dict[str, str], mounts: dict[str, str], opt: dict[str, str],
+               faults: dict[str, Any]) -> list[str]:
+    """What the serving container prints while booting, in order (the lines verify.sh reads)."""
     rank, world = int(opt["--node-rank"]), int(opt["--nnodes"])
+    lines: list[str] = []
     if env.get("SPARK_ENGRAM_DIR"):
-        hooks = [] if faults.get("hooks_zero") else ["engram_store", "roce_collectives"] * 10 + ["late_tail"]
-        print(f"overlay: {len(hooks)} hooks armed: {', '.join(hooks)}")
+        lines.append(hooks_armed(env, faults))
         config = json.loads((host_path(mounts, opt["--model-path"]) / "config.json").read_text())
         sizes = dict(zip(config["engram_layer_ids"], config["engram_num_embeddings"], strict=True))
         if env.get("SPARK_ENGRAM_ROWS"):
@@ -289,19 +365,22 @@ def engine(argv: list[str], faults: dict[str, Any]) -> int:
             manifest = json.loads((copy / "engram-local.json").read_text())
             rows = {int(k): (v[0], v[1]) for k, v in manifest["layers"].items()}
         for layer, (lo, hi) in sorted(rows.items()):
-            print(f"engram layer {layer}: rank {rank}/{world} owns rows [{lo}, {hi}) of {sizes[layer]}")
-        if world > 1 and not faults.get("drop_roce"):
-            print(f"RoCE collectives on: world={world}")
+            lines.append(f"engram layer {layer}: rank {rank}/{world} owns rows [{lo}, {hi}) of {sizes[layer]}")
+        if env.get("SPARK_MXFP8_BACKEND") not in (None, "", "cutlass"):
+            lines.append(f"MXFP8 dense GEMMs routed to {env['SPARK_MXFP8_BACKEND']} (K=576 projections: CUTLASS)")
+        if world > 1:
+            lines.append(f"RoCE collectives on: world={world}")
+        source = "local" if "SPARK_ENGRAM_ROWS" not in env else "shards"
+        gather = faults.get("gather_us", 980.5)
+        lines += [f"Engram {source} layer={layer} calls=120 gather_us_per_call={gather} rows=4096"
+                  for layer in sorted(rows)]
     if rank == 0:
-        print(f"DSV4 memory calculation: rank 0 avail_mem=91.2 GB full_token={FULL_TOKEN} swa_token=65536")
-    sys.stdout.flush()
-    if rank == 0:
-        os.execv(sys.executable, [sys.executable, str(HERE / "fake_openai.py"), "--host", opt["--host"],
-                                  "--port", opt["--port"], "--control", str(ROOT / "control.json"),
-                                  "--log", str(STATE / "requests.jsonl")])
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    while True:
-        time.sleep(3600)
+        full = faults.get("full_token", FULL_TOKEN)
+        lines.append(f"DSV4 memory calculation: rank 0 avail_mem=91.2 GB full_token={full} swa_token=65536")
+        if env.get("SPARK_SERVED_ALIASES"):
+            lines.append(f"Served-model aliases: {env['SPARK_SERVED_ALIASES']}")
+        lines.append("The server is fired up and ready to roll!")
+    return lines
 
 
 def nvidia_smi(argv: list[str]) -> int:
@@ -319,10 +398,30 @@ def nvidia_smi(argv: list[str]) -> int:
     return 0
 
 
+def free(argv: list[str]) -> int:
+    """free -g as procps prints it; the available column from the control file."""
+    available = int(control().get("free_gib", 20))
+    print("               total        used        free      shared  buff/cache   available")
+    print(f"Mem:             119         {119 - available}          {available}           0           1"
+          f"         {available}")
+    print("Swap:              0           0           0")
+    return 0
+
+
+def gpu_hog(argv: list[str]) -> int:
+    """The previous stack's server (a vLLM stand-in): holds the GPU until stopped."""
+    container_file(argv[0]).parent.mkdir(parents=True, exist_ok=True)
+    container_file(argv[0]).write_text(json.dumps({"pid": os.getpid()}))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        time.sleep(3600)
+
+
 def main() -> int:
     tool, argv = sys.argv[1], sys.argv[2:]
     record(tool, argv)
     handlers = {"docker": docker, "systemctl": systemctl, "journalctl": journalctl, "nvidia-smi": nvidia_smi,
+                "free": free, "gpu-hog": gpu_hog,
                 "dmesg": lambda _: print(f"[    0.000000] dmesg stand-in of {ROOT}") or 0}
     return int(handlers[tool](argv))
 
