@@ -216,3 +216,25 @@ def test_item_18_redaction_leaves_legitimate_output_alone() -> None:
     for profile in [REFERENCE_PROFILE, *sorted((ROOT / "spec" / "profiles" / "examples").glob("*.yaml"))]:
         outcome = run_main("plan", str(profile))
         assert outcome.code == 0 and "(redacted)" not in outcome.out, profile
+
+
+def test_item_02_dry_run_prints_a_hostile_arg_and_runs_nothing(tmp_path: Path) -> None:
+    canary = tmp_path / "pwned"
+    value = f"$(touch {canary}) `touch {canary}` ; DRYRUN"
+    profile = child_profile(tmp_path, {"engine": {"args": {"chat-template": value}}})
+    out = tmp_path / "out"
+    assert run_main("compile", str(profile), "--out", str(out)).code == 0
+    proc = subprocess.run(["bash", str(out / "dsv41-4spark" / "fleet" / "launch.sh"), "--dry-run"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert not canary.exists()
+    # The dry run shows the argument as a bash word that reads back as exactly the value.
+    shown = next(line for line in proc.stdout.splitlines() if "--chat-template" in line)
+    word = shown.split("--chat-template", 1)[1].strip().rstrip("\\").strip()
+    assert bash_word_reads_back_word(word) == value
+
+
+def bash_word_reads_back_word(word: str) -> str:
+    """What bash makes of ``word``, a word as a generated script prints it."""
+    proc = subprocess.run(["bash", "-c", f"printf '%s' {word}"], capture_output=True, text=True, check=True)
+    return proc.stdout
