@@ -128,6 +128,9 @@ def _free_text(value: str) -> str:
 
 
 def _arg_text(value: str) -> str:
+    if "\0" in value:
+        raise _err("arg_text", "{value} contains a NUL character, which no command-line argument can carry",
+                   value=_shown(value))
     if len(value) > MAX_ARG or not _ARG_TEXT.match(value):
         raise _err("arg_text", "{value} cannot be an argument: at most {limit} characters, no line break or "
                    "other control character", value=_shown(value), limit=MAX_ARG)
@@ -204,6 +207,17 @@ def _text(value: str) -> str:
     return value
 
 
+_ArgScalar = str | int | float | bool
+
+
+def _arg_value(value: _ArgScalar | list[_ArgScalar]) -> _ArgScalar | list[_ArgScalar]:
+    # An argv element is a C string: bash cannot hold a NUL byte, let alone pass it on.
+    if any(isinstance(item, str) and "\0" in item for item in (value if isinstance(value, list) else [value])):
+        raise _err("arg_value", "{value} contains a NUL character, which no command-line argument can carry",
+                   value=repr(value))
+    return value
+
+
 def _rdma(value: str) -> str:
     if not _RDMA.match(value):
         raise _err("rdma_name", "{value} is not an RDMA device name: expected up to 63 letters, digits, '_', '.', "
@@ -230,6 +244,7 @@ IfName = Annotated[str, AfterValidator(_iface)]
 SshTarget = Annotated[str, AfterValidator(_ssh)]
 ImageRef = Annotated[str, AfterValidator(_image)]
 Text = Annotated[str, AfterValidator(_text)]
+ArgValue = Annotated[_ArgScalar | list[_ArgScalar], AfterValidator(_arg_value)]
 Snapshot = Annotated[str, AfterValidator(_snapshot)]
 Word = Annotated[str, AfterValidator(_word)]
 GpuSpec = Annotated[str, AfterValidator(_gpus)]
