@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 ROOT_HELP = "a directory `extends:` may also lead into (default: only the profile's repository)"
 TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
-COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile")
+COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile", "history",
+            "report")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,6 +62,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="also fail when the committed output of each profile is stale (drift)")
     check.add_argument("--out", type=Path, default=None,
                        help="with --generated: the output root (default: generated/ beside spec/)")
+    check.add_argument("--engine", action="store_true",
+                       help="also run SGLang's own resolution and boot checks on every rank (in the engine venv)")
+    check.add_argument("--engine-python", default=None,
+                       help="with --engine: the engine venv's interpreter (default: $ENGINE_PYTHON, else .venv-engine)")
     _target_option(check)
     plan = sub.add_parser("plan", help="print the launch plan")
     plan.add_argument("profile", type=Path)
@@ -73,10 +78,18 @@ def _parser() -> argparse.ArgumentParser:
     flags = sub.add_parser("flags", help="list the SPARK_* overlay flags")
     flags.add_argument("--json", action="store_true")
     diff = sub.add_parser("diff", help="semantic diff of two profiles (path or GITREV:path)")
-    diff.add_argument("old")
-    diff.add_argument("new")
+    diff.add_argument("profiles", nargs="+", metavar="OLD NEW", help="the two sides (with --since: the paths)")
+    diff.add_argument("--since", metavar="GITREV", default=None,
+                      help="diff each path against itself at GITREV (pre-commit); prints, exits 0 unless unreadable")
     diff.add_argument("--unified", action="store_true")
-    diff.add_argument("--format", choices=("text", "json"), default="text")
+    diff.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    history = sub.add_parser("history", help="release table of the extends chains in a directory")
+    history.add_argument("directory", type=Path)
+    history.add_argument("--format", choices=("text", "markdown"), default="text")
+    report = sub.add_parser("report", help="write a self-contained HTML review page of a profile")
+    report.add_argument("profile")
+    report.add_argument("--against", default=None, help="an older profile (path or GITREV:path) to highlight")
+    report.add_argument("-o", "--output", type=Path, default=None, help="the HTML file (default: stdout)")
     return parser
 
 
@@ -123,18 +136,27 @@ def _validated_or_exit(path: Path, fmt: str = "text", targets: Sequence[str] = (
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Validate every profile named; print all findings; exit 1 on errors (or warnings with --strict)."""
-    findings: list[Finding] = []
+    outcomes: list[Validated | Finding] = []
     unreadable = 0
     for path in args.profiles:
         try:
-            outcome = load_and_validate(path, args.target, args.root)
+            outcomes.append(load_and_validate(path, args.target, args.root))
         except InputError as exc:  # report it and go on: every other file still gets its findings
             sys.stderr.write(f"spark-compile: error: {exc}\n")
             unreadable += 1
-            continue
-        findings += [outcome] if isinstance(outcome, Finding) else outcome.findings
-    if unreadable < len(args.profiles):
-        sys.stdout.write(render(findings, args.format, len(args.profiles) - unreadable))
+    per_profile = [[o] if isinstance(o, Finding) else list(o.findings) for o in outcomes]
+    if args.engine:
+        from spark_compile.engine_check import engine_findings_many
+
+        checked = [i for i, o in enumerate(outcomes) if not isinstance(o, Finding) and o.profile is not None]
+        notes: list[str] = []
+        verdicts = engine_findings_many([outcomes[i] for i in checked], args.engine_python, notes)  # type: ignore[misc]
+        sys.stderr.write("".join(f"{note}\n" for note in notes))
+        for i, extra in zip(checked, verdicts, strict=True):
+            per_profile[i] = sorted(per_profile[i] + extra, key=Finding.sort_key)
+    findings = [f for found in per_profile for f in found]
+    if outcomes:
+        sys.stdout.write(render(findings, args.format, len(outcomes)))
     status = EXIT_FINDINGS if has_errors(findings, strict=args.strict) else EXIT_OK
     if unreadable:
         return EXIT_USAGE
@@ -203,9 +225,27 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """Semantic diff of two profiles."""
-    from spark_compile.diff import run_diff
+    from spark_compile.diff import run_diff, run_since
 
-    return run_diff(args.old, args.new, unified=args.unified, fmt=args.format)
+    if args.since is not None:
+        return run_since(args.since, args.profiles, fmt=args.format)
+    if len(args.profiles) != 2:
+        raise UsageError("spark-compile diff: expected OLD and NEW (or --since GITREV PATH...) (see --help)")
+    return run_diff(*args.profiles, unified=args.unified, fmt=args.format)
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    """The release table of a directory's extends chains."""
+    from spark_compile.history import run_history
+
+    return run_history(args.directory, args.format)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """The HTML review page."""
+    from spark_compile.report_page import run_report
+
+    return run_report(args.profile, args.against, args.output)
 
 
 def cmd_catalog(argv: list[str]) -> int:
@@ -217,7 +257,7 @@ def cmd_catalog(argv: list[str]) -> int:
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check, "plan": cmd_plan, "schema": cmd_schema, "rules": cmd_rules, "explain": cmd_explain,
-    "flags": cmd_flags, "compile": cmd_compile, "diff": cmd_diff,
+    "flags": cmd_flags, "compile": cmd_compile, "diff": cmd_diff, "history": cmd_history, "report": cmd_report,
 }
 
 

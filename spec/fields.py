@@ -194,6 +194,11 @@ def _ssh(value: str) -> str:
 
 
 def _image(value: str) -> str:
+    _, at, digest = value.partition("@")
+    if at and not re.fullmatch(r"sha256:[a-f0-9]{64}", digest):
+        raise _err("image_digest", "{value}: a digest is complete only as sha256: followed by 64 lower-case hex "
+                   "digits, got {digest} ({count} after sha256:)", value=repr(value), digest=repr(digest),
+                   count=len(digest.removeprefix("sha256:")))
     if len(value) > 255 or not _IMAGE.match(value):
         raise _err("image", "{value} is not a docker image reference (e.g. registry/name:tag)", value=repr(value))
     return value
@@ -215,6 +220,12 @@ def _arg_value(value: _ArgScalar | list[_ArgScalar]) -> _ArgScalar | list[_ArgSc
     if any(isinstance(item, str) and "\0" in item for item in (value if isinstance(value, list) else [value])):
         raise _err("arg_value", "{value} contains a NUL character, which no command-line argument can carry",
                    value=repr(value))
+    # The same grammar as engine.args: bounded, no control characters, no list item that reads as a flag.
+    for item in value if isinstance(value, list) else []:
+        if isinstance(item, str):
+            _list_arg(item)
+    if isinstance(value, str):
+        _arg_text(value)
     return value
 
 

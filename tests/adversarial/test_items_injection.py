@@ -100,7 +100,7 @@ def test_item_05_diff_revision_starting_with_dash(tmp_path: Path) -> None:
     result = run_cli("diff", "--", f"--output={target}:{REFERENCE_PROFILE.relative_to(ROOT)}",
                      str(REFERENCE_PROFILE))
     assert result.returncode == 2
-    assert "cannot start with '-'" in result.stderr
+    assert "may not start with '-'" in result.stderr
     assert not target.exists()
 
 
