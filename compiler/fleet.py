@@ -7,7 +7,6 @@ folder's README are rendered.
 
 from __future__ import annotations
 
-import shlex
 from importlib import resources
 from typing import Any
 
@@ -23,6 +22,7 @@ from spark_compile.fleet_data import (
     watchdog_unit_base,
 )
 from spark_compile.launch_plan import LaunchPlan, RankPlan
+from spark_compile.quoting import bash_words
 from spark_compile.render import SCRIPT_MODE, Artifact, environment
 from spark_compile.spec.model import Profile
 
@@ -43,7 +43,7 @@ def unit_exec_lines(rank: RankPlan) -> list[str]:
     unit = rank.unit
 
     def line(key: str, ignore: bool, argv: tuple[str, ...]) -> str:
-        return f"{key}={'-' if ignore else ''}{shlex.join(argv)}"
+        return f"{key}={'-' if ignore else ''}{bash_words(argv)}"
 
     return [*(line("ExecStartPre", ignore, argv) for ignore, argv in unit.exec_start_pre),
             line("ExecStart", False, unit.exec_start), line("ExecStop", False, unit.exec_stop),

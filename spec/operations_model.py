@@ -22,7 +22,7 @@ class _Section(BaseModel):
 class PreviousStack(_Section):
     """The stack this release replaces (same port, same GPUs): stopped at cutover, restored by rollback."""
 
-    unit: Annotated[str, Field(pattern=r"^[a-zA-Z0-9:_.@-]+\.(service|target)$")] | None = Field(
+    unit: Annotated[str, Field(pattern=r"^[a-zA-Z0-9_][a-zA-Z0-9:_.@-]{0,246}\.(service|target)$")] | None = Field(
         None,
         description="A systemd unit on every node: `systemctl stop` at cutover (head first), `systemctl start` "
         "on rollback (workers first).",
