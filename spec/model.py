@@ -24,7 +24,7 @@ from spark_compile.spec.fields import (
     SshTarget,
     Text,
 )
-from spark_compile.spec.operations_model import ImageCheck, PreviousStack, Verify
+from spark_compile.spec.operations_model import ImageCheck, PreviousStack, Verify, Window
 from spark_compile.spec.overlay_section import OverlaySection
 
 GidIndex = Literal["probe"] | Annotated[int, Field(ge=0, le=255)]
@@ -424,6 +424,7 @@ class Operations(Section):
         None, description="The stack this release replaces: stopped at cutover, restored by `launch.sh rollback`.",
     )
     verify: Verify = Field(default_factory=Verify, description="What verify.sh expects of a boot.")
+    window: Window = Field(default_factory=Window, description="The release window: test port, deadline, gate.")
 
 
 class Profile(Section):
