@@ -252,6 +252,12 @@ def answer(body: dict[str, Any], faults: dict[str, Any]) -> dict[str, Any]:
             "usage": usage}
 
 
+class Server(ThreadingHTTPServer):
+    # The gate opens 16 connections at once (a batch); the default backlog of 5 would reset some.
+    request_queue_size = 128
+    daemon_threads = True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", required=True)
@@ -264,7 +270,7 @@ def main() -> int:
     if smoke.exists():
         load_font(smoke)
     Handler.control, Handler.log = args.control, args.log
-    server = ThreadingHTTPServer((args.host, args.port), Handler)
+    server = Server((args.host, args.port), Handler)
     print(f"fake OpenAI API on {args.host}:{args.port}", file=sys.stderr, flush=True)
     server.serve_forever()
     return 0
