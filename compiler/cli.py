@@ -21,6 +21,7 @@ from spark_compile.load import LoadError
 from spark_compile.report import render
 from spark_compile.resolve import resolve
 
+TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
 COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile")
 
 
@@ -36,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     comp = sub.add_parser("compile", help="compile a profile into generated/<profile>/ (the default command)")
     comp.add_argument("profile", type=Path)
     comp.add_argument("--out", type=Path, default=None, help="output root (default: generated/ beside spec/)")
+    _target_option(comp)
     check = sub.add_parser("check", help="validate profiles; with --generated also compare committed output")
     check.add_argument("profiles", type=Path, nargs="+")
     check.add_argument("--format", choices=("text", "json", "github"), default="text")
@@ -44,6 +46,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="also fail when the committed output of each profile is stale (drift)")
     check.add_argument("--out", type=Path, default=None,
                        help="with --generated: the output root (default: generated/ beside spec/)")
+    _target_option(check)
     plan = sub.add_parser("plan", help="print the launch plan")
     plan.add_argument("profile", type=Path)
     plan.add_argument("--json", action="store_true", help="machine-readable plan (the default form)")
@@ -61,16 +64,26 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_and_validate(path: Path) -> Validated | Finding:
-    """Resolve and validate one profile; a file that cannot be parsed yields its one finding."""
+def _target_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", action="append", choices=TARGETS, default=[],
+                        help="also build this target, as if the profile had its section (e.g. `kubernetes: {}`)")
+
+
+def load_and_validate(path: Path, targets: Sequence[str] = ()) -> Validated | Finding:
+    """Resolve and validate one profile; a file that cannot be parsed yields its one finding.
+    Each target named is enabled with its defaults unless the profile has its section."""
     try:
-        return validate(resolve(path))
+        resolved = resolve(path)
+        if isinstance(resolved.data, dict):
+            for target in targets:
+                resolved.data.setdefault(target, {})
+        return validate(resolved)
     except LoadError as failed:
         return failed.finding
 
 
-def _validated_or_exit(path: Path, fmt: str = "text") -> Validated:
-    outcome = load_and_validate(path)
+def _validated_or_exit(path: Path, fmt: str = "text", targets: Sequence[str] = ()) -> Validated:
+    outcome = load_and_validate(path, targets)
     findings = [outcome] if isinstance(outcome, Finding) else outcome.findings
     if isinstance(outcome, Finding) or has_errors(findings):
         sys.stdout.write(render(findings, fmt, 1))  # type: ignore[arg-type]
@@ -84,14 +97,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     """Validate every profile named; print all findings; exit 1 on errors (or warnings with --strict)."""
     findings: list[Finding] = []
     for path in args.profiles:
-        outcome = load_and_validate(path)
+        outcome = load_and_validate(path, args.target)
         findings += [outcome] if isinstance(outcome, Finding) else outcome.findings
     sys.stdout.write(render(findings, args.format, len(args.profiles)))
     status = EXIT_FINDINGS if has_errors(findings, strict=args.strict) else EXIT_OK
     if args.generated and status == EXIT_OK:
         from spark_compile.drift import check_drift
 
-        status = check_drift(args.profiles, args.out)
+        status = check_drift(args.profiles, args.out, args.target)
     return status
 
 
@@ -147,7 +160,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     """Compile a profile and write its artifacts atomically."""
     from spark_compile.compile import compile_profile
 
-    validated = _validated_or_exit(args.profile)
+    validated = _validated_or_exit(args.profile, targets=args.target)
     return compile_profile(validated, args.profile, args.out)
 
 

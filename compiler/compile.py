@@ -82,7 +82,12 @@ def rendered_files(validated: Validated) -> list[Artifact]:
     from spark_compile.render import render_plan
 
     profile, plan = validated.planned()
-    return render_plan(plan, profile, extra=fleet_artifacts(plan, profile))
+    extra = fleet_artifacts(plan, profile)
+    if profile.kubernetes is not None:
+        from spark_compile.k8s_render import k8s_artifacts
+
+        extra += k8s_artifacts(plan, profile)
+    return render_plan(plan, profile, extra=extra)
 
 
 def artifacts(validated: Validated, out_root: Path) -> list[Artifact]:

@@ -160,8 +160,20 @@ def artifact_changes(old: LaunchPlan, new: LaunchPlan) -> list[ArtifactChange]:
             for (where, name, old_value, new_value), ranks in grouped.items()]
 
 
+def k8s_changes(old: Validated, new: Validated, plans: tuple[LaunchPlan, LaunchPlan]) -> list[ArtifactChange]:
+    """Leaf by leaf changes of the Kubernetes manifests (the group's: no rank of their own)."""
+    from spark_compile.k8s import diff_items
+
+    a = diff_items(plans[0], old.planned()[0])
+    b = diff_items(plans[1], new.planned()[0])
+    return [ArtifactChange((), where, name, a.get((where, name)), b.get((where, name)))
+            for where, name in [*b, *(k for k in a if k not in b)] if a.get((where, name)) != b.get((where, name))]
+
+
 def _ranks_text(ranks: tuple[int, ...], total: int) -> str:
     del total
+    if not ranks:
+        return "group"
     if len(ranks) > 2 and ranks == tuple(range(ranks[0], ranks[-1] + 1)):
         return f"ranks {ranks[0]}-{ranks[-1]}"
     return ("rank " if len(ranks) == 1 else "ranks ") + ",".join(map(str, ranks))
@@ -212,9 +224,9 @@ def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = 
             sys.stdout.write(render(errors, "text", 1))
             raise InputError(f"cannot diff {side.resolved.path}: it has errors")
     changes = profile_changes(old.resolved, new.resolved)
-    old_plan, new_plan = old.planned()[1], new.planned()[1]
-    effects = artifact_changes(old_plan, new_plan)
-    total = max(len(old_plan.ranks), len(new_plan.ranks))
+    plans = old.planned()[1], new.planned()[1]
+    effects = artifact_changes(*plans) + k8s_changes(old, new, plans)
+    total = max(len(plans[0].ranks), len(plans[1].ranks))
     patch = unified_diff(old, new) if unified else ""
     if fmt == "json":
         body = {"identical": not changes and not effects,

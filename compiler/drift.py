@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from spark_compile.compile import SCHEMA_FILE, artifacts, validate
@@ -10,9 +11,12 @@ from spark_compile.errors import EXIT_FINDINGS, EXIT_OK
 from spark_compile.resolve import resolve
 
 
-def drift_lines(profile: Path, root: Path) -> list[str]:
+def drift_lines(profile: Path, root: Path, targets: Sequence[str] = ()) -> list[str]:
     """One line per file under root/<profile name>/ that differs, is missing, or is extra."""
-    validated = validate(resolve(profile))
+    resolved = resolve(profile)
+    for section in targets:
+        resolved.data.setdefault(section, {})
+    validated = validate(resolved)
     name = validated.resolved_name
     expected = {a.path: a.content for a in artifacts(validated, root)}
     target = root / name
@@ -38,7 +42,7 @@ def _schema_line(root: Path) -> list[str]:
     return []
 
 
-def check_drift(profiles: list[Path], out: Path | None) -> int:
+def check_drift(profiles: list[Path], out: Path | None, targets: Sequence[str] = ()) -> int:
     """Compare every profile's committed output (under ``out``, else generated/ beside spec/); 1 on drift."""
     from spark_compile.compile import default_out
 
@@ -46,7 +50,7 @@ def check_drift(profiles: list[Path], out: Path | None) -> int:
     for root in sorted({out or default_out(p) for p in profiles}):
         lines += _schema_line(root)
     for profile in profiles:
-        lines += drift_lines(profile, out or default_out(profile))
+        lines += drift_lines(profile, out or default_out(profile), targets)
     for line in lines:
         sys.stdout.write(line + "\n")
     if lines:

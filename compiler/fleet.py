@@ -20,6 +20,7 @@ from spark_compile.fleet_data import (
     fleet_json,
     home_path,
     ssh_user,
+    watchdog_unit_base,
 )
 from spark_compile.launch_plan import LaunchPlan, RankPlan
 from spark_compile.render import SCRIPT_MODE, Artifact, environment
@@ -48,11 +49,6 @@ def unit_exec_lines(rank: RankPlan) -> list[str]:
     return [*(line("ExecStartPre", ignore, argv) for ignore, argv in unit.exec_start_pre),
             line("ExecStart", False, unit.exec_start), line("ExecStop", False, unit.exec_stop),
             *(line("ExecStopPost", ignore, argv) for ignore, argv in unit.exec_stop_post)]
-
-
-def watchdog_unit_base(plan: LaunchPlan) -> str:
-    """sglang-x.service -> sglang-x-watchdog (the service and the timer share it)."""
-    return plan.unit_name.removesuffix(".service").rstrip("@") + "-watchdog"
 
 
 def fleet_context(plan: LaunchPlan, profile: Profile) -> dict[str, Any]:

@@ -72,6 +72,7 @@ VALUE_HINTS = {
     "ipv4_network": "write the network in CIDR form with its host bits zero, e.g. 192.0.2.0/24",
     "name": "use lower-case letters, digits and '-', e.g. spark-0",
     "rdma_name": "write the device as `ls /sys/class/infiniband` prints it, e.g. mlx5_0 or rocep1s0f0",
+    "rdma_resource": "name the device plugin's resource (resource: rdma/rdma_shared_device_a), or use mode: hostpath",
     "size": "write a number with an optional unit b, k, m or g, e.g. 112g",
     "snapshot": "write the snapshot directory's name (the commit hash under snapshots/)",
     "ssh_target": "write host or user@host, e.g. spark@192.0.2.11",

@@ -427,6 +427,73 @@ class Operations(Section):
     window: Window = Field(default_factory=Window, description="The release window: test port, deadline, gate.")
 
 
+K8sName = Annotated[str, Field(pattern=r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")]
+K8sLabel = Annotated[str, Field(pattern=r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}"
+                                        r"[A-Za-z0-9])?$")]
+K8sLabelValue = Annotated[str, Field(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")]
+
+
+class KubernetesRdma(Section):
+    """How pods reach /dev/infiniband."""
+
+    mode: Literal["hostpath", "device-plugin"] = Field(
+        "hostpath",
+        description="hostpath: mount /dev/infiniband from the node (needs a privileged container); device-plugin: "
+        "request one unit of `resource` from an RDMA shared-device plugin.",
+    )
+    resource: K8sLabel | None = Field(
+        None,
+        description="device-plugin only: the extended resource name, e.g. rdma/rdma_shared_device_a.",
+    )
+
+    @model_validator(mode="after")
+    def _resource_for_plugin(self) -> KubernetesRdma:
+        if (self.mode == "device-plugin") != (self.resource is not None):
+            raise PydanticCustomError("rdma_resource", "rdma.resource is needed with mode device-plugin, and only then")
+        return self
+
+
+class Kubernetes(Section):
+    """The Kubernetes target: a LeaderWorkerSet (one group, one pod per node) under generated/<profile>/k8s/."""
+
+    name: K8sName | None = Field(
+        None,
+        description="Name of the LeaderWorkerSet, its Service and ConfigMap (DNS-1035, at most 40 characters: pod "
+        "and StatefulSet names are built from it); defaults to the profile name.",
+    )
+    namespace: Name = Field("default", description="Namespace of every object.")
+    image: ImageRef | None = Field(
+        None,
+        description="Image of the pods, pinned by digest (name@sha256:...); defaults to engine.image.",
+    )
+    rdma: KubernetesRdma = Field(default_factory=KubernetesRdma, description="RDMA device access.")
+    memory: DockerSize | None = Field(
+        None,
+        description="Memory limit (and request) of each pod; defaults to container.memory.",
+    )
+    shm_size: DockerSize | None = Field(
+        None,
+        description="Size limit of /dev/shm (an emptyDir in memory); defaults to container.shm_size.",
+    )
+    service_type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field(
+        "ClusterIP",
+        description="Type of the Service in front of the leader's API.",
+    )
+    restart_policy: Literal["RecreateGroupOnPodRestart", "RecreateGroupAfterStart", "None"] = Field(
+        "RecreateGroupOnPodRestart",
+        description="LWS group restart policy: a rank restarted alone re-joins a dying rendezvous, so the group is "
+        "recreated.",
+    )
+    startup_policy: Literal["LeaderCreated", "LeaderReady"] = Field(
+        "LeaderCreated",
+        description="LWS startup policy; LeaderReady deadlocks (the leader's /health needs the workers).",
+    )
+    node_selector: dict[K8sLabel, K8sLabelValue] = Field(
+        {},
+        description="Labels every node of the fleet carries (the same on all nodes: nothing per node).",
+    )
+
+
 class Profile(Section):
     """A deployment profile: one model served by SGLang across a fleet."""
 
@@ -454,6 +521,11 @@ class Profile(Section):
     secrets: Secrets = Field(
         default_factory=Secrets,
         description="Secrets by reference (files or variables on the nodes).",
+    )
+    kubernetes: Kubernetes | None = Field(
+        None,
+        description="The Kubernetes target (a LeaderWorkerSet under k8s/); present = enabled. "
+        "`spark-compile --target kubernetes` enables it with defaults.",
     )
 
     @field_validator("hardware")

@@ -329,3 +329,20 @@ def api_reachable(ctx: Context) -> Iterator[Hit]:
     yield Hit("SC424", ("engine", "host"),
               f"the API binds {host}, {where}: the checks and the watchdog call {host}, which the head must own "
               "and where launch.sh runs must reach", f"use 0.0.0.0 or {nodes[0].fabric_ip}")
+
+
+@rule("SC425", "error", "the previous stack is another unit",
+      "operations.previous_stack.unit is stopped at cutover and started by rollback: naming this release's own "
+      "unit (or its watchdog's) would stop what start just checked and restart it on rollback.",
+      "operations: {previous_stack: {unit: sglang-dsv41-4spark.service}}",
+      "operations: {previous_stack: {unit: vllm-dsv4.service}}")
+def previous_stack_is_another_unit(ctx: Context) -> Iterator[Hit]:
+    previous = ctx.profile.operations.previous_stack
+    if previous is None or previous.unit is None:
+        return
+    own = ctx.plan.unit_name
+    watchdog = own.removesuffix(".service").rstrip("@") + "-watchdog"
+    if previous.unit in (own, f"{watchdog}.service", f"{watchdog}.timer"):
+        yield Hit("SC425", ("operations", "previous_stack", "unit"),
+                  f"the previous stack's unit {previous.unit} is this release's own",
+                  "name the unit of the stack this release replaces (e.g. the vLLM recipe's)")

@@ -184,3 +184,28 @@ operations:
     assert dry.returncode == 0, dry.stderr
     assert "2. Cutover: run /opt/prev/stop \\$\\(touch\\ PWNED\\)" in dry.stdout
     assert not list(tmp_path.glob("PWNED*"))
+
+
+def _fleet_env(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line and line[0] != "#")
+
+
+def test_verify_expects_a_line_only_where_its_hook_is_armed(tmp_path: Path) -> None:
+    profile = tmp_path / "quiet.yaml"
+    profile.write_text(f"""extends: {os.path.relpath(REFERENCE_PROFILE, tmp_path)}
+name: quiet
+overlay: {{roce_ar: false, roce_ag: false, mxfp8_backend: cutlass}}
+engine: {{backends: {{fp8_gemm: null}}}}
+model: {{aliases: []}}
+operations: {{verify: {{hooks_armed: null}}}}
+""")
+    result = run_cli(str(profile), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    quiet = _fleet_env(tmp_path / "out" / "quiet" / "fleet" / "fleet.env")
+    reference = _fleet_env(ROOT / "generated" / "dsv41-4spark" / "fleet" / "fleet.env")
+    assert (reference["expect_roce"], reference["expect_mxfp8"], reference["expect_aliases"]) == (
+        "1", "1", "'deepseek-v4-flash,dsv41-flash'")
+    assert (quiet["expect_roce"], quiet["expect_mxfp8"], quiet["expect_aliases"]) == ("0", "0", "''")
+    # Unpinned, the count is what this project's overlay arms: three hooks fewer than the reference's flags.
+    assert reference["rank_hooks"] == "(21 21 21 21)"
+    assert quiet["rank_hooks"] == "(9 9 9 9)"

@@ -1,0 +1,119 @@
+"""SC5xx: the Kubernetes target (LeaderWorkerSet), checked on the manifest the plan produces.
+
+Runs only for profiles that enable the target. The checks live beside the builder (k8s_check) so the
+tests can run them on mutated manifests; these rules place their findings in the profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from spark_compile.spec.rules import Context, Hit, rule
+
+_DOC_FACTS = "(LWS v1 API: kubernetes-sigs/lws api/leaderworkerset/v1; SGLang's Kubernetes deployment notes.)"
+
+
+_LAST: list[Any] = [None, None]  # (plan, manifest): four rules read one manifest per profile
+
+
+def _manifest(ctx: Context) -> Any:
+    if _LAST[0] is ctx.plan:
+        return _LAST[1]
+    from spark_compile.k8s import leaderworkerset, settings
+
+    # The ConfigMap digest only labels the templates; the checks do not read it.
+    manifest = leaderworkerset(ctx.plan, ctx.profile, settings(ctx.profile), "")
+    _LAST[:] = [ctx.plan, manifest]
+    return manifest
+
+
+def _hits(ctx: Context, rule_id: str, run: Callable[[Any], Iterator[Any]], hint: str) -> Iterator[Hit]:
+    if ctx.profile.kubernetes is None:
+        return
+    for problem in run(_manifest(ctx)):
+        if problem.rule == rule_id:
+            yield Hit(rule_id, problem.path, problem.message, hint)
+
+
+@rule("SC501", "error", "LeaderWorkerSet size is the node count; tp = size x GPUs per node",
+      "One group holds one pod per node: size = len(fleet.nodes), the leader is rank 0, the workers come from "
+      "the workerTemplate. Each pod asks for every GPU of its node (nvidia.com/gpu = the hardware's GPUs per "
+      f"node, 1 on a GB10), and tp covers them all: tp = size x GPUs per node. {_DOC_FACTS}",
+      "engine: {parallel: {tp: 8}}   # 4 GB10 pods", "engine: {parallel: {tp: 4}}")
+def group_shape(ctx: Context) -> Iterator[Hit]:
+    from spark_compile.k8s_check import check_shape
+
+    yield from _hits(ctx, "SC501", lambda lws: check_shape(lws, ctx.profile), "set tp to nodes x GPUs per node")
+
+
+@rule("SC502", "error", "the leader exposes the API with a startup probe; no liveness probe; LeaderCreated",
+      "The Service reaches the leader's API port; a startup probe on /health gives the boot "
+      "operations.health_timeout_seconds. A liveness probe would restart a busy engine, and any restart "
+      "recreates the whole group. startupPolicy LeaderReady deadlocks: the leader's /health needs the workers, "
+      "which LeaderReady starts only once the leader is ready.",
+      "kubernetes: {startup_policy: LeaderReady}", "kubernetes: {startup_policy: LeaderCreated}")
+def leader_serves(ctx: Context) -> Iterator[Hit]:
+    from spark_compile.k8s_check import check_shape
+
+    yield from _hits(ctx, "SC502", lambda lws: check_shape(lws, ctx.profile), "keep startup_policy LeaderCreated")
+
+
+@rule("SC503", "error", "nothing node-specific in the pod templates",
+      "LWS runs the same template on every node. Values that differ by node (the RoCE GID index, the fabric "
+      "address) are probed by the entrypoint at start, which also checks the HCAs are there; values that differ "
+      "by rank come from the ConfigMap. A pinned GID index, a mount whose node path differs by rank, or a "
+      "node's name or address in a template cannot be expressed; GID indexes were seen moving from 3 to 4 "
+      "within 30 minutes.",
+      "fleet: {fabric: {gid_index: 3}}", "fleet: {fabric: {gid_index: probe}}")
+def uniform_templates(ctx: Context) -> Iterator[Hit]:
+    from spark_compile.k8s_check import check_uniform
+
+    yield from _hits(ctx, "SC503", lambda lws: check_uniform(lws, ctx.plan, ctx.profile),
+                     "let the entrypoint probe per-node values; keep paths the same on every node")
+
+
+@rule("SC504", "error", "shm and memory limits within the node's memory",
+      "/dev/shm is an emptyDir in memory whose pages are charged to the pod, so its sizeLimit must fit inside "
+      "the pod's memory limit, and that limit must stay below the node's memory (on a GB10, also the GPU's).",
+      "kubernetes: {memory: 128g}   # GB10", "kubernetes: {memory: 112g, shm_size: 32g}")
+def memory_within_node(ctx: Context) -> Iterator[Hit]:
+    from spark_compile.k8s_check import check_memory
+
+    yield from _hits(ctx, "SC504", lambda lws: check_memory(lws, ctx.profile),
+                     "set container.memory and container.shm_size (or kubernetes.memory / shm_size)")
+
+
+def _settings_hits(ctx: Context, rule_id: str, hint: str) -> Iterator[Hit]:
+    if ctx.profile.kubernetes is None:
+        return
+    from spark_compile.k8s_check import check_settings
+
+    for problem in check_settings(ctx.plan, ctx.profile):
+        if problem.rule == rule_id:
+            yield Hit(rule_id, problem.path, problem.message, hint)
+
+
+@rule("SC505", "warning", "image pinned by digest for Kubernetes",
+      "Each node pulls the image itself; a tag can move between two pulls, and ranks of one group would run "
+      "different engines. Pin name@sha256:<digest> in kubernetes.image.",
+      "kubernetes: {image: repo/sglang:production-1.7.1}", "kubernetes: {image: repo/sglang@sha256:0f3c...}")
+def image_digest(ctx: Context) -> Iterator[Hit]:
+    yield from _settings_hits(ctx, "SC505", "docker buildx imagetools inspect <image> prints the digest")
+
+
+@rule("SC506", "warning", "ranks tied to one node's data",
+      "A rank that reads a node-local Engram copy can run only on that node, but LWS places ranks freely; the "
+      "entrypoint stops a rank that lands on another node and the group is recreated.",
+      "model: {engram: {local_dir: /srv/engram-local/dsv41}}   # copies per node",
+      "copy every rank's rows to every node, or serve them from the shared checkpoint")
+def ranks_tied_to_nodes(ctx: Context) -> Iterator[Hit]:
+    yield from _settings_hits(ctx, "SC506", "see the README under k8s/")
+
+
+@rule("SC507", "error", "secrets the Kubernetes target cannot carry",
+      "The API key reaches SGLang through a config file written at start on the node; the Kubernetes target has "
+      "no equivalent yet. Variables in secrets.env come from a Secret named <name>-secrets.",
+      "secrets: {api_key: {file: /etc/sglang/key}}", "secrets: {env: {HF_TOKEN: {env: HF_TOKEN}}}")
+def unsupported_secrets(ctx: Context) -> Iterator[Hit]:
+    yield from _settings_hits(ctx, "SC507", "remove kubernetes, or secrets.api_key")
