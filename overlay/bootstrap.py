@@ -25,7 +25,7 @@ from typing import Protocol, cast
 
 from . import finder as finder_module
 from .errors import OverlayConfigError, OverlayHookError
-from .gates import GATES, armable_hooks, enabled_hooks
+from .gates import GATES, armable_hooks, enabled_hooks, patch_order
 from .registry import HOOKS
 from .settings import MASTER_SWITCH, Settings, master_switch_on, parse_environment
 
@@ -123,8 +123,7 @@ def activate(environ: Mapping[str, str] | None = None) -> Activation:
         finder_module.Patch(
             hook, target, functools.partial(implementations[hook].apply, flags=settings.values)
         )
-        for hook in enabled
-        for target in HOOKS[hook].targets
+        for hook, target in patch_order(enabled)
     ]
     summary = f"overlay: {len(enabled)} hooks armed: {', '.join(enabled)}"
     finder, _ = finder_module.install(patches, summary)

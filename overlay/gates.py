@@ -51,6 +51,9 @@ GATES: dict[str, Gate] = {
     "roce_collectives": Gate(
         ("SPARK_ROCE_AR", "SPARK_ROCE_AG"), lambda v: v["SPARK_ROCE_AR"] is True or v["SPARK_ROCE_AG"] is True
     ),
+    "roce_health": Gate(
+        ("SPARK_ROCE_AR", "SPARK_ROCE_AG"), lambda v: v["SPARK_ROCE_AR"] is True or v["SPARK_ROCE_AG"] is True
+    ),
     "served_aliases": Gate(("SPARK_SERVED_ALIASES",), lambda v: bool(v["SPARK_SERVED_ALIASES"])),
     # SKIP_ALL needs SKIP (settings.py refuses it alone), so SKIP and TIMERS decide.
     "late_tail": Gate(
@@ -65,12 +68,21 @@ GATES: dict[str, Gate] = {
     "lookup_wide": Gate(("SPARK_LOOKUP_DRAFT", "SPARK_LOOKUP_MODE"), _wide),
     # No flag: armed whenever the overlay is.
     "sm_family_gate": Gate((), lambda v: True),
+    "indexer_schedule": Gate((), lambda v: True),
+    "sm120_prefill_pages": Gate((), lambda v: True),
+    "request_guard": Gate((), lambda v: True),
 }
 
 
 def armable_hooks() -> list[str]:
     """Every hook that patches something (the master switch's pseudo-hook has no target), in order."""
     return [name for name, hook in HOOKS.items() if hook.targets]
+
+
+def patch_order(hooks: list[str]) -> list[tuple[str, str]]:
+    """(hook, target) in the order they patch: per target, hooks placed first there, then registry order."""
+    pairs = [(hook, target) for hook in hooks for target in HOOKS[hook].targets]
+    return sorted(pairs, key=lambda pair: pair[1] not in HOOKS[pair[0]].first_on)
 
 
 def enabled_hooks(values: Values) -> list[str]:

@@ -26,6 +26,7 @@ class Hook:
     targets: tuple[str, ...]
     doc: str
     needs_gb10: bool = True
+    first_on: tuple[str, ...] = ()  # targets where this hook patches before the others (registry order elsewhere)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,16 @@ _HOOK_LIST = (
     Hook("engram_prefetch", (SRT + "managers.scheduler",), "Prefetches Engram rows for queued requests."),
     Hook("mxfp8", (SRT + "layers.quantization.fp8_utils",), "Routes block-scaled FP8 GEMMs to an MXFP8 backend."),
     Hook(
+        "indexer_schedule",
+        (SRT + "layers.attention.dsv4.metadata",),
+        "Schedules the DSv4 indexer's metadata for SM 12.x (no flag: armed with the overlay).",
+    ),
+    Hook(
+        "sm120_prefill_pages",
+        ("sglang.kernels.ops.attention.flash_mla_sm120",),
+        "Pages the SM 12.x FlashMLA prefill so it fits GB10 (no flag: armed with the overlay).",
+    ),
+    Hook(
         "real_heads",
         (SRT + "models.deepseek_v4",),
         "Decodes with each GPU's real attention heads instead of padding them to 64.",
@@ -81,6 +92,17 @@ _HOOK_LIST = (
         "roce_collectives",
         (SRT + "distributed.parallel_state",),
         "All-reduce and all-gather over RoCE with the b12x runtime instead of NCCL.",
+    ),
+    Hook(
+        "roce_health",
+        (SRT + "model_executor.model_runner",),
+        "Checks the b12x RoCE runtime's health from the model runner (armed with the RoCE collectives).",
+    ),
+    Hook(
+        "request_guard",
+        (SRT + "managers.tokenizer_manager",),
+        "Refuses requests the engine would crash on before they reach the scheduler (no flag: armed with the "
+        "overlay).",
     ),
     Hook(
         "served_aliases",
@@ -138,6 +160,8 @@ _HOOK_LIST = (
             SRT + "layers.attention.deepseek_v4_backend",
         ),
         "Wide verify: a lookup continuation verified past DSpark's block.",
+        # It must see the Engram layer before the row store wraps it (peer-launcher facts: "first there").
+        first_on=(SRT + "layers.engram",),
     ),
     Hook("overlay", (), "The overlay's master switch; gates every other hook.", needs_gb10=False),
     # Added after the peer's list: no flag of its own, armed whenever the overlay is (master switch on).

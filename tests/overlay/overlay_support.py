@@ -31,6 +31,10 @@ ENGINE_PYTHON_ENV = "ENGINE_PYTHON"
 # Flags that turn off the GB10-only hooks armed by default (besides Engram, which has no off switch).
 GB10_DEFAULTS_OFF = {"SPARK_ENGRAM_PREFETCH": "0", "SPARK_ROCE_AG": "0", "SPARK_PREFILL_FLUSH_TOKENS": "0"}
 MASTER_ON = {"SPARK_ENGRAM_DIR": "/engram-local"}
+# GB10-only hooks without a flag: armed whenever the overlay is (the peer's indexer schedule, FlashMLA
+# prefill pages and request guard); this overlay ships none of them, so every start-up needs stand-ins.
+ALWAYS_ON_GB10 = ("indexer_schedule", "sm120_prefill_pages", "request_guard")
+SILENT_HOOK = "def apply(module, flags):\n    pass\n"
 
 # A stand-in hook: records each call in hooks/_calls.py, and what it saw of the module.
 RECORDING_HOOK = """
@@ -46,11 +50,15 @@ def apply(module, flags):
 """
 
 
-def make_overlay(tmp: Path, *, recording: Iterable[str] = (), failing: Iterable[str] = ()) -> Path:
-    """A copy of overlay/ at tmp/spark_overlay with stand-in hooks; returns its activation directory."""
+def make_overlay(tmp: Path, *, recording: Iterable[str] = (), failing: Iterable[str] = (),
+                 stand_ins: bool = True) -> Path:
+    """A copy of overlay/ at tmp/spark_overlay with stand-in hooks; returns its activation directory.
+    The GB10-only hooks armed with every start (no flag turns them off) get silent stand-ins."""
     target = tmp / "spark_overlay"
     shutil.copytree(OVERLAY, target, ignore=shutil.ignore_patterns("__pycache__"))
     (target / "hooks" / "_calls.py").write_text("CALLS: list = []\nSEEN: list = []\n")
+    for hook in ALWAYS_ON_GB10 if stand_ins else ():
+        (target / "hooks" / f"{hook}.py").write_text(SILENT_HOOK)
     for hook in recording:
         (target / "hooks" / f"{hook}.py").write_text(RECORDING_HOOK.format(hook=hook))
     for hook in failing:

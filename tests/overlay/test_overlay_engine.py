@@ -54,11 +54,12 @@ def _ok(engine: dict[str, Any], check: str) -> dict[str, Any]:
 
 
 def test_start_up_armed_the_hooks_and_said_so(engine: dict[str, Any]) -> None:
-    assert engine["armed"] == ["engram_store", "inline_system", "kernel_load_guard", "page_cache_release",
-                               "served_aliases", "sm_family_gate"]
+    assert engine["armed"] == ["engram_store", "indexer_schedule", "inline_system", "kernel_load_guard",
+                               "page_cache_release", "request_guard", "served_aliases", "sm120_prefill_pages",
+                               "sm_family_gate"]
     assert engine["stderr"].splitlines()[0] == (
-        "overlay: 6 hooks armed: engram_store, page_cache_release, served_aliases, kernel_load_guard, "
-        "inline_system, sm_family_gate"
+        "overlay: 9 hooks armed: engram_store, indexer_schedule, sm120_prefill_pages, page_cache_release, "
+        "request_guard, served_aliases, kernel_load_guard, inline_system, sm_family_gate"
     )
     assert "overlay: Served-model aliases: alias-a, alias-b" in engine["stderr"]
 

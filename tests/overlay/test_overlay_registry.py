@@ -47,9 +47,13 @@ def test_hooks_enabled_at_the_defaults() -> None:
     assert gates.enabled_hooks(defaults) == [
         "engram_store",
         "engram_prefetch",
+        "indexer_schedule",
+        "sm120_prefill_pages",
         "prefill_flush",
         "page_cache_release",
         "roce_collectives",
+        "roce_health",
+        "request_guard",
         "kernel_load_guard",
         "inline_system",
         "sm_family_gate",
@@ -90,7 +94,7 @@ def test_the_flags_command_lists_the_registry_under_both_package_names(tmp_path:
 
 
 def test_the_flags_json_carries_kind_default_hook_since_and_the_shipped_hooks(tmp_path: Path) -> None:
-    make_overlay(tmp_path)
+    make_overlay(tmp_path, stand_ins=False)
     result = run_python(
         "import runpy; runpy.run_module('spark_overlay', run_name='__main__')",
         cwd=tmp_path,
@@ -119,12 +123,22 @@ def test_the_check_command_reports_what_start_up_would_do(tmp_path: Path) -> Non
     on = run_python(run, cwd=tmp_path, path=[tmp_path], env=env, args=["check"])
     assert on.returncode == 0, on.stderr
     assert on.stdout.strip() == (
-        "overlay: would arm 5 hooks: engram_store, page_cache_release, kernel_load_guard, inline_system, "
-        "sm_family_gate"
+        "overlay: would arm 8 hooks: engram_store, indexer_schedule, sm120_prefill_pages, page_cache_release, "
+        "request_guard, kernel_load_guard, inline_system, sm_family_gate"
     )
     env["SPARK_ROCE_AR"] = "1"
     bad = run_python(run, cwd=tmp_path, path=[tmp_path], env=env, args=["check", "--json"])
     assert bad.returncode == 78
     assert [line.split(",")[0] for line in json.loads(bad.stdout)["errors"]] == [
-        "overlay: refusing GB10-only hook roce_collectives"
+        "overlay: refusing GB10-only hook roce_collectives", "overlay: refusing GB10-only hook roce_health"
     ]
+
+
+def test_lookup_wide_patches_the_engram_layer_first_and_keeps_registry_order_elsewhere() -> None:
+    wide = settings.parse_environment({"SPARK_LOOKUP_DRAFT": "1", "SPARK_LOOKUP_MODE": "wide",
+                                       "SPARK_STEP_TIMERS": "1"}).values
+    order = gates.patch_order(gates.enabled_hooks(wide))
+    engram = [hook for hook, target in order if target == "sglang.srt.layers.engram"]
+    assert engram == ["lookup_wide", "engram_store", "step_timers"]
+    runner = [hook for hook, target in order if target == "sglang.srt.model_executor.model_runner"]
+    assert runner == ["prefill_flush", "page_cache_release", "roce_health"]

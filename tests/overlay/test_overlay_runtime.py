@@ -71,6 +71,7 @@ def test_hooks_fire_once_in_registry_order_right_after_their_module_executes(tmp
             "page_cache_release",
             "late_tail",
             "roce_collectives",
+            "roce_health",
         ),
     )
     fake = _fakes(tmp_path)
@@ -92,20 +93,21 @@ print(json.dumps([before, after_first, after_second]))
     before, after_first, after_second = last_json(result.stdout.strip().rsplit("\n", 1)[0])
     report = last_json(result.stdout)
     assert before == []
-    # model_runner is the target of four hooks: they run in the registry's order, once.
+    # model_runner is the target of five armed hooks: they run in the registry's order, once.
     assert after_first == [
         f"{hook}@{MODEL_RUNNER}"
-        for hook in ("engram_staged", "prefill_flush", "page_cache_release", "late_tail")
+        for hook in ("engram_staged", "prefill_flush", "page_cache_release", "roce_health", "late_tail")
     ]
     assert after_second == after_first
-    assert report["calls"][4:] == [f"engram_prefetch@{SCHEDULER}", f"late_tail@{SCHEDULER}"]
+    assert report["calls"][5:] == [f"engram_prefetch@{SCHEDULER}", f"late_tail@{SCHEDULER}"]
     assert set(report["seen"]) == {True}  # each hook ran after the module's body
     assert report["runs"] == {MODEL_RUNNER: 1, SCHEDULER: 1}
     assert report["finders"] == 1
     # One summary line, naming the armed hooks in registry order; nothing else on stderr.
     assert result.stderr.splitlines() == [
-        "overlay: 9 hooks armed: engram_staged, engram_prefetch, prefill_flush, page_cache_release, "
-        "roce_collectives, late_tail, kernel_load_guard, inline_system, sm_family_gate"
+        "overlay: 13 hooks armed: engram_staged, engram_prefetch, indexer_schedule, sm120_prefill_pages, "
+        "prefill_flush, page_cache_release, roce_collectives, roce_health, request_guard, late_tail, "
+        "kernel_load_guard, inline_system, sm_family_gate"
     ]
 
 
