@@ -274,8 +274,10 @@ def fleet_env(plan: LaunchPlan, profile: Profile, version: str, unit_exec: dict[
 
 
 def profile_sha256(profile: Profile) -> str:
-    """The resolved profile's fingerprint (extends applied): what a window's verdict vouches for."""
-    canonical = json.dumps(profile.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    """The fingerprint of what the profile says (extends applied, defaults left out, so a compiler that adds
+    a field with its default keeps it): what a window's verdict vouches for."""
+    written = profile.model_dump(mode="json", exclude_unset=True)
+    canonical = json.dumps(written, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
