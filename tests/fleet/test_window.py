@@ -193,16 +193,18 @@ def start_window(bed: FleetBed) -> subprocess.Popen[str]:
     raise AssertionError("the window never reached its gate")
 
 
-def test_a_terminated_window_restores_production_by_its_trap(bed: FleetBed) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signalled_window_restores_production_by_its_trap(bed: FleetBed, sig: signal.Signals) -> None:
+    # TERM: a kill; INT: Ctrl-C; HUP: the operator's ssh session died.
     proc = start_window(bed)
     try:
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         proc.wait(timeout=WINDOW_TIMEOUT)
         out = (bed.tmp / "window-background.out").read_text()
     finally:
         bed.set_control(0, canned={ARITH: "391"})
     assert proc.returncode == 2, out
-    assert "s: the window was interrupted (SIGTERM): restoring production" in out
+    assert f"s: the window was interrupted ({sig.name}): restoring production" in out
     found = verdict(bed)
     assert found["result"] == "ABORTED" and found["production_restored"] is True
     assert_production_restored(bed)
@@ -227,3 +229,27 @@ def test_a_killed_window_is_noticed_by_status_and_restored(bed: FleetBed) -> Non
     assert found["result"] == "ABORTED" and "died before restoring production" in found["reason"]
     assert_production_restored(bed)
     assert "release window" not in bed.launch("status").stdout
+
+
+def test_a_node_out_of_reach_leaves_production_down_says_so_and_restore_finishes(bed: FleetBed) -> None:
+    proc = start_window(bed)
+    node_log = bed.tmp / "nodes" / "r3" / "sshd.log"
+    try:
+        bed.sshd[3].kill()  # node 3's ssh dies mid-gate
+        bed.sshd[3].wait(timeout=10)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=WINDOW_TIMEOUT)
+        out = (bed.tmp / "window-background.out").read_text()
+        assert proc.returncode == 3, out
+        assert "production was NOT restored" in out and "cannot ssh to root@10.213.0.14" in out
+        found = verdict(bed)
+        assert found["production_restored"] is False and found["result"] == "ABORTED"
+        assert "release window HALF-FINISHED" in bed.launch("status").stdout
+    finally:
+        bed.set_control(0, canned={ARITH: "391"})
+        node_log.write_text("")
+        bed._sshd(3)  # the node is back
+    result = bed.launch("window", "--restore", timeout=WINDOW_TIMEOUT)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert verdict(bed)["production_restored"] is True
+    assert_production_restored(bed)
