@@ -1,4 +1,4 @@
-"""The one exception base and the documented exit codes."""
+"""The documented exit codes, and the base of the errors the CLI turns into a message and a non-zero one."""
 
 from __future__ import annotations
 

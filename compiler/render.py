@@ -1,6 +1,6 @@
 """Stage 5: render the plan into files ({relative path: bytes}) through Jinja2 templates.
 
-One environment, built once per process with StrictUndefined; templates format the plan, never compute.
+One environment per process, StrictUndefined; templates format the plan, bar launch.sh.j2's `log_keep * 4`.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -57,7 +56,10 @@ def _make(cls: type[T], data: Mapping[str, Any], **converted: Any) -> T:
 @functools.cache
 def _directories() -> tuple[Traversable, ...]:
     # The JSON files are package data beside this module, in a checkout and in an installed wheel alike;
-    # importlib.resources would cost a few milliseconds of imports on every pre-commit run for nothing.
+    # importlib.resources would cost a few milliseconds of imports on every pre-commit run for nothing, and
+    # pathlib (re, ipaddress, urllib) is imported only once a catalog is wanted.
+    from pathlib import Path
+
     return (Path(__file__).with_name("catalogs"),)
 
 
@@ -331,8 +333,8 @@ def parse_nccl_catalog(data: Mapping[str, Any]) -> NcclCatalog:
     )
 
 
-# NCCL value checks. Each mirrors the parser nccl-env.md describes for the kind, and refuses what that
-# parser would silently misread as well as what it rejects. All return "NAME takes <expected>; ...".
+# NCCL value checks. Each mirrors the parser catalogs/sources/nccl-env-2.30.7.md describes for the kind, and
+# refuses what that parser would silently misread as well as what it rejects. All return "NAME takes <expected>; ...".
 
 Check = Callable[[NcclCatalog, NcclVar, str], str | None]
 

@@ -109,6 +109,17 @@ def _text(value: str) -> str:
     return value
 
 
+_ArgScalar = str | int | float | bool
+
+
+def _arg_value(value: _ArgScalar | list[_ArgScalar]) -> _ArgScalar | list[_ArgScalar]:
+    # An argv element is a C string: bash cannot hold a NUL byte, let alone pass it on.
+    if any(isinstance(item, str) and "\0" in item for item in (value if isinstance(value, list) else [value])):
+        raise _err("arg_value", "{value} contains a NUL character, which no command-line argument can carry",
+                   value=repr(value))
+    return value
+
+
 def _rdma(value: str) -> str:
     if not _RDMA.match(value):
         raise _err("rdma_name", "{value} is not an RDMA device name: expected up to 63 letters, digits, '_', '.', "
@@ -135,6 +146,7 @@ IfName = Annotated[str, AfterValidator(_iface)]
 SshTarget = Annotated[str, AfterValidator(_ssh)]
 ImageRef = Annotated[str, AfterValidator(_image)]
 Text = Annotated[str, AfterValidator(_text)]
+ArgValue = Annotated[_ArgScalar | list[_ArgScalar], AfterValidator(_arg_value)]
 Snapshot = Annotated[str, AfterValidator(_snapshot)]
 RdmaName = Annotated[str, AfterValidator(_rdma)]
 Port = Annotated[int, Field(ge=1, le=65535)]

@@ -9,6 +9,7 @@ from pydantic_core import PydanticCustomError
 
 from spark_compile.spec.fields import (
     AbsPath,
+    ArgValue,
     DockerSize,
     EnvName,
     HomePath,
@@ -28,7 +29,6 @@ from spark_compile.spec.operations_model import ImageCheck, PreviousStack, Verif
 from spark_compile.spec.overlay_section import OverlaySection
 
 GidIndex = Literal["probe"] | Annotated[int, Field(ge=0, le=255)]
-Scalar = str | int | float | bool
 EnvValue = str | int
 
 
@@ -248,7 +248,7 @@ class Engine(Section):
     cuda_graph: CudaGraph = Field(default_factory=CudaGraph, description="CUDA graphs.")
     chat: Chat = Field(default_factory=Chat, description="Chat defaults.")
     limits: Limits = Field(default_factory=Limits, description="Capacity limits (each optional).")
-    args: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], Scalar | list[Scalar]] = Field(
+    args: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], ArgValue] = Field(
         {},
         description="Further engine flags, without the leading dashes: true = bare flag, false = its --no- form.",
     )

@@ -1,4 +1,4 @@
-"""The rank-0 `docker run` of the deployment document, parsed as an operator would type it."""
+"""The reference rank-0 `docker run` (tests/fixtures/reference), parsed as an operator would type it."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ FILL = {
 def reference_argv() -> list[str]:
     """The rank-0 command as argv. Its continuation holds two comment lines that bash would cut the
     command at; they annotate the holder's variant, so they are dropped and the command read whole."""
-    lines = DEPLOYMENT_TXT.read_text().splitlines()
+    lines = DEPLOYMENT_TXT.read_text(encoding="utf-8").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("docker run"))
     kept: list[str] = []
     for line in lines[start:]:

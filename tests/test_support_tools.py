@@ -24,7 +24,7 @@ from support.tools import (
     systemd_verify,
 )
 
-# The reference rank-0 command (shared/reference/dsv41-4spark-deployment.txt), placeholders filled and the
+# The reference rank-0 command (tests/fixtures/reference/dsv41-4spark-rank0.txt), placeholders filled and the
 # two comment lines inside the continuation left out.
 REFERENCE_RANK0 = r"""docker run -d --name sgldsv41 --restart no --network host --ipc host --cap-add IPC_LOCK --gpus all \
   --shm-size 32g --memory 112g --memory-swap 112g --ulimit memlock=-1:-1 --ulimit stack=67108864 \

@@ -1,19 +1,25 @@
-"""Build spec/catalogs/nccl-2.30.7.json from the NCCL fact table (nccl-env.md).
+"""Build spec/catalogs/nccl-2.30.7.json from the NCCL fact table in sources/, checked against libnccl.
 
-Usage: python spec/catalogs/make_nccl_catalog.py PATH/TO/nccl-env.md [OUT.json]
+Usage: python spec/catalogs/make_nccl_catalog.py [--table FACTS.md] [--out OUT.json] [--from-lib LIB]
 
 The fact table is the only input, so re-running on the same file gives the same bytes. The script
 refuses to write when the table holds a row or an NCCL_* name it cannot place: a silent gap in the
-catalog would make the validator call a real variable a typo.
+catalog would make the validator call a real variable a typo. With --from-lib (libnccl.so, or the
+nvidia-nccl-cu12/-cu13 wheel that ships it) it also refuses when the names the library reads differ
+from the ones the catalog says NCCL reads.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import re
+import struct
 import sys
+import zipfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 CATALOG = "nccl-2.30.7"
 Entry = dict[str, Any]
@@ -295,18 +301,84 @@ def build(md: str) -> dict[str, Any]:
     }
 
 
+# NCCL_PARAM(name, "SUFFIX", default) compiles to the one literal "NCCL_SUFFIX" and ncclGetEnv/getenv
+# callers name theirs whole, so each name NCCL reads is a string of its own in .rodata: the name, then NUL.
+# A name that ends a message ("... via NCCL_CONFIG_INITIALIZER") follows a space and is not one; a few
+# strings follow a fixed-size array without a NUL of its own, so any other byte may come first.
+LIBRARY_NAME = re.compile(rb"(?<![ _])NCCL_[A-Z0-9_]*[A-Z0-9](?=\0)")
+WHEEL_LIBRARY = re.compile(r"nvidia/nccl/lib/libnccl\.so[.0-9]*$")
+
+
+def elf_section(stream: IO[bytes], wanted: bytes) -> bytes:
+    """One section of a 64-bit little-endian ELF file, found through the section header table."""
+    header = stream.read(64)
+    if header[:6] != b"\x7fELF\x02\x01":
+        raise ValueError("not a 64-bit little-endian ELF file")
+    (table_offset,) = struct.unpack_from("<Q", header, 0x28)
+    entry_size, count, names_index = struct.unpack_from("<HHH", header, 0x3A)
+    stream.seek(table_offset)
+    table = stream.read(entry_size * count)
+    sections = [struct.unpack_from("<IIQQQQ", table, i * entry_size) for i in range(count)]
+
+    def read(index: int) -> bytes:
+        stream.seek(sections[index][4])
+        return stream.read(sections[index][5])
+
+    names = read(names_index)
+    for index, (name_at, *_) in enumerate(sections):
+        if names[name_at:names.index(b"\0", name_at)] == wanted:
+            return read(index)
+    raise ValueError(f"no {wanted.decode()} section")
+
+
+def library_names(path: Path) -> set[str]:
+    """The NCCL_* names libnccl.so reads, from the library or from a wheel that ships it."""
+    with contextlib.ExitStack() as stack:
+        stream: IO[bytes]
+        if zipfile.is_zipfile(path):
+            wheel = stack.enter_context(zipfile.ZipFile(path))
+            member = next((n for n in wheel.namelist() if WHEEL_LIBRARY.search(n)), None)
+            if member is None:
+                raise ValueError(f"{path} holds no nvidia/nccl/lib/libnccl.so")
+            stream = stack.enter_context(wheel.open(member))
+        else:
+            stream = stack.enter_context(path.open("rb"))
+        return {name.decode() for name in LIBRARY_NAME.findall(elf_section(stream, b".rodata"))}
+
+
+def cross_check(catalog: dict[str, Any], in_library: set[str]) -> dict[str, list[str]]:
+    """The names read per the catalog and per the library, and where the two disagree (both lists empty)."""
+    read = {v["name"] for v in catalog["variables"] if v["source"] == "nccl"}
+    other = {v["name"]: v["source"] for v in catalog["variables"] if v["source"] != "nccl"}
+    return {
+        "catalog": sorted(read), "library": sorted(in_library),
+        "only_in_library": sorted(f"{n} (catalog: {other[n]})" if n in other else n for n in in_library - read),
+        "only_in_catalog": sorted(read - in_library),
+    }
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) not in (2, 3):
-        print(__doc__.split("\n\n")[1], file=sys.stderr)
-        return 2
-    out = Path(argv[2]) if len(argv) == 3 else Path(__file__).with_name(f"{CATALOG}.json")
-    catalog = build(Path(argv[1]).read_text(encoding="utf-8"))
-    out.write_text(json.dumps(catalog, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    here = Path(__file__).parent
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--table", type=Path, default=here / "sources" / f"nccl-env-{CATALOG[5:]}.md")
+    parser.add_argument("--out", type=Path, default=here / f"{CATALOG}.json")
+    parser.add_argument("--from-lib", type=Path, help="libnccl.so or an nvidia-nccl wheel: cross-check the names")
+    args = parser.parse_args(argv[1:])
+    catalog = build(args.table.read_text(encoding="utf-8"))
+    if args.from_lib:
+        found = cross_check(catalog, library_names(args.from_lib))
+        print(f"{args.from_lib.name}: {len(found['library'])} names read; catalog: {len(found['catalog'])}")
+        for side in ("only_in_library", "only_in_catalog"):
+            print(f"  {side.replace('_', ' ')}: {', '.join(found[side]) or 'none'}")
+        if found["only_in_library"] or found["only_in_catalog"]:
+            print("the library and the fact table disagree: nothing written", file=sys.stderr)
+            return 1
+    args.out.write_text(json.dumps(catalog, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     kinds: dict[str, int] = {}
     for var in catalog["variables"]:
         kinds[var["kind"]] = kinds.get(var["kind"], 0) + 1
     counts = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
-    print(f"{out}: {len(catalog['variables'])} variables; {counts}")
+    print(f"{args.out}: {len(catalog['variables'])} variables; {counts}")
     return 0
 
 

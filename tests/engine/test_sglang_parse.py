@@ -20,11 +20,11 @@ from sglang_parse import (
 pytestmark = pytest.mark.engine
 
 ROOT = Path(__file__).resolve().parents[2]
-DEPLOYMENT_TXT = ROOT.parent / "shared" / "reference" / "dsv41-4spark-deployment.txt"
+DEPLOYMENT_TXT = ROOT / "tests" / "fixtures" / "reference" / "dsv41-4spark-rank0.txt"
 
 
 def reference_engine_argv() -> list[str]:
-    """Everything after `-m sglang.launch_server` in the document's rank-0 command, as written."""
+    """Everything after `-m sglang.launch_server` in the reference rank-0 command, as written."""
     lines = DEPLOYMENT_TXT.read_text(encoding="utf-8").splitlines()
     start = next(i for i, line in enumerate(lines) if "-m sglang.launch_server" in line)
     kept: list[str] = []
