@@ -10,6 +10,7 @@ import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from spark_compile.spec.fields import Port, Positive, Text
 
@@ -104,12 +105,15 @@ class OperatorCheck(_Section):
     @model_validator(mode="after")
     def _one_expectation(self) -> OperatorCheck:
         if (self.expect is None) == (self.pattern is None):
-            raise ValueError("give exactly one of expect (an exact answer) or pattern (a regular expression)")
+            raise PydanticCustomError("window_expectation", "check '{name}' needs exactly one of expect (an exact "
+                                      "answer) or pattern (a regular expression)", {"name": self.name})
         if self.pattern is not None:
             try:
                 re.compile(self.pattern)
             except re.error as err:
-                raise ValueError(f"pattern is not a regular expression: {err}") from err
+                raise PydanticCustomError("window_pattern", "check '{name}': pattern '{pattern}' is not a regular "
+                                          "expression: {why}", {"name": self.name, "pattern": self.pattern,
+                                                                "why": str(err)}) from err
         return self
 
 
@@ -137,5 +141,6 @@ class Window(_Section):
         names = [check.name for check in self.checks]
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
-            raise ValueError(f"operator check names must be distinct: {', '.join(repeated)} repeated")
+            raise PydanticCustomError("window_names", "operator check names must be distinct: {names} repeated",
+                                      {"names": ", ".join(repeated)})
         return self
