@@ -145,8 +145,8 @@ def test_a_window_whose_gate_fails_says_which_check_and_why(bed: FleetBed) -> No
     found = verdict(bed)
     assert found["result"] == "FAIL" and found["failed"] == ["buried-facts"], found
     assert "1 gate check(s) failed" in found["reason"]
-    buried = next(c for c in found["checks"] if c["name"] == "buried-facts")
-    assert "wanted 'Bramble'" in buried["summary"] or "facts found; wanted" in buried["summary"]
+    assert len(found["why"]) == 1 and found["why"][0].startswith("buried-facts: 0/8 facts found; wanted 'Bramble'")
+    assert "got 'I could not tell.'" in found["why"][0]
     # The bench compared with the previous (passing) verdict.
     bench = next(c for c in found["checks"] if c["name"] == "bench")
     assert bench["figures"]["baseline_from"].startswith("fleet-cand@"), bench

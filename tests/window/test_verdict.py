@@ -42,6 +42,7 @@ def test_verdict_records_checks_memory_peaks_and_times(tmp_path: Path) -> None:
             gate_line("buried-facts", "FAIL", "7/8 facts found; wanted 'teal'", found=7)]
     data = write(tmp_path, gate, memory, "FAIL", 1790000600)
     assert data["failed"] == ["buried-facts"] and data["result"] == "FAIL"
+    assert data["why"] == ["buried-facts: 7/8 facts found; wanted 'teal'"]
     assert data["release"] == "production-1.7.1" and len(data["profile_sha256"]) == 64
     assert data["started"] == "2026-09-21T14:13:20Z" and data["seconds"] == 600
     assert data["memory"]["nodes"] == {
@@ -51,6 +52,7 @@ def test_verdict_records_checks_memory_peaks_and_times(tmp_path: Path) -> None:
     assert data["bench"] == {"tokens_per_s": 31.2, "ttft_s": 0.43}
     markdown = (tmp_path / "verdicts" / "dsv41-4spark.verdict.md").read_text()
     assert "| buried-facts | FAIL | 7/8 facts found; wanted 'teal' |" in markdown
+    assert "- FAIL buried-facts: 7/8 facts found; wanted 'teal'\n" in markdown
     assert "| spark-1 | 80 | 39 | 1 (1 unreachable) |" in markdown
 
 

@@ -77,6 +77,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "started": when(args.started), "stopped": when(args.stopped), "seconds": args.stopped - args.started,
         "test_port": fleet["window"]["port"],
         "failed": [c["name"] for c in checks if c["result"] == "FAIL"],
+        "why": [f"{c['name']}: {c['summary']}" for c in checks if c["result"] == "FAIL"],
         "checks": checks,
         "bench": {"tokens_per_s": bench["tokens_per_s"], "ttft_s": bench["ttft_s"]} if bench else None,
         "memory": {"interval_seconds": fleet["window"]["memory_interval_seconds"],
@@ -87,7 +88,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
 
 def markdown(verdict: dict[str, Any]) -> str:
     lines = [f"# Release window: {verdict['profile']} ({verdict['release'] or 'no release tag'}): {verdict['result']}",
-             "", f"- {verdict['reason']}",
+             "", f"- {verdict['reason']}", *(f"- FAIL {why}" for why in verdict["why"]),
              f"- production restored: {'yes' if verdict['production_restored'] else 'NO'}",
              f"- profile sha256: `{verdict['profile_sha256']}`",
              f"- window: {verdict['started']} to {verdict['stopped']} ({verdict['seconds']} s), test port "
