@@ -22,7 +22,8 @@ from spark_compile.report import render
 from spark_compile.resolve import resolve
 
 TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
-COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile")
+COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile", "history",
+            "report")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,10 +58,18 @@ def _parser() -> argparse.ArgumentParser:
     flags = sub.add_parser("flags", help="list the SPARK_* overlay flags")
     flags.add_argument("--json", action="store_true")
     diff = sub.add_parser("diff", help="semantic diff of two profiles (path or GITREV:path)")
-    diff.add_argument("old")
-    diff.add_argument("new")
+    diff.add_argument("profiles", nargs="+", metavar="OLD NEW", help="the two sides (with --since: the paths)")
+    diff.add_argument("--since", metavar="GITREV", default=None,
+                      help="diff each path against itself at GITREV (pre-commit); prints, exits 0 unless unreadable")
     diff.add_argument("--unified", action="store_true")
-    diff.add_argument("--format", choices=("text", "json"), default="text")
+    diff.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    history = sub.add_parser("history", help="release table of the extends chains in a directory")
+    history.add_argument("directory", type=Path)
+    history.add_argument("--format", choices=("text", "markdown"), default="text")
+    report = sub.add_parser("report", help="write a self-contained HTML review page of a profile")
+    report.add_argument("profile")
+    report.add_argument("--against", default=None, help="an older profile (path or GITREV:path) to highlight")
+    report.add_argument("-o", "--output", type=Path, default=None, help="the HTML file (default: stdout)")
     return parser
 
 
@@ -166,9 +175,27 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """Semantic diff of two profiles."""
-    from spark_compile.diff import run_diff
+    from spark_compile.diff import run_diff, run_since
 
-    return run_diff(args.old, args.new, unified=args.unified, fmt=args.format)
+    if args.since is not None:
+        return run_since(args.since, args.profiles, fmt=args.format)
+    if len(args.profiles) != 2:
+        raise UsageError("spark-compile diff: expected OLD and NEW (or --since GITREV PATH...) (see --help)")
+    return run_diff(*args.profiles, unified=args.unified, fmt=args.format)
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    """The release table of a directory's extends chains."""
+    from spark_compile.history import run_history
+
+    return run_history(args.directory, args.format)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """The HTML review page."""
+    from spark_compile.report_page import run_report
+
+    return run_report(args.profile, args.against, args.output)
 
 
 def cmd_catalog(argv: list[str]) -> int:
@@ -180,7 +207,7 @@ def cmd_catalog(argv: list[str]) -> int:
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check, "plan": cmd_plan, "schema": cmd_schema, "rules": cmd_rules, "explain": cmd_explain,
-    "flags": cmd_flags, "compile": cmd_compile, "diff": cmd_diff,
+    "flags": cmd_flags, "compile": cmd_compile, "diff": cmd_diff, "history": cmd_history, "report": cmd_report,
 }
 
 

@@ -1,7 +1,7 @@
-"""`spark-compile diff OLD NEW`: what a profile change means, at the profile and at every artifact.
+"""`spark-compile diff OLD NEW`: what a profile change means, at the profile and in every rendered file.
 
 Each side is a profile path or GITREV:path (read through `git show`, extends chains too, no checkout).
-Exit 0 when the two compile to the same thing, 1 when they differ, 2 when a side cannot be read.
+Exit 0 when the two render byte-identical files, 1 when they differ, 2 when a side cannot be read.
 """
 
 from __future__ import annotations
@@ -11,41 +11,17 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from spark_compile.artifact_diff import UNSET, Change, Grouped, ProfileChange, ProfileDiff, Renamer, Side, compare
 from spark_compile.compile import Validated, validate
 from spark_compile.errors import EXIT_FINDINGS, EXIT_OK, InputError
-from spark_compile.launch_plan import LaunchPlan, Option, RankPlan, dotted
+from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted, field_name
 from spark_compile.load import Document, LoadError, parse_text
 from spark_compile.report import render
 from spark_compile.resolve import Resolved, resolve
 from spark_compile.secrets import redact
-
-UNSET = "(unset)"
-
-
-@dataclass(frozen=True)
-class ProfileChange:
-    """One changed value of the resolved profile, with where each side set it."""
-
-    path: str
-    old: Any
-    new: Any
-    old_origin: str | None
-    new_origin: str | None
-
-
-@dataclass(frozen=True)
-class ArtifactChange:
-    """One changed variable, option or file of the ranks' artifacts."""
-
-    ranks: tuple[int, ...]
-    where: str  # engine.env, nccl.env, overlay.env, runtime, docker, engine, unit
-    name: str
-    old: str | None
-    new: str | None
 
 
 def _git_path(path: Path) -> str:
@@ -79,6 +55,8 @@ def load_side(spec: str) -> Validated:
     """Resolve and validate one side: a path, or GITREV:path."""
     rev, sep, rest = spec.partition(":")
     from_git = bool(sep and rev) and not Path(spec).exists()
+    if from_git and rev.startswith("-"):
+        raise InputError(f"{spec}: a revision may not start with '-' (git would read it as an option)")
     try:
         if from_git:
             return validate(resolve(Path(rest), spec, _git_reader(rev), _git_exists(rev)))
@@ -114,135 +92,181 @@ def _origin(resolved: Resolved, path: tuple[str | int, ...]) -> str | None:
     return f"{pos.file}:{pos.line}"
 
 
-def profile_changes(old: Resolved, new: Resolved) -> list[ProfileChange]:
-    """Changed leaf values of the two merged profiles, in the new profile's order."""
+def model_value(model: Any, path: tuple[str | int, ...]) -> Any:
+    """The value the typed profile holds at ``path`` (its default when the file leaves it out), or UNSET."""
+    from pydantic import BaseModel
+
+    for part in path:
+        indexable = (isinstance(model, dict) and part in model) or (
+            isinstance(model, list | tuple) and isinstance(part, int) and part < len(model))
+        if isinstance(model, BaseModel) and isinstance(part, str) and part in type(model).model_fields:
+            model = getattr(model, part)
+        elif indexable:
+            model = model[part]
+        else:
+            return UNSET
+    if isinstance(model, BaseModel | dict | list | tuple) or model is None:
+        return UNSET
+    return model
+
+
+class Default(str):
+    """A value the profile left out, shown as ``60 (default)``."""
+
+    def __new__(cls, value: Any) -> Default:
+        shown = value if isinstance(value, str) else json.dumps(getattr(value, "value", value))
+        return super().__new__(cls, f"{shown} (default)")
+
+
+def _default(value: Any) -> Any:
+    return UNSET if value is UNSET else Default(value)
+
+
+def profile_changes(old: Resolved, new: Resolved, old_model: Any = None, new_model: Any = None,
+                    ) -> list[ProfileChange]:
+    """Changed leaf values of the two merged profiles, in the new profile's order; a side that leaves a key
+    out shows the typed profile's default when the models are given."""
     a, b = _flatten(old.data), _flatten(new.data)
     changes = []
     for path in [*b, *(p for p in a if p not in b)]:
         if a.get(path, UNSET) != b.get(path, UNSET) or (path in a) != (path in b):
-            changes.append(ProfileChange(dotted(path), a.get(path, UNSET), b.get(path, UNSET),
-                                         _origin(old, path), _origin(new, path)))
+            before = a.get(path, _default(model_value(old_model, path)) if old_model else UNSET)
+            after = b.get(path, _default(model_value(new_model, path)) if new_model else UNSET)
+            changes.append(ProfileChange(dotted(path), before, after, _origin(old, path), _origin(new, path)))
     return changes
 
 
-def _options(options: tuple[Option, ...]) -> dict[str, str]:
-    """Options as {flag: value}; a bare flag is "on", a repeated option joins its values."""
-    found: dict[str, list[str]] = {}
-    for option in options:
-        found.setdefault(option.flag, []).append(" ".join(option.values) or "on")
-    return {flag: ", ".join(values) for flag, values in found.items()}
+# Profile paths whose change renames things rather than changing them: folded into one line.
+FOLDED = ("name", "release")
 
 
-def _rank_items(rank: RankPlan) -> dict[tuple[str, str], str]:
-    items: dict[tuple[str, str], str] = {}
-    for env_file in rank.env_files:
-        items.update({(env_file.name, name): value for name, value in env_file.values})
-    items.update({("runtime.env", name): "(found at start)" for name in rank.runtime_env})
-    entrypoint = Option("--entrypoint", rank.launcher[:1], ("engine", "launcher"))
-    items.update({("docker", name): value for name, value in _options((*rank.docker_options, entrypoint)).items()})
-    items[("docker", "image")] = rank.image
-    if rank.launcher[1:]:
-        items[("docker", "command")] = " ".join(rank.launcher[1:])
-    items.update({("engine", name): value for name, value in _options(rank.engine_options).items()})
-    return items
+def _renamer(old: Resolved, changes: list[ProfileChange]) -> Renamer:
+    folds = [(c.path, c.old, c.new) for c in changes
+             if c.path in FOLDED and isinstance(c.old, str) and isinstance(c.new, str) and c.old]
+    written = [value for path, value in _flatten(old.data).items()
+               if isinstance(value, str) and dotted(path) not in FOLDED]
+    return Renamer(folds, written)
 
 
-def artifact_changes(old: LaunchPlan, new: LaunchPlan) -> list[ArtifactChange]:
-    """Per rank and per variable or option, what changed; identical changes of several ranks grouped."""
-    grouped: dict[tuple[str, str, str | None, str | None], list[int]] = {}
-    for rank in range(max(len(old.ranks), len(new.ranks))):
-        a = _rank_items(old.ranks[rank]) if rank < len(old.ranks) else {}
-        b = _rank_items(new.ranks[rank]) if rank < len(new.ranks) else {}
-        for key in [*b, *(k for k in a if k not in b)]:
-            if a.get(key, UNSET) != b.get(key, UNSET):
-                grouped.setdefault((*key, a.get(key), b.get(key)), []).append(rank)
-    return [ArtifactChange(tuple(ranks), where, name, old_value, new_value)
-            for (where, name, old_value, new_value), ranks in grouped.items()]
+def _side(validated: Validated) -> Side:
+    from spark_compile.compile import rendered_files
+
+    plan = validated.planned()[1]
+    return Side({f.path: f.content for f in rendered_files(validated)},
+                {rank.directory: rank.rank for rank in plan.ranks})
 
 
-def k8s_changes(old: Validated, new: Validated, plans: tuple[LaunchPlan, LaunchPlan]) -> list[ArtifactChange]:
-    """Leaf by leaf changes of the Kubernetes manifests (the group's: no rank of their own)."""
-    from spark_compile.k8s import diff_items
-
-    a = diff_items(plans[0], old.planned()[0])
-    b = diff_items(plans[1], new.planned()[0])
-    return [ArtifactChange((), where, name, a.get((where, name)), b.get((where, name)))
-            for where, name in [*b, *(k for k in a if k not in b)] if a.get((where, name)) != b.get((where, name))]
-
-
-def _ranks_text(ranks: tuple[int, ...], total: int) -> str:
-    del total
-    if not ranks:
-        return "group"
-    if len(ranks) > 2 and ranks == tuple(range(ranks[0], ranks[-1] + 1)):
-        return f"ranks {ranks[0]}-{ranks[-1]}"
-    return ("rank " if len(ranks) == 1 else "ranks ") + ",".join(map(str, ranks))
+def _plan_sources(plan: LaunchPlan) -> dict[int, dict[str, ProfilePath]]:
+    """Per rank: flag or variable name → the profile path that set it."""
+    found: dict[int, dict[str, ProfilePath]] = {}
+    for rank in plan.ranks:
+        mine = found.setdefault(rank.rank, {})
+        for option in (*rank.docker_options, *rank.engine_options):
+            if option.source:
+                mine.setdefault(option.flag, option.source)
+        for var in rank.variables:
+            mine.setdefault(var.name, var.source)
+    return found
 
 
-def _show(value: Any) -> str:
-    if value is None or value == UNSET:
-        return UNSET
-    return redact(json.dumps(value) if not isinstance(value, str) else value)
+def _names(change: Change) -> list[str]:
+    """What a change may be about: a variable named by the key's last part, flags by the first word of each
+    line (or the first flag of a slice of words)."""
+    last = change.key.rsplit(".", 1)[-1]
+    names = [last] if last and not change.key.startswith("[") else []
+    for text in (change.new, change.old):
+        for line in (text or "").split("\n"):
+            words = line.split()
+            flag = next((w for w in words if w.startswith("-") and len(w) > 1), None) if change.key else \
+                (words[0] if words else None)
+            if flag and flag not in names:
+                names.append(flag)
+    return names
 
 
-def unified_diff(old: Validated, new: Validated) -> str:
-    """The unified diff of every rendered file of the two profiles."""
+def _source(group: Grouped, known: dict[int, dict[str, ProfilePath]]) -> str | None:
+    """The profile key behind a change; ``fleet.nodes[].x`` when each rank's comes from its own node."""
+    found = []
+    for name in _names(group.change):
+        paths = {known[r][name] for r in (group.ranks or (0,)) if r in known and name in known[r]}
+        text = (dotted(paths.pop()) if len(paths) == 1 else field_name(min(paths, key=str))) if paths else None
+        if text and text not in found:
+            found.append(text)
+    return ", ".join(found) or None
+
+
+def diff_profiles(old: Validated, new: Validated, *, unified: bool = False) -> ProfileDiff:
+    """Compare two validated profiles (pure apart from rendering)."""
+    changes = profile_changes(old.resolved, new.resolved, old.profile, new.profile)
+    comparison = compare(_side(old), _side(new), _renamer(old.resolved, changes))
+    known = _plan_sources(old.planned()[1])
+    for rank, names in _plan_sources(new.planned()[1]).items():
+        known.setdefault(rank, {}).update(names)
+    sources = {g.change: s for g in comparison.changes if (s := _source(g, known))}
+    patch = unified_diff(old, new, dict(comparison.renamed)) if unified else ""
+    return ProfileDiff(old.resolved.path, new.resolved.path, changes, comparison, sources, patch)
+
+
+def unified_diff(old: Validated, new: Validated, renamed: dict[str, str] | None = None) -> str:
+    """The unified diff of every rendered file of the two profiles; renamed files are paired."""
     from spark_compile.compile import rendered_files
 
     a = {f.path: f.content.decode() for f in rendered_files(old)}
     b = {f.path: f.content.decode() for f in rendered_files(new)}
+    pairs = dict(renamed or {})
+    pairs.update({path: path for path in a if path in b and path not in pairs})
+    targets = set(pairs.values())
+    rows = [*pairs.items(), *((p, None) for p in a if p not in pairs), *((None, p) for p in b if p not in targets)]
     chunks = []
-    for path in sorted(set(a) | set(b)):
-        before = a.get(path, "").splitlines(keepends=True)
-        after = b.get(path, "").splitlines(keepends=True)
-        lines = difflib.unified_diff(before, after, f"a/{path}" if path in a else "/dev/null",
-                                     f"b/{path}" if path in b else "/dev/null")
+    for before, after in sorted(rows, key=lambda r: r[1] or r[0] or ""):
+        lines = difflib.unified_diff(a.get(before or "", "").splitlines(keepends=True),
+                                     b.get(after or "", "").splitlines(keepends=True),
+                                     f"a/{before}" if before else "/dev/null", f"b/{after}" if after else "/dev/null")
         chunks.append("".join(lines))
     return redact("".join(chunks))
 
 
-def _text(changes: list[ProfileChange], effects: list[ArtifactChange], total: int) -> str:
-    lines = [f"profile: {len(changes)} change{'s' * (len(changes) != 1)}"]
-    for c in changes:
-        origin = c.new_origin if c.new != UNSET else c.old_origin
-        lines.append(f"  {c.path}: {_show(c.old)} → {_show(c.new)}" + (f"  ({origin})" if origin else ""))
-    lines.append(f"artifacts: {len(effects)} change{'s' * (len(effects) != 1)}")
-    lines += [f"  {_ranks_text(e.ranks, total)} {e.where}: {e.name} {_show(e.old)} → {_show(e.new)}" for e in effects]
-    return "\n".join(lines) + "\n"
+def load_checked(spec: str) -> Validated:
+    """One side that loads and has no errors, or an InputError (after printing the findings that stop it)."""
+    try:
+        side = load_side(spec)
+    except _BrokenProfileError as broken:
+        sys.stdout.write(render(broken.findings, "text", 1))
+        raise InputError(f"cannot use {spec}: the profile does not load") from None
+    errors = [f for f in side.findings if f.severity == "error"]
+    if errors:
+        sys.stdout.write(render(errors, "text", 1))
+        raise InputError(f"cannot diff {side.resolved.path}: it has errors")
+    return side
+
+
+def load_both(old_spec: str, new_spec: str) -> tuple[Validated, Validated]:
+    """Both sides of a diff."""
+    return load_checked(old_spec), load_checked(new_spec)
 
 
 def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = "text") -> int:
-    """Print the diff of two profiles; return the exit code."""
-    try:
-        old, new = load_side(old_spec), load_side(new_spec)
-    except _BrokenProfileError as broken:
-        sys.stdout.write(render(broken.findings, "text", 1))
-        raise InputError("cannot diff a profile that does not load") from None
-    for side in (old, new):
-        errors = [f for f in side.findings if f.severity == "error"]
-        if errors:
-            sys.stdout.write(render(errors, "text", 1))
-            raise InputError(f"cannot diff {side.resolved.path}: it has errors")
-    changes = profile_changes(old.resolved, new.resolved)
-    plans = old.planned()[1], new.planned()[1]
-    effects = artifact_changes(*plans) + k8s_changes(old, new, plans)
-    total = max(len(plans[0].ranks), len(plans[1].ranks))
-    patch = unified_diff(old, new) if unified else ""
-    if fmt == "json":
-        body = {"identical": not changes and not effects,
-                "profile": [{"path": c.path, "old": _json_value(c.old), "new": _json_value(c.new),
-                             "old_origin": c.old_origin, "new_origin": c.new_origin} for c in changes],
-                "artifacts": [{"ranks": list(e.ranks), "file": e.where, "name": e.name,
-                               "old": _json_value(e.old), "new": _json_value(e.new)} for e in effects]}
-        if unified:
-            body["unified"] = patch
-        sys.stdout.write(json.dumps(body, indent=2) + "\n")
-    else:
-        sys.stdout.write(_text(changes, effects, total) + patch)
-    return EXIT_OK if not changes and not effects else EXIT_FINDINGS
+    """Print the diff of two profiles; return the exit code (from the artifacts)."""
+    from spark_compile.diff_format import FORMATS
+
+    old, new = load_both(old_spec, new_spec)
+    result = diff_profiles(old, new, unified=unified)
+    sys.stdout.write(FORMATS[fmt](result))
+    return EXIT_OK if result.identical else int(EXIT_FINDINGS)
 
 
-def _json_value(value: Any) -> Any:
-    if value is None or value == UNSET:
-        return None
-    return redact(value) if isinstance(value, str) else value
+def run_since(rev: str, paths: list[str], *, fmt: str = "text") -> int:
+    """Each path against itself at ``rev`` (the pre-commit hook): prints every diff; exits 0 (it informs),
+    2 when a side cannot be read."""
+    from spark_compile.diff_format import FORMATS
+
+    if rev.startswith("-") or not rev:
+        raise InputError(f"--since {rev!r}: a revision may not be empty or start with '-'")
+    for path in paths:
+        sys.stdout.write(f"== {path} against {rev}\n")
+        if not _git_exists(rev)(Path(path)):
+            sys.stdout.write(f"{path}: new profile (not in {rev})\n")
+            continue
+        old, new = load_both(f"{rev}:{path}", path)
+        sys.stdout.write(FORMATS[fmt](diff_profiles(old, new)))
+    return EXIT_OK

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -35,7 +36,8 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
     result = run_cli("diff", f"{RELEASES_REL}/production-1.7.yaml", f"{RELEASES_REL}/production-1.7.1.yaml")
     assert result.returncode == 1
     r = "spec/profiles/releases/production-"
-    assert result.stdout == (
+    profile, artifacts = result.stdout.split("artifacts: ")
+    assert profile == (
         "profile: 11 changes\n"
         f"  release: production-1.7 → production-1.7.1  ({r}1.7.1.yaml:6)\n"
         "  engine.image: aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7 → "
@@ -49,18 +51,34 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
         f"  overlay.lookup_sync_gate: true → (unset)  ({r}1.7.yaml:17)\n"
         f"  overlay.lookup_narrow_slots: true → (unset)  ({r}1.7.yaml:18)\n"
         f"  overlay.lookup_fused_c2: true → (unset)  ({r}1.7.yaml:19)\n"
-        "artifacts: 9 changes\n"
-        "  ranks 0-3 docker: image aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7 → "
-        "aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7.1\n"
-        "  ranks 0-3 engine: --speculative-dspark-block-size 15 → 5\n"
-        "  ranks 0-3 engine.env: CUDA_LOG_FILE stderr → (unset)\n"
-        "  ranks 0-3 engine.env: SGLANG_RAGGED_VERIFY_MODE compact → (unset)\n"
-        "  ranks 0-3 overlay.env: SPARK_LOOKUP_DRAFT 1 → (unset)\n"
-        "  ranks 0-3 overlay.env: SPARK_LOOKUP_MODE wide → (unset)\n"
-        "  ranks 0-3 overlay.env: SPARK_LOOKUP_SYNC_GATE 1 → (unset)\n"
-        "  ranks 0-3 overlay.env: SPARK_LOOKUP_NARROW_SLOTS 1 → (unset)\n"
-        "  ranks 0-3 overlay.env: SPARK_LOOKUP_FUSED_C2 1 → (unset)\n"
     )
+    # Since issue 17 the artifacts section covers every rendered file (it listed env files and argv only);
+    # the release label's mentions are folded into one line, the image tag that contains it is not.
+    lines = artifacts.splitlines()
+    assert lines[:2] == [
+        "43 changes besides 1 rename",
+        "  release: production-1.7 → production-1.7.1; every mention follows (12 lines in 12 files)",
+    ]
+    for expected in (
+        "  ranks 0-3 docker-run.sh:  (from engine.speculative.dspark_block_size)\n"
+        "    -   --speculative-dspark-block-size 15 \\\n"
+        "    +   --speculative-dspark-block-size 5 \\\n",
+        "    -   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7 \\\n"
+        "    +   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7.1 \\\n",
+        "  ranks 0-3 engine.env: CUDA_LOG_FILE stderr → (unset)  (from engine.env.CUDA_LOG_FILE)\n",
+        "  ranks 0-3 engine.env: SGLANG_RAGGED_VERIFY_MODE compact → (unset)  "
+        "(from engine.env.SGLANG_RAGGED_VERIFY_MODE)\n",
+        *(f"  ranks 0-3 overlay.env: SPARK_LOOKUP_{name} {value} → (unset)  (from overlay.lookup_{name.lower()})\n"
+          for name, value in (("DRAFT", 1), ("MODE", "wide"), ("SYNC_GATE", 1), ("NARROW_SLOTS", 1), ("FUSED_C2", 1))),
+        "  ranks 0-3 plan.json: ranks[].engine_argv --speculative-dspark-block-size 15 → "
+        "--speculative-dspark-block-size 5  (from engine.speculative.dspark_block_size)\n",
+        "  README.md:\n    - | `SPARK_LOOKUP_DRAFT` | `1` (differs) | `0` |\n",
+        "  ranks 0-3 fleet/fleet.env: rank_docker --speculative-dspark-block-size 15 → "
+        "--speculative-dspark-block-size 5  (from engine.speculative.dspark_block_size)\n",
+    ):
+        assert expected in artifacts
+    # The hooks 1.7 arms by its flags (the overlay's own count) → the 21 that 1.7.1 records for every rank.
+    assert re.search(r"\n  fleet/fleet\.env: rank_hooks \((\d+) \1 \1 \1\) → \(21 21 21 21\)\n", artifacts)
 
 
 def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
@@ -68,25 +86,36 @@ def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
     assert result.returncode == 1
     r = "spec/profiles/releases/production-"
     # SPARK_ENGRAM_MAX_IDS stays 65536: the 2048-token chunk dominates max(chunk, 8 x requests).
-    assert result.stdout == (
+    assert result.stdout.startswith(
         "profile: 4 changes\n"
         f"  release: production-1.1 → production-1.2  ({r}1.2.yaml:5)\n"
         "  engine.image: aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1 → "
         f"aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2  ({r}1.2.yaml:7)\n"
         f"  engine.limits.max_running_requests: 8 → 16  ({r}1.2.yaml:9)\n"
         f"  overlay.engram_early: (unset) → true  ({r}1.2.yaml:11)\n"
-        "artifacts: 4 changes\n"
-        "  ranks 0-3 overlay.env: SPARK_ENGRAM_EARLY (unset) → 1\n"
-        "  ranks 0-3 docker: image aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1 → "
-        "aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2\n"
-        "  ranks 0-3 engine: --max-running-requests 8 → 16\n"
-        "  ranks 0-3 engine: --cuda-graph-max-bs-decode 8 → 16\n"
+        "artifacts: 20 changes besides 1 rename\n"
+        "  release: production-1.1 → production-1.2; every mention follows (12 lines in 12 files)\n"
+        "  ranks 0-3 docker-run.sh:\n"
+        "    -   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1 \\\n"
+        "    +   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2 \\\n"
+        "  ranks 0-3 docker-run.sh:  (from engine.limits.max_running_requests, engine.cuda_graph.max_bs_decode)\n"
+        "    -   --max-running-requests 8 \\\n"
+        "    -   --cuda-graph-max-bs-decode 8 \\\n"
+        "    +   --max-running-requests 16 \\\n"
+        "    +   --cuda-graph-max-bs-decode 16 \\\n"
+        "  ranks 0-3 overlay.env: SPARK_ENGRAM_EARLY (unset) → 1  (from overlay.engram_early)\n"
+        "  README.md:\n"
+        "    - - Image: `aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1`\n"
+        "    + - Image: `aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2`\n"
+        "  README.md:\n"
+        "    + | `SPARK_ENGRAM_EARLY` | `1` | `1` |\n"
     )
+    assert "SPARK_ENGRAM_MAX_IDS 65536 →" not in result.stdout
 
 
 def test_identical_profiles_diff_empty_with_exit_0() -> None:
     result = run_cli("diff", "spec/profiles/dsv41-4spark.yaml", "spec/profiles/releases/production-1.7.1.yaml")
-    assert (result.returncode, result.stdout) == (0, "profile: 0 changes\nartifacts: 0 changes\n")
+    assert (result.returncode, result.stdout) == (0, "profile: 0 changes\nartifacts: 0 changes (byte-identical)\n")
 
 
 def test_diff_json_and_unified() -> None:
@@ -96,9 +125,9 @@ def test_diff_json_and_unified() -> None:
     body = json.loads(result.stdout)
     assert body["identical"] is False
     assert {"path": "overlay.late_tail_skip_all", "old": None, "new": True, "old_origin": None,
-            "new_origin": "spec/profiles/releases/production-1.5.yaml:8"} in body["profile"]
+            "new_origin": "spec/profiles/releases/production-1.5.yaml:8", "effect": True} in body["profile"]
     assert {"ranks": [0, 1, 2, 3], "file": "overlay.env", "name": "SPARK_LATE_TAIL_SKIP_ALL", "old": None,
-            "new": "1"} in body["artifacts"]
+            "new": "1", "source": "overlay.late_tail_skip_all"} in body["artifacts"]
     assert "+SPARK_LATE_TAIL_SKIP_ALL=1\n" in body["unified"]
     assert "--- a/0-spark-0/overlay.env\n+++ b/0-spark-0/overlay.env\n" in body["unified"]
 
@@ -123,8 +152,8 @@ def test_diff_against_a_git_revision(tmp_path: Path) -> None:
         "profile: 1 change",
         "  engine.limits.max_running_requests: 16 → 24  (spec/profiles/dsv41-4spark.yaml:73)",
     ]
-    assert "  ranks 0-3 overlay.env: SPARK_ENGRAM_MAX_IDS 65536 → 98304" not in result.stdout  # 2048 still wins
-    assert "  ranks 0-3 engine: --cuda-graph-max-bs-decode 16 → 24" in result.stdout
+    assert "SPARK_ENGRAM_MAX_IDS 65536 →" not in result.stdout  # 2048 still wins
+    assert "    +   --cuda-graph-max-bs-decode 24 \\\n" in result.stdout
     missing = run_cli("diff", "HEAD~5:spec/profiles/dsv41-4spark.yaml", "spec/profiles/dsv41-4spark.yaml", cwd=repo)
     assert missing.returncode == 2
     assert "HEAD~5" in missing.stderr and "Traceback" not in missing.stderr
@@ -203,5 +232,5 @@ def test_diff_reads_a_parent_that_exists_only_at_the_revision(tmp_path: Path) ->
     result = run_cli("diff", "HEAD~1:spec/profiles/releases/production-1.7.yaml",
                      "HEAD~1:spec/profiles/releases/production-1.7.1.yaml", cwd=repo)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "  ranks 0-3 overlay.env: SPARK_LOOKUP_MODE wide → (unset)" in result.stdout
+    assert "  ranks 0-3 overlay.env: SPARK_LOOKUP_MODE wide → (unset)  (from overlay.lookup_mode)" in result.stdout
     assert "(HEAD~1:spec/profiles/releases/production-1.6.yaml:12)" in result.stdout

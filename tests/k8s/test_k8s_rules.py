@@ -96,9 +96,10 @@ def test_diff_shows_manifest_changes(tmp_path: Path) -> None:
                      "container:\n  shm_size: 16g\n")
     result = run_cli("diff", str(K8S_PROFILE), str(child))
     assert result.returncode == 1, result.stderr
-    assert "group k8s/leaderworkerset.yaml: metadata.namespace inference → serving" in result.stdout
-    assert ("group k8s/leaderworkerset.yaml: spec.leaderWorkerTemplate.workerTemplate.spec.volumes[1].emptyDir"
-            ".sizeLimit 32Gi → 16Gi") in result.stdout
+    # Since issue 17 the diff compares every rendered file, manifests key by key; a file of no rank has no prefix.
+    assert "  k8s/leaderworkerset.yaml: metadata.namespace inference → serving\n" in result.stdout
+    assert ("  k8s/leaderworkerset.yaml: spec.leaderWorkerTemplate.workerTemplate.spec.volumes[1].emptyDir"
+            ".sizeLimit 32Gi → 16Gi\n") in result.stdout
     unified = run_cli("diff", "--unified", str(K8S_PROFILE), str(child)).stdout
     assert "+++ b/k8s/leaderworkerset.yaml" in unified and "-  namespace: inference" in unified
 

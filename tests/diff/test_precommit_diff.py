@@ -1,0 +1,78 @@
+"""The pre-commit hook that prints what each changed profile does, against the previous commit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_cli
+
+PROFILE = "spec/profiles/dsv41-4spark.yaml"
+ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e.invalid", "GIT_COMMITTER_NAME": "t",
+       "GIT_COMMITTER_EMAIL": "t@e.invalid"}
+
+
+def _infra(tmp_path: Path) -> Path:
+    repo = tmp_path / "infra"
+    shutil.copytree(ROOT / "spec" / "profiles", repo / "spec" / "profiles")
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "profiles"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, env={**os.environ, **ENV})
+    profile = repo / PROFILE
+    profile.write_text(profile.read_text().replace("max_running_requests: 16", "max_running_requests: 24"))
+    (repo / "spec" / "profiles" / "canary.yaml").write_text("extends: dsv41-4spark.yaml\nname: canary\n")
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+    return repo
+
+
+def test_since_diffs_each_path_against_the_revision(tmp_path: Path) -> None:
+    repo = _infra(tmp_path)
+    result = run_cli("diff", "--since", "HEAD", PROFILE, "spec/profiles/canary.yaml", cwd=repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith(
+        f"== {PROFILE} against HEAD\n"
+        "profile: 1 change\n"
+        f"  engine.limits.max_running_requests: 16 → 24  ({PROFILE}:")
+    assert "    +   --max-running-requests 24 \\\n" in result.stdout
+    assert result.stdout.endswith("== spec/profiles/canary.yaml against HEAD\n"
+                                  "spec/profiles/canary.yaml: new profile (not in HEAD)\n")
+
+
+def test_since_refuses_an_option_shaped_revision(tmp_path: Path) -> None:
+    repo = _infra(tmp_path)
+    result = run_cli("diff", "--since=--output=x", PROFILE, cwd=repo)
+    assert result.returncode == 2 and "may not be empty or start with '-'" in result.stderr
+    assert not (repo / "x").exists()
+
+
+def test_diff_needs_two_sides_without_since() -> None:
+    result = run_cli("diff", PROFILE)
+    assert result.returncode == 2 and "expected OLD and NEW" in result.stderr
+
+
+def test_pre_commit_hook_prints_the_diff(tmp_path: Path) -> None:
+    tool = shutil.which("pre-commit")
+    if tool is None:
+        pytest.fail("pre-commit is not installed (it is a dev dependency)")
+    repo = _infra(tmp_path)
+    env = {**os.environ, **ENV, "PRE_COMMIT_HOME": str(tmp_path / "cache")}
+    result = subprocess.run([tool, "try-repo", str(ROOT), "spark-compile-diff", "--files", PROFILE], cwd=repo,
+                            env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "engine.limits.max_running_requests: 16 → 24" in result.stdout
+    assert "    +   --max-running-requests 24 \\" in result.stdout
+
+
+def test_report_against_a_git_revision(tmp_path: Path) -> None:
+    repo = _infra(tmp_path)
+    page = tmp_path / "page.html"
+    result = run_cli("report", PROFILE, "--against", f"HEAD:{PROFILE}", "-o", str(page), cwd=repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+    html = page.read_text()
+    assert '<li class="change" data-path="engine.limits.max_running_requests">' in html
+    assert "Changes against <code>HEAD:spec/profiles/dsv41-4spark.yaml</code>" in html
+    refused = run_cli("report", PROFILE, f"--against=-x:{PROFILE}", cwd=repo)
+    assert refused.returncode == 2 and "may not start with '-'" in refused.stderr
