@@ -7,7 +7,6 @@ whatever the fleet's size.
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import json
 import shlex
@@ -273,14 +272,6 @@ def fleet_env(plan: LaunchPlan, profile: Profile, version: str, unit_exec: dict[
     return "\n".join(lines) + "\n"
 
 
-def profile_sha256(profile: Profile) -> str:
-    """The fingerprint of what the profile says (extends applied, defaults left out, so a compiler that adds
-    a field with its default keeps it): what a window's verdict vouches for."""
-    written = profile.model_dump(mode="json", exclude_unset=True)
-    canonical = json.dumps(written, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
 def fleet_json(plan: LaunchPlan, profile: Profile) -> str:
     """fleet.json: smoke.py's defaults, where the API is and what the profile says the model can do."""
     smoke, api = profile.operations.smoke, api_place(plan, profile)
@@ -294,8 +285,7 @@ def fleet_json(plan: LaunchPlan, profile: Profile) -> str:
         "image": smoke.image, "tools": smoke.tools, "timeout": smoke.request_timeout_seconds,
         "thinking_default": profile.engine.chat.thinking,
         "reasoning": profile.engine.chat.reasoning_parser is not None,
-        "profile": plan.profile, "release": plan.release or "", "profile_sha256": profile_sha256(profile),
+        "profile": plan.profile, "release": plan.release or "",
         "window": profile.operations.window.model_dump(mode="json"),
-        "max_running_requests": profile.engine.limits.max_running_requests,
     }
     return json.dumps(config, indent=2, sort_keys=True) + "\n"

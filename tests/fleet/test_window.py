@@ -6,6 +6,7 @@ a deadline that runs out mid-gate, a TERM to the window, and a KILL (finished by
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -122,7 +123,11 @@ def test_a_window_that_passes_restores_production_and_writes_the_verdict(bed: Fl
     GATE_REACHED_AFTER.append(int(re.search(r"window \+(\d+)s: gate", out).group(1)))  # type: ignore[union-attr]
     found = verdict(bed)
     assert found["result"] == "PASS" and found["production_restored"] is True, found
-    assert found["release"] == "candidate-1.8" and len(found["profile_sha256"]) == 64
+    assert found["release"] == "candidate-1.8"
+    written = hashlib.sha256((bed.tmp / "fleet-cand.yaml").read_bytes()).hexdigest()
+    assert found["profile_sha256"] == written  # the candidate's own file, as the operator commits it
+    assert [Path(s["path"]).name for s in found["profile_sources"]] == [
+        "fleet-cand.yaml", "fleet-test.yaml", "dsv41-4spark.yaml"]
     names = {check["name"] for check in found["checks"]}
     assert {"count", "long-prefill-stress", "buried-facts", "multi-answer", "bench", "operator-arith"} <= names
     assert found["failed"] == [] and found["bench"]["tokens_per_s"] > 0

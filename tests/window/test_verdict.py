@@ -27,6 +27,7 @@ def write(tmp_path: Path, gate: list[str], memory: str, result: str, stopped: in
     (tmp_path / "gate").write_text("PASS count: ok\n" + "\n".join(gate) + "\n")
     (tmp_path / "memory").write_text(memory)
     proc = verdict_cli("write", "--dir", str(tmp_path / "verdicts"), "--candidate", str(REFERENCE_FLEET_JSON),
+                       "--manifest", str(REFERENCE_FLEET_JSON.parents[1] / "MANIFEST.json"),
                        "--gate", str(tmp_path / "gate"), "--memory", str(tmp_path / "memory"), "--nodes", NODES,
                        "--started", "1790000000", "--stopped", str(stopped), "--result", result,
                        "--reason", "test", "--restored", "1")
@@ -43,7 +44,10 @@ def test_verdict_records_checks_memory_peaks_and_times(tmp_path: Path) -> None:
     data = write(tmp_path, gate, memory, "FAIL", 1790000600)
     assert data["failed"] == ["buried-facts"] and data["result"] == "FAIL"
     assert data["why"] == ["buried-facts: 7/8 facts found; wanted 'teal'"]
-    assert data["release"] == "production-1.7.1" and len(data["profile_sha256"]) == 64
+    manifest = json.loads((REFERENCE_FLEET_JSON.parents[1] / "MANIFEST.json").read_text())
+    assert data["release"] == "production-1.7.1"
+    assert data["profile_sha256"] == manifest["sources"][0]["sha256"] and len(data["profile_sha256"]) == 64
+    assert data["profile_sources"][0]["path"] == "../spec/profiles/dsv41-4spark.yaml"
     assert data["started"] == "2026-09-21T14:13:20Z" and data["seconds"] == 600
     assert data["memory"]["nodes"] == {
         "spark-0": {"samples": 3, "unreachable": 0, "peak_used_gib": 101, "least_available_gib": 18},

@@ -240,6 +240,7 @@ window_verdict() {
         ((gate_status == 0)) && result=PASS code=0
     fi
     python3 "$window_here/verdict.py" write --dir "$window_verdicts" --candidate "$window_candidate/fleet/fleet.json" \
+        --manifest "$window_candidate/MANIFEST.json" \
         --gate "$window_dir/gate" --memory "$window_dir/memory" --nodes "${rank_nodes[*]}" \
         --started "$window_started" --stopped "$(date +%s)" --result "$result" --reason "$window_reason" \
         --restored "$restored" --log "${run_log_file:-}" >&2 || echo "WARNING: the verdict could not be written" >&2
