@@ -8,7 +8,7 @@ A static file of spark-compile, run by launch.sh window (window.sh). Standard li
     verdict.py write --dir DIR --candidate FLEET_JSON --manifest MANIFEST_JSON --gate FILE --memory FILE
                      --nodes "N0 N1 ..."
                      --started EPOCH --stopped EPOCH --result PASS|FAIL|ABORTED --reason TEXT --restored 0|1
-                     [--log FILE]
+                     [--log FILE] [--files DIR]
                                  DIR/PROFILE.verdict.json and DIR/PROFILE.verdict.md: release, the profile
                                  file's sha256 (and its extends chain's, from the compile's MANIFEST.json),
                                  each gate check's result and figures, memory peaks per node
@@ -88,6 +88,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "memory": {"interval_seconds": fleet["window"]["memory_interval_seconds"],
                    "nodes": memory_peaks(read(args.memory), args.nodes.split())},
         "log": args.log,
+        "files": args.files,
     }
 
 
@@ -148,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     out.add_argument("--started", type=int, required=True)
     out.add_argument("--stopped", type=int, required=True)
     out.add_argument("--log", default="")
+    out.add_argument("--files", default="", help="the window's folder: gate output, memory samples, rank logs")
     args = parser.parse_args(argv)
     return baseline(args.dir) if args.command == "baseline" else write(args)
 

@@ -5,9 +5,10 @@
 #   launch.sh window CANDIDATE [--verdict-dir DIR]
 #       disarm the watchdog; start the deadline and a `free -g` sampler on every node; stop production;
 #       install and start the candidate (it serves on its test port, operations.window.port); run its gate
-#       (gate.py); then, whatever happened (gate failure, deadline, Ctrl-C, kill, a dead ssh): stop the
-#       candidate, restart production (launch.sh start: preflight, health, watchdog) and write the verdict,
-#       DIR/PROFILE.verdict.json and .md (default ./verdicts), beside the profile the operator commits.
+#       (gate.py); then, whatever happened (gate failure, deadline, Ctrl-C, kill, a dead ssh): save the
+#       candidate's rank logs and stop it, restart production (launch.sh start: preflight, health, watchdog)
+#       and write the verdict, DIR/PROFILE.verdict.json and .md (default ./verdicts), beside the profile
+#       the operator commits.
 #       The bench compares with the newest passing bench among DIR's verdicts.
 #   launch.sh window --restore
 #       finish a window whose process died (launch.sh status names it): the same restore and verdict.
@@ -216,6 +217,9 @@ window_restore() {
     local generation
     window_say "restoring production ($window_reason)"
     if [ "$window_stage" = candidate ] || [ "$window_stage" = unknown ]; then
+        # The candidate's rank logs, kept with the window's gate output and memory samples (as the peer's).
+        bash "$window_candidate/fleet/launch.sh" postmortem "$window_dir/candidate" \
+            || echo "WARNING: the candidate's rank logs were not all saved"
         SPARK_WINDOW=1 bash "$window_candidate/fleet/launch.sh" stop || echo "WARNING: the candidate did not stop"
     fi
     if [ "$window_stage" = stopped ] || [ "$window_stage" = candidate ] || [ "$window_stage" = unknown ]; then
@@ -243,7 +247,7 @@ window_verdict() {
         --manifest "$window_candidate/MANIFEST.json" \
         --gate "$window_dir/gate" --memory "$window_dir/memory" --nodes "${rank_nodes[*]}" \
         --started "$window_started" --stopped "$(date +%s)" --result "$result" --reason "$window_reason" \
-        --restored "$restored" --log "${run_log_file:-}" >&2 || echo "WARNING: the verdict could not be written" >&2
+        --restored "$restored" --log "${run_log_file:-}" --files "$window_dir" >&2 || echo "WARNING: the verdict could not be written" >&2
     ((restored)) || code=3
     echo "$code"
 }
