@@ -26,8 +26,8 @@ def gate_line(name: str, result: str, summary: str, **figures: Any) -> str:
 def write(tmp_path: Path, gate: list[str], memory: str, result: str, stopped: int) -> dict[str, Any]:
     (tmp_path / "gate").write_text("PASS count: ok\n" + "\n".join(gate) + "\n")
     (tmp_path / "memory").write_text(memory)
-    proc = verdict_cli("write", "--dir", str(tmp_path / "verdicts"), "--candidate", str(REFERENCE_FLEET_JSON),
-                       "--manifest", str(REFERENCE_FLEET_JSON.parents[1] / "MANIFEST.json"),
+    candidate = str(REFERENCE_FLEET_JSON.parents[1])
+    proc = verdict_cli("write", "--dir", str(tmp_path / "verdicts"), "--candidate", candidate,
                        "--gate", str(tmp_path / "gate"), "--memory", str(tmp_path / "memory"), "--nodes", NODES,
                        "--started", "1790000000", "--stopped", str(stopped), "--result", result,
                        "--reason", "test", "--restored", "1")

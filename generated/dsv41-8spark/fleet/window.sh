@@ -64,13 +64,13 @@ pointer_get() {
     sed -n "s/^$1=//p" "$(window_pointer)" 2>/dev/null | tail -n 1
 }
 
-# cand_json KEY...: a value of the candidate's fleet.json (window.port, port, profile, ...).
+# cand_json FILE KEY...: a value of one of the candidate's JSON files (fleet/fleet.json, plan.json).
 cand_json() {
     python3 -c 'import json, sys
 value = json.load(open(sys.argv[1]))
 for key in sys.argv[2:]:
     value = value[key]
-print(value)' "$window_candidate/fleet/fleet.json" "$@"
+print(value)' "$window_candidate/$1" "${@:2}"
 }
 
 # window_step COMMAND...: run a step in its own process group, so a signal or the deadline can end it.
@@ -102,7 +102,7 @@ window_sampler() {
 window_signal() {
     trap '' INT TERM HUP USR1
     case $1 in
-        deadline) window_reason="the deadline of $(cand_json window deadline_seconds) s ran out" ;;
+        deadline) window_reason="the deadline of $(cand_json fleet/fleet.json window deadline_seconds) s ran out" ;;
         *) window_reason="the window was interrupted (SIG$1)" ;;
     esac
     window_say "$window_reason: restoring production"
@@ -128,7 +128,7 @@ cmd_window() {
         echo "window: $window_candidate is not a generated profile folder (no fleet/launch.sh, fleet/gate.py)" >&2
         return 64
     fi
-    port=$(cand_json window port) api_port=$(cand_json port)
+    port=$(cand_json fleet/fleet.json window port) api_port=$(cand_json fleet/fleet.json port)
     if [ "$port" != "$api_port" ]; then
         echo "window: the candidate serves on port $api_port, its window's test port is $port: compile the" \
             "candidate for the window with engine.port: $port" >&2
@@ -141,7 +141,8 @@ cmd_window() {
     fi
     mkdir -p "$verdicts"
     window_verdicts=$(cd "$verdicts" && pwd)
-    deadline=$(cand_json window deadline_seconds) interval=$(cand_json window memory_interval_seconds)
+    deadline=$(cand_json fleet/fleet.json window deadline_seconds)
+    interval=$(cand_json fleet/fleet.json window memory_interval_seconds)
     # The run log's tee and the nodes' ssh must outlive a Ctrl-C: they start with INT ignored.
     trap '' INT HUP
     start_run_log window
@@ -160,7 +161,7 @@ cmd_window() {
     window_sampler "$window_dir/memory" "$interval" "$$" &
     window_sampler_pid=$!
     printf 'timer=%s\n' "$window_timer_pid" >>"$(window_pointer)"
-    echo "window: candidate $(cand_json profile) ($(cand_json release)) on port $port; deadline $deadline s;" \
+    echo "window: candidate $(cand_json plan.json profile) ($(cand_json plan.json release)) on port $port; deadline $deadline s;" \
         "free -g every $interval s; verdict in $window_verdicts"
     window_run
 }
@@ -243,8 +244,7 @@ window_verdict() {
         result=FAIL code=1
         ((gate_status == 0)) && result=PASS code=0
     fi
-    python3 "$window_here/verdict.py" write --dir "$window_verdicts" --candidate "$window_candidate/fleet/fleet.json" \
-        --manifest "$window_candidate/MANIFEST.json" \
+    python3 "$window_here/verdict.py" write --dir "$window_verdicts" --candidate "$window_candidate" \
         --gate "$window_dir/gate" --memory "$window_dir/memory" --nodes "${rank_nodes[*]}" \
         --started "$window_started" --stopped "$(date +%s)" --result "$result" --reason "$window_reason" \
         --restored "$restored" --log "${run_log_file:-}" --files "$window_dir" >&2 || echo "WARNING: the verdict could not be written" >&2

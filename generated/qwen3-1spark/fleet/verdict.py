@@ -5,11 +5,11 @@ A static file of spark-compile, run by launch.sh window (window.sh). Standard li
 
     verdict.py baseline DIR      gate.py's bench baseline options from the newest verdict in DIR whose bench
                                  passed (nothing when there is none)
-    verdict.py write --dir DIR --candidate FLEET_JSON --manifest MANIFEST_JSON --gate FILE --memory FILE
-                     --nodes "N0 N1 ..."
+    verdict.py write --dir DIR --candidate FOLDER --gate FILE --memory FILE --nodes "N0 N1 ..."
                      --started EPOCH --stopped EPOCH --result PASS|FAIL|ABORTED --reason TEXT --restored 0|1
                      [--log FILE] [--files DIR]
-                                 DIR/PROFILE.verdict.json and DIR/PROFILE.verdict.md: release, the profile
+                                 DIR/PROFILE.verdict.json and DIR/PROFILE.verdict.md (FOLDER is the
+                                 candidate's generated folder): release, the profile
                                  file's sha256 (and its extends chain's, from the compile's MANIFEST.json),
                                  each gate check's result and figures, memory peaks per node
                                  (from the window's free -g samples), start and stop times
@@ -70,13 +70,15 @@ def read(path: str) -> str:
 
 
 def build(args: argparse.Namespace) -> dict[str, Any]:
-    fleet = json.loads(Path(args.candidate).read_text())
+    folder = Path(args.candidate)
+    fleet = json.loads((folder / "fleet" / "fleet.json").read_text())
+    plan = json.loads((folder / "plan.json").read_text())
     # The compile's MANIFEST.json: the profile chain it read, the candidate's own file first, with sha256s.
-    sources = json.loads(Path(args.manifest).read_text()).get("sources") or [{}]
+    sources = json.loads((folder / "MANIFEST.json").read_text()).get("sources") or [{}]
     checks = gate_checks(read(args.gate))
     bench = next((c["figures"] for c in checks if c["name"] == "bench" and c["result"] == "PASS"), None)
     return {
-        "profile": fleet["profile"], "release": fleet["release"], "profile_sha256": sources[0].get("sha256", ""),
+        "profile": plan["profile"], "release": plan["release"] or "", "profile_sha256": sources[0].get("sha256", ""),
         "profile_sources": sources,
         "result": args.result, "reason": args.reason, "production_restored": args.restored == "1",
         "started": when(args.started), "stopped": when(args.stopped), "seconds": args.stopped - args.started,
@@ -144,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("baseline").add_argument("dir")
     out = sub.add_parser("write")
-    for name in ("dir", "candidate", "manifest", "gate", "memory", "nodes", "result", "reason", "restored"):
+    for name in ("dir", "candidate", "gate", "memory", "nodes", "result", "reason", "restored"):
         out.add_argument(f"--{name}", required=True)
     out.add_argument("--started", type=int, required=True)
     out.add_argument("--stopped", type=int, required=True)
