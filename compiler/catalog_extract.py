@@ -59,7 +59,13 @@ def default_engine_python() -> str | None:
 
 def catalog_paths(out_dir: Path, version: str) -> tuple[Path, Path]:
     """(flags catalog path, env catalog path) for one SGLang version."""
-    return out_dir / f"sglang-{version}.json", out_dir / f"sglang-env-{version}.json"
+    return named_paths(out_dir, f"sglang-{version}")
+
+
+def named_paths(out_dir: Path, name: str) -> tuple[Path, Path]:
+    """(flags, env) catalog paths of catalog ``name``: NAME.json and PACKAGE-env-REST.json (spec/catalog.py)."""
+    package, _, rest = name.rpartition("-")
+    return out_dir / f"{name}.json", out_dir / f"{package}-env-{rest}.json"
 
 
 def render_catalog(doc: Catalog) -> str:
@@ -95,9 +101,14 @@ def _validate(result: object) -> tuple[Catalog, Catalog]:
 
 def extract_sglang_catalog(python: str) -> tuple[Catalog, Catalog]:
     """Run the probe with ``python`` (an interpreter that imports sglang); return (flags, env) catalogs."""
+    return _validate(_run_probe([python, "-I", str(PROBE)]))
+
+
+def _run_probe(command: list[str]) -> Any:
+    python = command[0]
     try:
         proc = subprocess.run(
-            [python, "-I", str(PROBE)],
+            command,
             capture_output=True,
             text=True,
             encoding="utf-8",
@@ -118,15 +129,14 @@ def extract_sglang_catalog(python: str) -> tuple[Catalog, Catalog]:
         last = lines[-1].strip() if lines else "no output"
         raise CatalogError(f"the sglang probe failed with exit code {proc.returncode}: {last}")
     try:
-        result = json.loads(proc.stdout)
+        return json.loads(proc.stdout)
     except json.JSONDecodeError as exc:
         raise CatalogError(f"the sglang probe printed invalid JSON: {exc}") from None
-    return _validate(result)
 
 
 def write_catalogs(flags: Catalog, env: Catalog, out_dir: Path) -> tuple[Path, Path]:
     """Write both catalogs into ``out_dir`` (atomically, each); return their paths."""
-    paths = catalog_paths(out_dir, str(flags["version"]))
+    paths = named_paths(out_dir, str(flags["catalog"]))
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         for path, doc in zip(paths, (flags, env), strict=True):
@@ -168,7 +178,7 @@ def check_catalogs(flags: Catalog, env: Catalog, out_dir: Path) -> list[str]:
     """Differences between freshly extracted catalogs and the files in ``out_dir`` (empty: identical)."""
     problems: list[str] = []
     for path, doc, list_field, key_field in zip(
-        catalog_paths(out_dir, str(flags["version"])),
+        named_paths(out_dir, str(flags["catalog"])),
         (flags, env),
         ("flags", "variables"),
         ("dest", "name"),
@@ -201,6 +211,22 @@ def check_catalogs(flags: Catalog, env: Catalog, out_dir: Path) -> list[str]:
     return problems
 
 
+def extract_from_source(root: Path, name: str | None) -> tuple[Catalog, Catalog]:
+    """Catalogs of an SGLang source tree: flags by parsing server_args.py here, environment variables by the
+    probe in a subprocess of this interpreter (the tree's environ.py is run there, never in this process)."""
+    from spark_compile.sglang_source import SourceError, find_package, source_catalog
+
+    try:
+        flags = source_catalog(root, name)
+        srt_dir = find_package(root) / "srt"
+    except (SourceError, OSError, SyntaxError) as exc:
+        raise CatalogError(str(exc)) from None
+    env_doc = _run_probe([sys.executable, "-I", str(PROBE), "--env-source", str(srt_dir), str(flags["catalog"])])
+    if not isinstance(env_doc, dict) or not isinstance(env_doc.get("env"), dict):
+        raise CatalogError("the environment probe printed JSON without an 'env' object")
+    return _validate({"flags": flags, "env": env_doc["env"]})
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spark-compile catalog",
@@ -211,6 +237,10 @@ def _parser() -> argparse.ArgumentParser:
         "--python",
         help=f"interpreter that imports sglang (default: ${ENGINE_PYTHON_ENV}, else {DEFAULT_ENGINE_PYTHON})",
     )
+    parser.add_argument("--source", type=Path, metavar="DIR",
+                        help="build the catalogs from an SGLang source tree (a checkout, an unpacked sdist or wheel) "
+                        "by parsing it, instead of importing an install")
+    parser.add_argument("--name", help="with --source: the catalog's name (default: sglang-<the tree's version>)")
     parser.add_argument("--out", type=Path, help="catalog directory (default: spec/catalogs)")
     parser.add_argument(
         "--check", action="store_true", help="compare with the committed catalogs, write nothing"
@@ -225,7 +255,7 @@ def main_catalog(argv: list[str]) -> int:
     except SystemExit as exc:  # argparse already printed usage and the reason
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     python = args.python or default_engine_python()
-    if python is None:
+    if args.source is None and python is None:
         sys.stderr.write(
             f"spark-compile catalog: error: no engine interpreter: pass --python or set {ENGINE_PYTHON_ENV} "
             "(make one with .ci/install-engine)\n"
@@ -233,7 +263,8 @@ def main_catalog(argv: list[str]) -> int:
         return EXIT_USAGE
     out_dir: Path = args.out or default_catalog_dir()
     try:
-        flags, env = extract_sglang_catalog(python)
+        flags, env = extract_from_source(args.source, args.name) if args.source else \
+            extract_sglang_catalog(str(python))
         if args.check:
             problems = check_catalogs(flags, env, out_dir)
             for line in problems:
@@ -244,7 +275,7 @@ def main_catalog(argv: list[str]) -> int:
                     "regenerate with: spark-compile catalog sglang\n"
                 )
                 return EXIT_DIFFERS
-            sys.stdout.write(f"catalogs for sglang {flags['version']} are up to date\n")
+            sys.stdout.write(f"catalogs {flags['catalog']} are up to date\n")
             return EXIT_OK
         flags_path, env_path = write_catalogs(flags, env, out_dir)
     except CatalogError as exc:

@@ -47,6 +47,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="also fail when the committed output of each profile is stale (drift)")
     check.add_argument("--out", type=Path, default=None,
                        help="with --generated: the output root (default: generated/ beside spec/)")
+    check.add_argument("--engine", action="store_true",
+                       help="also run SGLang's own resolution and boot checks on every rank (in the engine venv)")
+    check.add_argument("--engine-python", default=None,
+                       help="with --engine: the engine venv's interpreter (default: $ENGINE_PYTHON, else .venv-engine)")
     _target_option(check)
     plan = sub.add_parser("plan", help="print the launch plan")
     plan.add_argument("profile", type=Path)
@@ -104,10 +108,18 @@ def _validated_or_exit(path: Path, fmt: str = "text", targets: Sequence[str] = (
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Validate every profile named; print all findings; exit 1 on errors (or warnings with --strict)."""
-    findings: list[Finding] = []
-    for path in args.profiles:
-        outcome = load_and_validate(path, args.target)
-        findings += [outcome] if isinstance(outcome, Finding) else outcome.findings
+    outcomes = [load_and_validate(path, args.target) for path in args.profiles]
+    per_profile = [[o] if isinstance(o, Finding) else list(o.findings) for o in outcomes]
+    if args.engine:
+        from spark_compile.engine_check import engine_findings_many
+
+        checked = [i for i, o in enumerate(outcomes) if not isinstance(o, Finding) and o.profile is not None]
+        notes: list[str] = []
+        verdicts = engine_findings_many([outcomes[i] for i in checked], args.engine_python, notes)  # type: ignore[misc]
+        sys.stderr.write("".join(f"{note}\n" for note in notes))
+        for i, extra in zip(checked, verdicts, strict=True):
+            per_profile[i] = sorted(per_profile[i] + extra, key=Finding.sort_key)
+    findings = [f for found in per_profile for f in found]
     sys.stdout.write(render(findings, args.format, len(args.profiles)))
     status = EXIT_FINDINGS if has_errors(findings, strict=args.strict) else EXIT_OK
     if args.generated and status == EXIT_OK:

@@ -40,6 +40,8 @@ TYPED_FLAGS: dict[str, ProfilePath] = {
     "--max-running-requests": ("engine", "limits", "max_running_requests"),
     "--max-total-tokens": ("engine", "limits", "max_total_tokens"),
     "--cuda-graph-max-bs-decode": ("engine", "cuda_graph", "max_bs_decode"),
+    "--cuda-graph-max-bs": ("engine", "cuda_graph", "max_bs_decode"),  # its spelling up to SGLang 0.5.10
+    "--disable-cuda-graph": ("engine", "cuda_graph", "enabled"),  # ditto
     "--cuda-graph-backend-decode": ("engine", "cuda_graph", "enabled"),
     "--cuda-graph-backend-prefill": ("engine", "cuda_graph", "enabled"),
     "--random-seed": ("engine", "limits", "random_seed"),
@@ -101,11 +103,7 @@ def engine_options(profile: Profile, rank: int) -> list[Option]:
                 *_typed("--context-length", limits.context_length),
                 *_typed("--max-running-requests", limits.max_running_requests)]
     options += _typed("--max-total-tokens", limits.max_total_tokens)
-    if eng.cuda_graph.enabled:
-        options += _typed("--cuda-graph-max-bs-decode", cuda_graph_max_bs_decode(profile))
-    else:
-        options += [*_typed("--cuda-graph-backend-decode", "disabled"),
-                    *_typed("--cuda-graph-backend-prefill", "disabled")]
+    options += _cuda_graph_options(profile)
     options += _typed("--random-seed", limits.random_seed)
     options += _speculative_options(profile)
     options += _typed("--tool-call-parser", eng.chat.tool_call_parser)
@@ -121,6 +119,20 @@ def engine_options(profile: Profile, rank: int) -> list[Option]:
 def engine_argv(profile: Profile, rank: int) -> list[str]:
     """The engine's own arguments for ``rank`` as argv words."""
     return [word for option in engine_options(profile, rank) for word in option.words]
+
+
+def _cuda_graph_options(profile: Profile) -> list[Option]:
+    """The CUDA-graph options, spelled the way the SGLang build engine.catalog selects takes them."""
+    from spark_compile.spec.catalog import spelling
+
+    build = profile.engine.catalog
+    if profile.engine.cuda_graph.enabled:
+        flag = spelling(build, ["--cuda-graph-max-bs-decode"], ["--cuda-graph-max-bs"])[0]
+        return _typed(flag, cuda_graph_max_bs_decode(profile))
+    if spelling(build, ["--cuda-graph-backend-decode", "--cuda-graph-backend-prefill"], ["--disable-cuda-graph"]) \
+            == ["--disable-cuda-graph"]:
+        return _typed("--disable-cuda-graph")
+    return [*_typed("--cuda-graph-backend-decode", "disabled"), *_typed("--cuda-graph-backend-prefill", "disabled")]
 
 
 def _speculative_options(profile: Profile) -> list[Option]:

@@ -1,6 +1,7 @@
-"""Stage 3: the launch plan of a validated profile, the single source of every artifact.
+"""Stage: the launch plan of a validated profile, what every target renders and every rule reads.
 
-Every derived value is computed here, and each option and variable records the profile path it came from.
+Derived values (Engram rows and id batch, the rendezvous address, the unit's timeouts) are computed here,
+and each option, variable and mount records the profile path it came from.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Stage 5: render the plan into files ({relative path: bytes}) through Jinja2 templates.
+"""Stage: render the plan into files ({relative path: bytes}) through Jinja2 templates.
 
-One environment per process, StrictUndefined; templates format the plan, bar launch.sh.j2's `log_keep * 4`.
+One environment per process, StrictUndefined; templates format the plan and decide nothing (the fleet's
+scripts are static files driven by generated data, see spark_compile.fleet).
 """
 
 from __future__ import annotations

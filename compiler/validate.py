@@ -68,6 +68,8 @@ VALUE_HINTS = {
     "env_name": "write an upper-case variable name such as NCCL_DEBUG",
     "ifname": "write the interface name as `ip link` prints it, e.g. enp1s0f0np0 (at most 15 characters)",
     "image": "write [registry/]name[:tag][@sha256:<64 hex digits>] in lower case, e.g. lmsysorg/sglang:v0.5.23",
+    "image_digest": "complete the digest: sha256: and all 64 lower-case hex digits (`docker buildx imagetools inspect "
+                    "<image>` prints them), or drop the @ part to pin by tag only",
     "ipv4": "write a dotted IPv4 address such as 192.0.2.11",
     "ipv4_network": "write the network in CIDR form with its host bits zero, e.g. 192.0.2.0/24",
     "name": "use lower-case letters, digits and '-', e.g. spark-0",

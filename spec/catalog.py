@@ -185,6 +185,20 @@ class EngineCatalog:
     def suggest(self, option: str) -> list[str]:
         return _close(option, list(self.by_option))
 
+    def knows(self, argv: Sequence[str]) -> bool:
+        """Every option (``--x``) in ``argv`` is one of this build's."""
+        return all(token in self.by_option for token in argv if token.startswith("--"))
+
+
+def spelling(catalog: str, *alternatives: list[str]) -> list[str]:
+    """The first of several ways to write one setting that the build ``catalog`` accepts (flags are renamed
+    between releases); the first way when none is, or the catalog is unknown (other rules report those)."""
+    try:
+        build = engine_catalog(catalog)
+    except CatalogNotFound:
+        return alternatives[0]
+    return next((argv for argv in alternatives if build.knows(argv)), alternatives[0])
+
 
 def _tuple(items: Sequence[Any] | None) -> tuple[Any, ...] | None:
     return None if items is None else tuple(items)

@@ -98,6 +98,11 @@ def _ssh(value: str) -> str:
 
 
 def _image(value: str) -> str:
+    _, at, digest = value.partition("@")
+    if at and not re.fullmatch(r"sha256:[a-f0-9]{64}", digest):
+        raise _err("image_digest", "{value}: a digest is complete only as sha256: followed by 64 lower-case hex "
+                   "digits, got {digest} ({count} after sha256:)", value=repr(value), digest=repr(digest),
+                   count=len(digest.removeprefix("sha256:")))
     if len(value) > 255 or not _IMAGE.match(value):
         raise _err("image", "{value} is not a docker image reference (e.g. registry/name:tag)", value=repr(value))
     return value

@@ -16,6 +16,8 @@ class Hardware:
     sm: tuple[int, int]  # CUDA compute capability (major, minor)
     gpus_per_node: int
     gpu_memory_gb: int
+    gpu_name: str = ""  # what torch.cuda.get_device_name() says on this hardware
+    cpu_arch: str = "x86_64"  # platform.machine() of the host
     env_required: tuple[tuple[str, str], ...] = ()  # variables this hardware needs set to a value
 
 
@@ -25,16 +27,19 @@ HARDWARE: dict[str, Hardware] = {
         Hardware(
             "dgx-spark-gb10", "NVIDIA DGX Spark (GB10 Grace Blackwell), 128 GB unified memory",
             memory_gb=128, unified_memory=True, sm=(12, 1), gpus_per_node=1, gpu_memory_gb=128,
+            gpu_name="NVIDIA GB10", cpu_arch="aarch64",
             # Expandable segments map pages the GB10 driver cannot pin; production runs with them off.
             env_required=(("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False"),),
         ),
         Hardware(
             "dgx-h100", "NVIDIA DGX H100, 8x H100 80 GB SXM, 2 TB host memory",
             memory_gb=2048, unified_memory=False, sm=(9, 0), gpus_per_node=8, gpu_memory_gb=80,
+            gpu_name="NVIDIA H100 80GB HBM3",
         ),
         Hardware(
             "dgx-b200", "NVIDIA DGX B200, 8x B200 180 GB, 4 TB host memory",
             memory_gb=4096, unified_memory=False, sm=(10, 0), gpus_per_node=8, gpu_memory_gb=180,
+            gpu_name="NVIDIA B200",
         ),
     )
 }
@@ -49,13 +54,16 @@ class ModelFamily:
     speculative: tuple[str, ...] | None  # accepted speculative algorithms; None = any
     reasoning_effort_env: str | None  # the SGLANG_* variable that carries the default effort
     has_engram: bool = False
+    attention_backend: str | None = None  # the backend SGLang sets whatever --attention-backend says
+    kv_cache_dtypes: tuple[str, ...] = ()  # KV cache dtypes SGLang accepts (besides auto); () = any
 
 
 FAMILIES: dict[str, ModelFamily] = {
     fam.architecture: fam
     for fam in (
         ModelFamily("DeepseekV4ForCausalLM", page_size=256, speculative=("EAGLE", "DSPARK"),
-                    reasoning_effort_env="SGLANG_DSV41_REASONING_EFFORT", has_engram=True),
+                    reasoning_effort_env="SGLANG_DSV41_REASONING_EFFORT", has_engram=True,
+                    attention_backend="dsv4", kv_cache_dtypes=("fp8_e4m3", "bfloat16")),
         ModelFamily("DeepseekV3ForCausalLM", page_size=None, speculative=None, reasoning_effort_env=None),
         ModelFamily("Qwen3MoeForCausalLM", page_size=None, speculative=None, reasoning_effort_env=None),
         ModelFamily("LlamaForCausalLM", page_size=None, speculative=None, reasoning_effort_env=None),

@@ -133,6 +133,11 @@ class Model(Section):
         " it.",
     )
     engram: Engram | None = Field(None, description="Engram tables, for models that have them.")
+    config_json: Text | None = Field(
+        None,
+        description="The checkpoint's config.json for `check --engine`, relative to the profile file that names it "
+        "(a committed copy); unset: <holder_repo or repo>/snapshots/<snapshot>/config.json on the checking machine.",
+    )
 
 
 class Parallel(Section):
@@ -227,7 +232,10 @@ class Backends(Section):
 class Engine(Section):
     """The SGLang engine in its container."""
 
-    image: ImageRef = Field(description="Container image.")
+    image: ImageRef = Field(
+        description="Container image, best pinned by digest: name[:tag]@sha256:<64 hex digits> (a tag alone can be "
+        "moved to another build).",
+    )
     catalog: Text = Field(
         "sglang-0.5.23",
         description="Flag catalog (spec/catalogs) this image's SGLang is checked against.",
@@ -255,6 +263,11 @@ class Engine(Section):
     env: dict[EnvName, EnvValue] = Field(
         {},
         description="Further engine environment (SGLANG_*, PYTORCH_*, CUDA_*, ...).",
+    )
+    accept_rewrites: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], ArgValue] = Field(
+        {},
+        description="Values SGLang's resolution sets a written flag to that this profile accepts (flag name without "
+        "dashes -> resolved value); `check --engine` reports any other rewrite as an error.",
     )
 
 

@@ -71,9 +71,11 @@ def test_the_fix_clears_the_profile_and_is_where_the_findings_point(path: Path) 
     if not fixes:
         assert rules <= WHOLE_FILE_RULES, f"{path.name}: only whole-file findings may go without a line fix"
         return
-    after = findings(path, fixed_text(path, fixes))
-    assert after == [], f"{path.name} still has findings after its fix: {after}"
     own = str(path.relative_to(ROOT))
+    after = [f for f in findings(path, fixed_text(path, fixes))
+             if not (f.rule == "SC312" and f.position.file != own)]  # type: ignore[attr-defined]
+    # (SC312 there: the tag-only image of the shipped profile it extends, not this example's subject)
+    assert after == [], f"{path.name} still has findings after its fix: {after}"
     for finding in before:
         if finding.position.file == own and finding.rule not in WHOLE_FILE_RULES:  # type: ignore[attr-defined]
             assert finding.position.line in fixes, (path.name, finding)  # type: ignore[attr-defined]

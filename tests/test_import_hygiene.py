@@ -22,6 +22,8 @@ ENGINE = ("sglang", "torch", "flashinfer")
 FORBIDDEN = {
     "check": ("jinja2", "jsonschema", *ENGINE),
     "plan": ("jinja2", "jsonschema", *ENGINE),
+    # SGLang's own resolution runs in the engine venv's interpreter, in a subprocess: never in this one.
+    "check --engine": ("jinja2", "jsonschema", *ENGINE),
 }
 MARKER = "@@import-hygiene@@"
 
@@ -101,6 +103,7 @@ def leaks(report: dict[str, object], importtime: str, watched: tuple[str, ...]) 
 @pytest.mark.parametrize(("command", "argv"), [
     ("check", ("check", str(REFERENCE_PROFILE))),
     ("plan", ("plan", str(REFERENCE_PROFILE), "--json")),
+    ("check --engine", ("check", "--engine", str(REFERENCE_PROFILE))),
 ])
 def test_command_does_not_import_heavy_packages(command: str, argv: tuple[str, ...]) -> None:
     watched = FORBIDDEN[command]
@@ -108,6 +111,7 @@ def test_command_does_not_import_heavy_packages(command: str, argv: tuple[str, .
     assert report["code"] == 0
     modules = set(report["modules"])  # type: ignore[call-overload]
     assert {"spark_compile.cli", "spark_compile.validate", "pydantic"} <= modules  # the probe saw the run
+    assert ("spark_compile.engine_check" in modules) == ("--engine" in argv)
     found = leaks(report, importtime, watched)
     assert not found, f"`spark-compile {command}` imports what it must not:\n" + "\n".join(found.values())
 

@@ -33,6 +33,8 @@ def findings_of(path: Path) -> list[str]:
     found = [outcome] if isinstance(outcome, Finding) else outcome.findings
     lines = []
     for f in found:
+        if f.rule == "SC312" and f.position.file != str(rel):
+            continue  # the tag-only image of the shipped profile it extends, not this example's subject
         where = "" if f.position.file == str(rel) else f"{f.position.file}:"
         lines.append(f"{where}{f.position.line}:{f.position.column} {f.rule} {f.message}")
     return lines
@@ -45,14 +47,25 @@ def test_negative_profile(path: Path) -> None:
     assert sorted(findings_of(path)) == sorted(expected)
 
 
-@pytest.mark.parametrize("path", POSITIVE + SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", POSITIVE, ids=lambda p: str(p.relative_to(ROOT)))
 def test_positive_profile(path: Path) -> None:
-    assert findings_of(path) == []
+    # A tag-only image is allowed with a warning (SC312); the examples show other things.
+    assert [f for f in findings_of(path) if f.split()[1] != "SC312"] == []
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_shipped_profile_warns_only_of_its_tag(path: Path) -> None:
+    # The deployment records image tags, not digests: each shipped profile says so once, at its own image line.
+    found = findings_of(path)  # (one that extends another shipped profile inherits the warning: not listed)
+    assert [f.split()[1] for f in found] in ([], ["SC312"]) and all("is pinned by tag only" in f for f in found)
 
 
 def test_every_rule_has_a_failing_example() -> None:
     from spark_compile.spec.rules import load_all
 
+    # The SC6xx findings come from `check --engine`; their examples are the engine tests' profiles.
+    engine = sorted((ROOT / "tests" / "engine" / "profiles").glob("*.yaml"))
     covered = {m.split()[1] if ":" in m.split()[0] else "" for p in NEGATIVE for m in
                (x.decode() for x in _EXPECT.findall(p.read_bytes()))}
+    covered |= {m.split()[1] for p in engine for m in re.findall(r"^# expect-engine: (.*)$", p.read_text(), re.M)}
     assert set(load_all()) - covered == set()

@@ -86,6 +86,7 @@ def load_all() -> dict[str, Rule]:
         fleet,
         k8s,
         overlay,
+        resolution,
         schema,
         secrets,
     )

@@ -87,6 +87,24 @@ def _values_problem(flag: EngineFlag, option: str, values: list[str]) -> str | N
     return next((p for p in (flag.check_value(v) for v in values) if p), None)
 
 
+@rule("SC313", "error", "a flag the selected build does not have",
+      "The plan writes each typed setting in the spelling of the SGLang build engine.catalog selects (CUDA graphs "
+      "off is --disable-cuda-graph in 0.5.10, --cuda-graph-backend-decode/prefill disabled in 0.5.23); a setting "
+      "that build has no flag for at all would stop the engine at start.",
+      "engine: {catalog: sglang-0.5.10.post1, speculative: {algorithm: DSPARK, dspark_block_size: 5}}",
+      "engine: {catalog: sglang-0.5.23, speculative: {algorithm: DSPARK, dspark_block_size: 5}}")
+def typed_flag_known(ctx: Context) -> Iterator[Hit]:
+    catalog = _catalog(ctx)
+    if catalog is None or not ctx.plan.ranks:
+        return
+    for option in ctx.plan.ranks[0].engine_options:
+        if option.source[:2] == ("engine", "args") or option.flag == "--config" or catalog.lookup(option.flag):
+            continue  # engine.args flags are SC302's; --config carries the secrets file
+        yield Hit("SC313", option.source, f"{catalog.name} has no flag {option.flag}",
+                  f"pick a build that has it in engine.catalog (known: {', '.join(available_engine_catalogs())}), "
+                  "or drop the setting")
+
+
 @rule("SC304", "error", "engine flag value not accepted",
       "The value is not of the flag's type or not among its choices in the catalog's SGLang.",
       "engine: {backends: {attention: dsv5}}", "engine: {backends: {attention: dsv4}}")
@@ -102,6 +120,7 @@ def flag_values(ctx: Context) -> Iterator[Hit]:
         problem = _values_problem(flag, option.flag, values)
         if problem:
             hint = did_you_mean(values[0], [str(c) for c in flag.choices]) if flag.choices and values else ""
+            hint = hint or f"write a value {catalog.name} takes, or select a build that takes it in engine.catalog"
             yield Hit("SC304", option.source, problem.rstrip("."), hint)
 
 
@@ -222,3 +241,16 @@ def overlay_names(ctx: Context) -> Iterator[Hit]:
         elif name.startswith("B12X_") and name not in B12X_NAMES:
             yield Hit("SC311", ("engine", "env", name), f"the b12x runtime reads no {name}",
                       did_you_mean(name, list(B12X_NAMES)), at_key=True)
+
+
+@rule("SC312", "warning", "image pinned by tag only",
+      "A tag can be moved to another build at any time, so the SGLang the catalog describes (and the checks ran "
+      "against) may not be the one that starts. A digest names one build for good.",
+      "engine: {image: 'lmsysorg/sglang:dev-dsv41'}",
+      "engine: {image: 'lmsysorg/sglang:dev-dsv41@sha256:<the 64 hex digits of the build>'}")
+def image_pinned(ctx: Context) -> Iterator[Hit]:
+    image = ctx.profile.engine.image
+    if "@" not in image and ctx.profile.kubernetes is None:  # with the Kubernetes target SC505 says it
+        yield Hit("SC312", ("engine", "image"), f"{image} is pinned by tag only; the tag can move to another build",
+                  "append the digest the image has now: <image>@sha256:<64 hex digits> (`docker buildx imagetools "
+                  "inspect <image>` prints it)")

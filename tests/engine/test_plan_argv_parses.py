@@ -20,9 +20,11 @@ from sglang_parse import (
 pytestmark = pytest.mark.engine
 
 ROOT = Path(__file__).resolve().parents[2]
-# Every shipped profile (the reference and the release history) and every positive example.
+# Every shipped profile (the reference and the release history) and every positive example written for the
+# build in this venv (a profile that selects another engine.catalog is spelled for that build).
 PROFILES = sorted(str(p.relative_to(ROOT)) for p in [*(ROOT / "spec" / "profiles").rglob("*.yaml"),
-                                                      *(ROOT / "tests" / "profiles" / "positive").glob("*.yaml")])
+                                                      *(ROOT / "tests" / "profiles" / "positive").glob("*.yaml")]
+                  if "catalog: sglang-" not in p.read_text() or "catalog: sglang-0.5.23" in p.read_text())
 
 
 def plan_json(profile: str) -> dict[str, object]:

@@ -1,0 +1,314 @@
+"""Stage: `check --engine`, SGLang's own judgement of every rank's arguments, on simulated hardware.
+
+The compiler's process never imports sglang or torch: ``sglang_resolve_probe.py`` runs in the engine
+venv's interpreter, in a subprocess, once per hardware kind for all the profiles checked (every rank of
+each). What it reports becomes findings at the profile line that set the value: a value SGLang resolves
+differently from what the plan wrote (SC601, unless ``engine.accept_rewrites`` accepts it), an error SGLang
+would raise at boot (SC602), a check that could not run here and why (SC603), and an accepted rewrite that
+no longer happens (SC604).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from spark_compile.catalog_extract import default_engine_python
+from spark_compile.compile import Validated
+from spark_compile.findings import Finding
+from spark_compile.launch_plan import LaunchPlan
+from spark_compile.validate import locate
+
+PROBE = Path(__file__).resolve().with_name("sglang_resolve_probe.py")
+PROBE_TIMEOUT_S = 900.0
+MAX_CONFIG_BYTES = 1 << 20
+# A written value that asks SGLang to choose: resolving it is not a rewrite.
+CHOOSE_FOR_ME = (None, "auto")
+
+YamlPath = tuple[str | int, ...]
+
+
+class NotRunError(Exception):
+    """The engine check could not run for this profile; the message says why, ``path`` what to change."""
+
+    def __init__(self, message: str, path: YamlPath = ("engine", "catalog")) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One written flag SGLang resolves to another value, and the ranks where it does."""
+
+    option: str
+    wrote: Any
+    resolved: Any
+    sources: tuple[str, ...]
+    ranks: tuple[int, ...]
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _same(wrote: Any, resolved: Any) -> bool:
+    return wrote == resolved or _show(wrote) == _show(resolved)
+
+
+def config_json(validated: Validated) -> Path:
+    """The checkpoint's config.json the profile names, or NotRunError saying where it was looked for."""
+    model = validated.planned()[0].model
+    if model.config_json is not None:
+        origin = validated.resolved.origin(("model", "config_json")).spot.value.file
+        path = Path(str(origin)).parent / str(model.config_json)
+        if not path.is_file():
+            raise NotRunError(f"model.config_json names {path}, which is not a file here", ("model", "config_json"))
+        return path
+    path = Path(str(model.holder_repo or model.repo)) / "snapshots" / str(model.snapshot) / "config.json"
+    if not path.is_file():
+        raise NotRunError(f"no config.json: {path} is not on this machine and model.config_json is unset "
+                          "(commit a copy of the checkpoint's config.json beside the profile and name it there)",
+                          ("model", "config_json"))
+    return path
+
+
+def model_config(path: Path) -> str:
+    """The config.json text handed to SGLang: only a JSON object naming its architectures, re-serialised, so a
+    profile cannot make the engine read (and echo) some other file."""
+    where = ("model", "config_json")
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        data = json.loads(raw) if len(raw) <= MAX_CONFIG_BYTES else None
+    except (OSError, ValueError):
+        raise NotRunError(f"{path} is not a readable JSON file", where) from None
+    if not isinstance(data, dict) or not isinstance(data.get("architectures"), list):
+        raise NotRunError(f"{path} is not a model config.json (a JSON object with 'architectures', under "
+                          f"{MAX_CONFIG_BYTES // 1024} KiB)", where)
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def hardware_request(name: str) -> dict[str, Any]:
+    """The device facts the probe answers torch's queries with, from the hardware catalog."""
+    from spark_compile.spec.hardware import HARDWARE
+
+    hw = HARDWARE[name]
+    return {"name": hw.name, "capability": list(hw.sm), "gpus": hw.gpus_per_node, "memory_gib": hw.gpu_memory_gb,
+            "gpu_name": hw.gpu_name or hw.name, "unified": hw.unified_memory, "machine": hw.cpu_arch}
+
+
+def probe_job(validated: Validated, model_dir: Path) -> dict[str, Any]:
+    """One profile's part of the probe's request: the container-to-local path map, every rank's argv and env."""
+    model = validated.planned()[0].model
+    plan: LaunchPlan = validated.planned()[1]
+    snapshot = f"{model.container_repo}/snapshots/{model.snapshot}"
+    # --config names the secrets file written on the node at start; it holds only the API key.
+    ranks = [{"rank": r.rank, "env": r.env,
+              "argv": [word for o in r.engine_options if o.flag != "--config" for word in o.words]}
+             for r in plan.ranks]
+    return {"paths": {snapshot: str(model_dir)}, "ranks": ranks}
+
+
+def run_probe(python: str, request: dict[str, Any]) -> dict[str, Any]:
+    """Run the probe with the engine interpreter; its JSON result, or NotRunError with the reason."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SGLANG_", "SGL_", "PYTHON"))}
+    try:
+        proc = subprocess.run([python, "-I", str(PROBE)], input=json.dumps(request), capture_output=True,
+                              text=True, encoding="utf-8", env=env, timeout=PROBE_TIMEOUT_S, check=False)
+    except (FileNotFoundError, PermissionError):
+        raise NotRunError(f"engine interpreter {python} cannot be run (make one with .ci/install-engine)") from None
+    except subprocess.TimeoutExpired:
+        raise NotRunError(f"SGLang's resolution did not finish within {PROBE_TIMEOUT_S:.0f} s") from None
+    if proc.returncode != 0:
+        lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+        last = lines[-1] if lines else "no output"
+        raise NotRunError(f"the resolution probe failed (exit {proc.returncode}): {last}")
+    try:
+        result: dict[str, Any] = json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        raise NotRunError(f"the resolution probe printed invalid JSON: {exc}") from None
+    return result
+
+
+def rewrites(ranks: list[dict[str, Any]]) -> list[Rewrite]:
+    """Every written flag whose resolved value differs, merged over the ranks where it does."""
+    merged: dict[tuple[str, str, str], Rewrite] = {}
+    for rank in ranks:
+        for entry in rank["written"].values():
+            if "resolved" not in entry or entry["value"] in CHOOSE_FOR_ME or _same(entry["value"], entry["resolved"]):
+                continue
+            key = (entry["option"], _show(entry["value"]), _show(entry["resolved"]))
+            old = merged.get(key)
+            ranks_seen = (*old.ranks, rank["rank"]) if old else (rank["rank"],)
+            merged[key] = Rewrite(entry["option"], entry["value"], entry["resolved"],
+                                  tuple(dict.fromkeys(entry["sources"])), ranks_seen)
+    return list(merged.values())
+
+
+def flag_path(validated: Validated, option: str, rank: int | None = None) -> YamlPath:
+    """The profile path that set ``option`` in the plan's argv (the plan records it with the option)."""
+    plan = validated.planned()[1]
+    ranks = [r for r in plan.ranks if r.rank == rank] or list(plan.ranks)
+    options = ranks[0].engine_options if ranks else ()
+    path: YamlPath = next((tuple(o.source) for o in options if o.flag == option), ("engine",))
+    if path == ("fleet", "nodes") and rank is not None:
+        path = ("fleet", "nodes", rank)
+    present = validated.resolved.origins
+    while len(path) > 1 and path not in present:
+        path = path[:-1]  # a model default: point at the section that would set it
+    return path
+
+
+def _where(ranks: tuple[int, ...], total: int) -> str:
+    if len(ranks) == total:
+        return "on every rank" if total > 1 else ""
+    return "on rank " + ", ".join(str(r) for r in ranks) if len(ranks) == 1 else \
+        "on ranks " + ", ".join(str(r) for r in ranks)
+
+
+def _finding(validated: Validated, path: YamlPath, rule: str, message: str, hint: str,
+             *, at_key: bool = False) -> Finding:
+    from spark_compile.spec.rules import RULES, load_all
+
+    load_all()
+    return locate(validated.resolved, path, rule, RULES[rule].severity, message, hint, at_key=at_key)
+
+
+def _rewrite_findings(validated: Validated, build: str, found: list[Rewrite], total: int) -> list[Finding]:
+    accepted = validated.planned()[0].engine.accept_rewrites
+    out: list[Finding] = []
+    for rw in found:
+        name = rw.option.removeprefix("--")
+        if name in accepted and _same(accepted[name], rw.resolved):
+            continue
+        where = _where(rw.ranks, total)
+        by = f" ({', '.join(rw.sources)})" if rw.sources else ""
+        message = (f"{build} resolves {rw.option} {_show(rw.wrote)} to {_show(rw.resolved)}{by}"
+                   + (f" {where}" if where else ""))
+        hint = (f"write {_show(rw.resolved)}, or accept it with engine.accept_rewrites: "
+                f"{{{name}: {_show(rw.resolved)}}}")
+        out.append(_finding(validated, flag_path(validated, rw.option, rw.ranks[0]), "SC601", message, hint))
+    happened = {(rw.option.removeprefix("--"), _show(rw.resolved)) for rw in found}
+    for name, value in accepted.items():
+        if (name, _show(value)) not in happened:
+            out.append(_finding(validated, ("engine", "accept_rewrites", name), "SC604",
+                                f"{build} does not resolve --{name} to {_show(value)} here",
+                                "remove the acceptance, or fix the value it names", at_key=True))
+    return out
+
+
+def _mention(error: str, dest: str, entry: dict[str, Any]) -> int:
+    """Where SGLang's message first names a written flag: option, field (dashes, spaces or underscores)
+    or, failing those, its value; -1 when it does not."""
+    import re
+
+    spellings = [re.escape(entry["option"]), r"\b" + re.escape(dest).replace("_", "[_ -]")]
+    value = entry["value"]
+    if isinstance(value, str) and len(value) >= 3:
+        spellings.append(r"\b" + re.escape(value) + r"\b")
+    hits = [m.start() for pattern in spellings if (m := re.search(pattern, error))]
+    return min(hits) if hits else -1
+
+
+def _error_path(validated: Validated, rank: dict[str, Any], error: str) -> YamlPath:
+    """The profile path of the written flag SGLang's message names first."""
+    named = [(at, entry["option"]) for dest, entry in rank["written"].items()
+             if (at := _mention(error, dest, entry)) >= 0]
+    if not named:
+        return ("engine", "catalog")
+    return flag_path(validated, min(named)[1], rank["rank"])
+
+
+def _refusal_findings(validated: Validated, build: str, ranks: list[dict[str, Any]]) -> list[Finding]:
+    grouped: dict[tuple[str, str, str], list[int]] = {}
+    for rank in ranks:
+        if rank["outcome"] != "ok":
+            grouped.setdefault((rank["outcome"], rank["stage"] or "", rank["error"] or ""), []).append(rank["rank"])
+    out: list[Finding] = []
+    for (outcome, stage, error), numbers in grouped.items():
+        where = _where(tuple(numbers), len(ranks))
+        first = next(r for r in ranks if r["rank"] == numbers[0])
+        if outcome == "refused":
+            message = f"{build} refuses the arguments at boot ({stage}){' ' + where if where else ''}: {error}"
+            out.append(_finding(validated, _error_path(validated, first, error), "SC602", message,
+                                "change the value SGLang names, or the setting it depends on"))
+        else:
+            message = f"SGLang's {stage} step could not run here{' ' + where if where else ''}: {error}"
+            out.append(_finding(validated, ("engine", "catalog"), "SC603", message,
+                                "this machine lacks what that step needs; the rest was checked"))
+    return out
+
+
+def _not_run(validated: Validated, why: NotRunError) -> list[Finding]:
+    build = validated.planned()[0].engine.catalog
+    return [_finding(validated, why.path, "SC603", f"engine checks for {build} did not run: {why}",
+                     "run `check --engine` where the engine venv and the model's config.json are")]
+
+
+def _verdict(validated: Validated, version: str, ranks: list[dict[str, Any]]) -> list[Finding]:
+    build = validated.planned()[0].engine.catalog
+    if f"sglang-{version}" != build:
+        return _not_run(validated, NotRunError(f"the engine interpreter runs sglang-{version}, but engine.catalog "
+                                          f"selects {build}; point ENGINE_PYTHON at a venv with {build}"))
+    findings = _rewrite_findings(validated, build, rewrites(ranks), len(ranks))
+    findings += _refusal_findings(validated, build, ranks)
+    return sorted(findings, key=Finding.sort_key)
+
+
+def run_note(hardware: str, result: dict[str, Any]) -> str:
+    """What a probe run simulated and stood in for: said once per run, on stderr, never a finding."""
+    hw = hardware_request(hardware)
+    major, minor = hw["capability"]
+    stand_ins = ", ".join(result.get("standins", [])) or "none"
+    return (f"check --engine: sglang-{result['sglang']} on simulated {hardware} (compute capability {major}.{minor}, "
+            f"{hw['gpus']} GPU, {hw['memory_gib']} GiB, {hw['machine']}); import-only stand-ins: {stand_ins} "
+            "(a step that calls one is reported as SC603)")
+
+
+def engine_findings_many(profiles: list[Validated], python: str | None = None,
+                         notes: list[str] | None = None) -> list[list[Finding]]:
+    """SGLang's own verdict on every rank of each schema-valid profile: one probe run per hardware kind.
+    ``notes`` receives one line per probe run saying what was simulated."""
+    out: list[list[Finding]] = [[] for _ in profiles]
+    python = python or default_engine_python()
+    groups: dict[str, list[int]] = {}
+    with tempfile.TemporaryDirectory(prefix="spark-engine-") as tmp:
+        jobs: dict[int, dict[str, Any]] = {}
+        for index, validated in enumerate(profiles):
+            try:
+                if python is None:
+                    raise NotRunError("no engine interpreter: set ENGINE_PYTHON or make .venv-engine with "
+                                 ".ci/install-engine")
+                model_dir = Path(tmp) / str(index)
+                model_dir.mkdir()
+                (model_dir / "config.json").write_text(model_config(config_json(validated)), encoding="utf-8")
+                jobs[index] = probe_job(validated, model_dir)
+                groups.setdefault(validated.planned()[0].hardware, []).append(index)
+            except NotRunError as why:
+                out[index] = _not_run(validated, why)
+        for hardware, members in groups.items():
+            assert python is not None  # a profile joins a group only when there is an interpreter
+            request = {"hardware": hardware_request(hardware), "jobs": [jobs[i] for i in members]}
+            try:
+                result = run_probe(python, request)
+            except NotRunError as why:
+                for i in members:
+                    out[i] = _not_run(profiles[i], why)
+                continue
+            if notes is not None:
+                notes.append(run_note(hardware, result))
+            for i, ranks in zip(members, result["jobs"], strict=True):
+                out[i] = _verdict(profiles[i], str(result["sglang"]), ranks)
+    return out
+
+
+def engine_findings(validated: Validated, python: str | None = None) -> list[Finding]:
+    """SGLang's own verdict on every rank of one schema-valid profile, as findings."""
+    return engine_findings_many([validated], python)[0]

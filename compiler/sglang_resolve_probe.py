@@ -1,0 +1,260 @@
+"""Run SGLang's own argument resolution and boot checks on each rank's argv, on simulated hardware.
+
+Runs INSIDE the engine venv (standard library + sglang; never imports spark_compile), started by
+``compiler/engine_check.py``:
+
+    .venv-engine/bin/python -I compiler/sglang_resolve_probe.py < request.json > result.json
+
+Request: {"hardware": {...}, "jobs": [{"paths": {container path: local path}, "ranks": [{"rank", "argv", "env"}]}]}
+(one job per profile, all on the same hardware; the result lists each job's ranks in the same order).
+Per rank it does what ``sglang serve`` does before it touches a GPU: ``prepare_server_args(argv)``,
+``ServerArgs.resolve_once()`` (which runs ``arg_groups.pipeline.run_resolution_pipeline``), then
+``check_server_args()``. It reports, per flag the argv wrote, the value SGLang resolved and which
+handlers declared it, or the error SGLang raised. The GPU is simulated by answering torch's device
+queries (capability, count, memory, name) and ``platform.machine()`` for the profile's hardware;
+CUDA-only binary packages missing here (sgl_kernel, flashinfer, torchvision) are import-only
+stand-ins, and an error raised by a stand-in or a real device call is reported as "could not run".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import io
+import json
+import logging
+import os
+import platform
+import re
+import sys
+import traceback
+import types
+from typing import Any
+
+STANDIN_PACKAGES = ("sgl_kernel", "flashinfer", "torchvision", "deep_gemm", "flash_mla")
+# Flags SGLang folds into one structured field during resolution: (dest, field, phase, key).
+FOLDED = {
+    "cuda_graph_max_bs_decode": ("cuda_graph_config", "decode", "max_bs"),
+    "cuda_graph_backend_decode": ("cuda_graph_config", "decode", "backend"),
+    "cuda_graph_max_bs_prefill": ("cuda_graph_config", "prefill", "max_bs"),
+    "cuda_graph_backend_prefill": ("cuda_graph_config", "prefill", "backend"),
+}
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_STANDIN_MARK = "spark-compile import-only stand-in"
+
+
+# ---------------------------------------------------------------------------- stand-ins
+
+
+class _StandInMeta(type):
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _standin_class(name)
+
+    def __getitem__(cls, item: Any) -> Any:
+        return cls
+
+
+class _StandIn(metaclass=_StandInMeta):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"{type(self).__name__} called: {_STANDIN_MARK}")
+
+
+def _standin_class(name: str) -> type:
+    return _StandInMeta(name, (_StandIn,), {})
+
+
+class _StandInModule(types.ModuleType):
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _standin_class(name)
+
+
+class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Makes the named packages (and any submodule) importable as inert modules."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname.split(".", 1)[0] not in self.names:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        module = _StandInModule(spec.name)
+        module.__path__ = []
+        module.__dict__["__version__"] = "0.0.0+stand-in"  # transformers reads one from what it finds
+        module.__doc__ = _STANDIN_MARK
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+def install_standins() -> list[str]:
+    """Stand-ins for the CUDA-only packages this venv lacks; returns their names."""
+    missing = {name for name in STANDIN_PACKAGES if importlib.util.find_spec(name) is None}
+    if missing:
+        sys.meta_path.append(_StandInFinder(missing))
+    try:  # transformers imports soundfile when it is installed; its C library may not be
+        importlib.import_module("soundfile")
+    except OSError:
+        sys.modules["soundfile"] = types.ModuleType("soundfile")
+        missing.add("soundfile")
+    return sorted(missing)
+
+
+# ---------------------------------------------------------------------------- hardware
+
+
+def simulate(hardware: dict[str, Any]) -> None:
+    """Answer torch's device queries (and platform.machine) as the profile's hardware would."""
+    import torch
+
+    major, minor = hardware["capability"]
+    total = int(hardware["memory_gib"]) << 30
+    name = hardware["gpu_name"]
+    props = types.SimpleNamespace(name=name, major=major, minor=minor, total_memory=total,
+                                  multi_processor_count=hardware.get("sms", 48), is_integrated=hardware["unified"])
+    machine = hardware["machine"]
+    platform.machine = lambda: machine
+    torch.cuda.is_available = lambda: True
+    torch.version.cuda = hardware.get("cuda", "13.0")
+    torch.cuda.device_count = lambda: int(hardware["gpus"])
+    torch.cuda.get_device_capability = lambda device=None: (major, minor)
+    torch.cuda.get_device_name = lambda device=None: name
+    torch.cuda.current_device = lambda: 0
+    torch.cuda.mem_get_info = lambda device=None: (total, total)
+    torch.cuda.get_device_properties = lambda device=None: props
+
+
+# ---------------------------------------------------------------------------- one rank
+
+
+def jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    try:
+        return jsonable(importlib.import_module("msgspec").to_builtins(value))
+    except Exception:
+        return _ADDRESS.sub("", repr(value))
+
+
+def _written(parser: Any, argv: list[str], namespace: Any) -> dict[str, dict[str, Any]]:
+    """dest -> {"option", "value"} for every flag the argv spells out (config files excluded)."""
+    out: dict[str, dict[str, Any]] = {}
+    for token in argv:
+        option = token.split("=", 1)[0]
+        action = parser._option_string_actions.get(option) if option.startswith("--") else None
+        if action is not None and option != "--config":
+            out[action.dest] = {"option": option, "value": jsonable(getattr(namespace, action.dest, None))}
+    return out
+
+
+def _resolved(server_args: Any, dest: str) -> tuple[Any, list[str]]:
+    """(resolved value, handlers that declared it) for one dest."""
+    from sglang.srt.arg_groups.overrides import resolution_result
+
+    declarations = list(getattr(server_args, "_resolved_overrides", None) or ())
+    if dest in FOLDED:
+        field, phase, key = FOLDED[dest]
+        config = jsonable(resolution_result(server_args, field))
+        sources = [s for s, fields in declarations if field in fields]
+        value = config.get(phase, {}).get(key) if isinstance(config, dict) else None
+        return value, sources
+    sources = [source for source, fields in declarations if dest in fields]
+    return jsonable(resolution_result(server_args, dest)), sources
+
+
+def _cannot_run(exc: BaseException) -> bool:
+    """True when the failure is this machine's (a stand-in, a missing module, a real device call)."""
+    if isinstance(exc, (ImportError, OSError)) or _STANDIN_MARK in str(exc):
+        return True
+    frames = traceback.extract_tb(exc.__traceback__)
+    return any("/torch/cuda/" in f.filename or "/triton/" in f.filename for f in frames)
+
+
+def _message(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or "(no message)"
+    return f"{type(exc).__name__}: {text}"
+
+
+class _Warnings(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(" ".join(record.getMessage().split()))
+
+
+def run_rank(request: dict[str, Any], base_env: dict[str, str]) -> dict[str, Any]:
+    import argparse
+
+    from sglang.srt.server_args import ServerArgs, prepare_server_args
+
+    argv = [request["paths"].get(a, a) for a in request["argv"]]
+    os.environ.clear()
+    os.environ.update(base_env)
+    os.environ.update({k: v for k, v in request["env"].items() if v is not None})
+    parser = argparse.ArgumentParser(prog="sglang serve")
+    ServerArgs.add_cli_args(parser)
+    result: dict[str, Any] = {"rank": request["rank"], "outcome": "ok", "stage": None, "error": None,
+                              "written": {}, "warnings": []}
+    stage = "parse"
+    server_args = None
+    captured = _Warnings()
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            namespace = parser.parse_args(argv)
+        result["written"] = _written(parser, argv, namespace)
+        server_args = prepare_server_args(argv)
+        logging.getLogger().addHandler(captured)
+        stage = "resolve"
+        server_args.resolve_once()
+        stage = "check"
+        server_args.check_server_args()
+    except SystemExit:
+        result.update(outcome="refused", stage=stage, error="argparse refused the command line")
+    except BaseException as exc:
+        outcome = "not_run" if _cannot_run(exc) else "refused"
+        result.update(outcome=outcome, stage=stage, error=_message(exc))
+    finally:
+        logging.getLogger().removeHandler(captured)
+    result["warnings"] = captured.messages
+    if server_args is not None and getattr(server_args, "_raw_input", None) is not None:
+        for dest, entry in result["written"].items():
+            entry["resolved"], entry["sources"] = _resolved(server_args, dest)
+    return result
+
+
+def main() -> int:
+    request = json.load(sys.stdin)
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("SGLANG_", "SGL_"))}
+    with contextlib.redirect_stdout(sys.stderr):
+        standins = install_standins()
+        simulate(request["hardware"])
+        from importlib.metadata import version
+
+        jobs = [[run_rank({**rank, "paths": job["paths"]}, base_env) for rank in job["ranks"]]
+                for job in request["jobs"]]
+        sglang_version = version("sglang")
+    out = {"sglang": sglang_version, "standins": standins, "jobs": jobs}
+    sys.stdout.write(json.dumps(out, ensure_ascii=False, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
