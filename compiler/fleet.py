@@ -27,8 +27,9 @@ from spark_compile.render import SCRIPT_MODE, Artifact, environment
 from spark_compile.spec.model import Profile
 
 FLEET_DIR = "fleet"
-STATIC_SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py", "engram.py")
-SOURCED = ("fleet-lib.sh", "dry-run.sh")  # read by the scripts, never run
+STATIC_SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "window.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py",
+                  "engram.py", "gate.py", "gate_scoring.py", "verdict.py")
+SOURCED = ("fleet-lib.sh", "dry-run.sh", "window.sh", "gate_scoring.py")  # read by the scripts, never run
 # Extra time a watchdog run may take beyond the relaunch's own health wait: postmortem, stop, preflight.
 WATCHDOG_RUN_MARGIN = 1800
 

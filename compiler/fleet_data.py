@@ -285,5 +285,6 @@ def fleet_json(plan: LaunchPlan, profile: Profile) -> str:
         "image": smoke.image, "tools": smoke.tools, "timeout": smoke.request_timeout_seconds,
         "thinking_default": profile.engine.chat.thinking,
         "reasoning": profile.engine.chat.reasoning_parser is not None,
+        "window": profile.operations.window.model_dump(mode="json"),
     }
     return json.dumps(config, indent=2, sort_keys=True) + "\n"

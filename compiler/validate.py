@@ -91,6 +91,10 @@ VALUE_HINTS = {
     "text": "remove leading or trailing spaces and characters outside printable ASCII",
     "overlay_size": "write a byte size such as 1MB, 16MB or 1048576",
     "overlay_rows": "write layer:lo:hi triples joined by commas, e.g. 1:0:96001542,14:0:96004170",
+    "window_expectation": "keep expect: for an exact answer (e.g. expect: \"391\") or pattern: for a regular "
+                          "expression (e.g. pattern: \"\\\\b3\\\\b\"), not both",
+    "window_pattern": "write a Python regular expression, brackets balanced, e.g. pattern: \"\\\\b3\\\\b\"",
+    "window_names": "give each operations.window.checks entry its own name",
 }
 
 

@@ -37,7 +37,7 @@ from spark_compile.spec.fields import (
     UlimitValue,
     Word,
 )
-from spark_compile.spec.operations_model import ImageCheck, PreviousStack, Verify
+from spark_compile.spec.operations_model import ImageCheck, PreviousStack, Verify, Window
 from spark_compile.spec.overlay_section import OverlaySection
 
 GidIndex = Literal["probe"] | Annotated[int, Field(ge=0, le=255)]
@@ -458,6 +458,7 @@ class Operations(Section):
         None, description="The stack this release replaces: stopped at cutover, restored by `launch.sh rollback`.",
     )
     verify: Verify = Field(default_factory=Verify, description="What verify.sh expects of a boot.")
+    window: Window = Field(default_factory=Window, description="The release window: test port, deadline, gate.")
 
 
 K8sName = Annotated[str, Field(pattern=r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")]

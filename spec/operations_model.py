@@ -6,11 +6,13 @@ peer launcher's facts (image check by reading sitecustomize, PREVIOUS_STACK_STOP
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
-from spark_compile.spec.fields import Positive, Text
+from spark_compile.spec.fields import Port, Positive, Text
 
 ImageCheckMode = Literal["sitecustomize", "cli", "off"]
 
@@ -85,3 +87,60 @@ class ImageCheck(_Section):
 
 
 
+
+
+class OperatorCheck(_Section):
+    """A deployment's own gate check: a prompt and the answer it must give, no code needed."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")] = Field(
+        description="The check's name in the gate's output and the verdict (lowercase, digits, dashes).",
+    )
+    prompt: Text = Field(description="The user message, asked at temperature 0.")
+    expect: Text | None = Field(None, description="The exact answer (surrounding blanks and a final period ignored).")
+    pattern: Text | None = Field(None, description="Instead of expect: a Python regular expression the answer must "
+                                 "contain a match of.")
+    max_tokens: Positive = Field(256, description="Longest answer asked for.")
+    thinking: bool = Field(False, description="Ask with thinking on (the answer is still the content only).")
+
+    @model_validator(mode="after")
+    def _one_expectation(self) -> OperatorCheck:
+        if (self.expect is None) == (self.pattern is None):
+            raise PydanticCustomError("window_expectation", "check '{name}' needs exactly one of expect (an exact "
+                                      "answer) or pattern (a regular expression)", {"name": self.name})
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as err:
+                raise PydanticCustomError("window_pattern", "check '{name}': pattern '{pattern}' is not a regular "
+                                          "expression: {why}", {"name": self.name, "pattern": self.pattern,
+                                                                "why": str(err)}) from err
+        return self
+
+
+class Window(_Section):
+    """The release window (`launch.sh window`): defaults from the peer's window-sgl.sh (peer-launcher-facts §3)."""
+
+    port: Port = Field(8888, description="The test port the candidate serves on during the window (production "
+                       "keeps its own); the candidate is compiled with engine.port set to it.")
+    deadline_seconds: Positive = Field(
+        6600, description="The whole window's budget; when it runs out the gate stops and production is restored.",
+    )
+    memory_interval_seconds: Positive = Field(15, description="Seconds between two `free -g` samples on every node.")
+    bench_tolerance: Annotated[float, Field(gt=0, lt=1)] = Field(
+        0.10,
+        description="The fixed-prompt bench fails when tokens/s falls, or time to first token rises, by more than "
+        "this fraction against the previous verdict's figures.",
+    )
+    bench_runs: Annotated[int, Field(ge=1, le=20)] = Field(
+        3, description="Runs of the fixed-prompt bench; the median of each figure counts.",
+    )
+    checks: list[OperatorCheck] = Field([], description="The deployment's own gate checks (prompt and answer).")
+
+    @model_validator(mode="after")
+    def _distinct_names(self) -> Window:
+        names = [check.name for check in self.checks]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise PydanticCustomError("window_names", "operator check names must be distinct: {names} repeated",
+                                      {"names": ", ".join(repeated)})
+        return self
