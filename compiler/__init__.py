@@ -1,3 +1,26 @@
 """spark-compile: typed fleet profiles compiled into per-rank SGLang launch artifacts."""
 
 __version__ = "0.1.0"
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    """Ctrl-C while the program's modules load: a message and exit 130, never a traceback."""
+    import os
+
+    os.write(2, b"spark-compile: interrupted\n")
+    os._exit(130)
+
+
+def _install_interrupt_handler() -> None:
+    """Only when spark-compile is the program (not when a test or a tool imports the package); the CLI's
+    main() hands SIGINT back to KeyboardInterrupt once its own handler is in place."""
+    import os
+    import signal
+    import sys
+
+    program = os.path.basename(sys.argv[0]) if sys.argv else ""
+    if program in ("-m", "spark-compile"):
+        signal.signal(signal.SIGINT, _interrupted)
+
+
+_install_interrupt_handler()

@@ -1,26 +1,39 @@
 """The command line: parses arguments, runs stages, prints, and maps every outcome to an exit code.
 
 Exit codes: 0 fine; 1 findings (errors, or warnings with --strict), drift, or a diff that differs;
-2 usage or I/O error; 3 an internal error (a bug: reported in one line, never as a traceback).
+2 usage or I/O error (a closed or full standard output too); 3 an internal error (a bug: reported in one
+line, never as a traceback); 130 interrupted (Ctrl-C), without a traceback.
+Everything printed passes through one redaction step (spark_compile.secrets.redact).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from spark_compile import __version__
-from spark_compile.compile import Validated, validate
-from spark_compile.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, SparkCompileError, UsageError
+from spark_compile import __version__, _interrupted
+from spark_compile.errors import (
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    InputError,
+    SparkCompileError,
+    UsageError,
+)
 from spark_compile.findings import Finding, has_errors
-from spark_compile.load import LoadError
-from spark_compile.report import render
-from spark_compile.resolve import resolve
 
+if TYPE_CHECKING:
+    from spark_compile.compile import Validated
+
+ROOT_HELP = "a directory `extends:` may also lead into (default: only the profile's repository)"
 TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
 COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile", "history",
             "report")
@@ -38,10 +51,12 @@ def _parser() -> argparse.ArgumentParser:
     comp = sub.add_parser("compile", help="compile a profile into generated/<profile>/ (the default command)")
     comp.add_argument("profile", type=Path)
     comp.add_argument("--out", type=Path, default=None, help="output root (default: generated/ beside spec/)")
+    comp.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
     _target_option(comp)
     check = sub.add_parser("check", help="validate profiles; with --generated also compare committed output")
     check.add_argument("profiles", type=Path, nargs="+")
     check.add_argument("--format", choices=("text", "json", "github"), default="text")
+    check.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
     check.add_argument("--strict", action="store_true", help="warnings fail the check too")
     check.add_argument("--generated", action="store_true",
                        help="also fail when the committed output of each profile is stale (drift)")
@@ -55,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="print the launch plan")
     plan.add_argument("profile", type=Path)
     plan.add_argument("--json", action="store_true", help="machine-readable plan (the default form)")
+    plan.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
     sub.add_parser("schema", help="print the profile's JSON Schema")
     sub.add_parser("rules", help="list every rule")
     explain = sub.add_parser("explain", help="print a rule's documentation")
@@ -82,11 +98,15 @@ def _target_option(parser: argparse.ArgumentParser) -> None:
                         help="also build this target, as if the profile had its section (e.g. `kubernetes: {}`)")
 
 
-def load_and_validate(path: Path, targets: Sequence[str] = ()) -> Validated | Finding:
+def load_and_validate(path: Path, targets: Sequence[str] = (), root: Path | None = None) -> Validated | Finding:
     """Resolve and validate one profile; a file that cannot be parsed yields its one finding.
     Each target named is enabled with its defaults unless the profile has its section."""
+    from spark_compile.compile import validate
+    from spark_compile.load import LoadError
+    from spark_compile.resolve import resolve
+
     try:
-        resolved = resolve(path)
+        resolved = resolve(path, root=root)
         if isinstance(resolved.data, dict):
             for target in targets:
                 resolved.data.setdefault(target, {})
@@ -95,11 +115,19 @@ def load_and_validate(path: Path, targets: Sequence[str] = ()) -> Validated | Fi
         return failed.finding
 
 
-def _validated_or_exit(path: Path, fmt: str = "text", targets: Sequence[str] = ()) -> Validated:
-    outcome = load_and_validate(path, targets)
+def render(findings: list[Finding], fmt: str, profiles: int) -> str:
+    """The findings report (see report.render)."""
+    from spark_compile.report import render as render_report
+
+    return render_report(findings, fmt, profiles)  # type: ignore[arg-type]
+
+
+def _validated_or_exit(path: Path, fmt: str = "text", targets: Sequence[str] = (),
+                       root: Path | None = None) -> Validated:
+    outcome = load_and_validate(path, targets, root)
     findings = [outcome] if isinstance(outcome, Finding) else outcome.findings
     if isinstance(outcome, Finding) or has_errors(findings):
-        sys.stdout.write(render(findings, fmt, 1))  # type: ignore[arg-type]
+        sys.stdout.write(render(findings, fmt, 1))
         raise SystemExit(EXIT_FINDINGS)
     if findings:
         sys.stderr.write(render(findings, "text", 1))
@@ -108,7 +136,14 @@ def _validated_or_exit(path: Path, fmt: str = "text", targets: Sequence[str] = (
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Validate every profile named; print all findings; exit 1 on errors (or warnings with --strict)."""
-    outcomes = [load_and_validate(path, args.target) for path in args.profiles]
+    outcomes: list[Validated | Finding] = []
+    unreadable = 0
+    for path in args.profiles:
+        try:
+            outcomes.append(load_and_validate(path, args.target, args.root))
+        except InputError as exc:  # report it and go on: every other file still gets its findings
+            sys.stderr.write(f"spark-compile: error: {exc}\n")
+            unreadable += 1
     per_profile = [[o] if isinstance(o, Finding) else list(o.findings) for o in outcomes]
     if args.engine:
         from spark_compile.engine_check import engine_findings_many
@@ -120,8 +155,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         for i, extra in zip(checked, verdicts, strict=True):
             per_profile[i] = sorted(per_profile[i] + extra, key=Finding.sort_key)
     findings = [f for found in per_profile for f in found]
-    sys.stdout.write(render(findings, args.format, len(args.profiles)))
+    if outcomes:
+        sys.stdout.write(render(findings, args.format, len(outcomes)))
     status = EXIT_FINDINGS if has_errors(findings, strict=args.strict) else EXIT_OK
+    if unreadable:
+        return EXIT_USAGE
     if args.generated and status == EXIT_OK:
         from spark_compile.drift import check_drift
 
@@ -131,7 +169,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Print the launch plan as JSON."""
-    validated = _validated_or_exit(args.profile)
+    validated = _validated_or_exit(args.profile, root=args.root)
     sys.stdout.write(json.dumps(validated.planned()[1].to_json(), indent=2) + "\n")
     return EXIT_OK
 
@@ -181,7 +219,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     """Compile a profile and write its artifacts atomically."""
     from spark_compile.compile import compile_profile
 
-    validated = _validated_or_exit(args.profile, targets=args.target)
+    validated = _validated_or_exit(args.profile, targets=args.target, root=args.root)
     return compile_profile(validated, args.profile, args.out)
 
 
@@ -236,11 +274,70 @@ def run(argv: Sequence[str]) -> int:
     return HANDLERS[args.command](args)
 
 
+class _Redacting(io.TextIOBase):
+    """A text stream that passes everything written through the one redaction step."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        from spark_compile.secrets import redact
+
+        self.stream.write(redact(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def fileno(self) -> int:
+        return int(self.stream.fileno())
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null so the interpreter's own flush at exit cannot fail a second time."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    except OSError:
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: the one place that turns every error into a message and an exit code."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+    if sys.stdout is None:
+        sys.stderr.write("spark-compile: error: standard output is closed\n")
+        return EXIT_USAGE
     # pydantic looks for plugins through importlib.metadata on first model build (~35 ms on a pre-commit
     # hot path); the compiler uses none.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Redacting(stdout), _Redacting(stderr)
+    try:
+        if signal.getsignal(signal.SIGINT) is _interrupted:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # from here, cleanup runs on Ctrl-C
+        code = _run_guarded(argv)
+        try:
+            sys.stdout.flush()
+        except OSError as exc:
+            code = _io_error(exc)
+        return code
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+
+
+def _io_error(exc: OSError) -> int:
+    if isinstance(exc, BrokenPipeError):
+        _silence_stdout()
+        return EXIT_OK  # the reader went away (`| head`): what it wanted, it got
+    _silence_stdout()
+    sys.stderr.write(f"spark-compile: error: cannot write the output: {exc.strerror or exc}\n")
+    return EXIT_USAGE
+
+
+def _run_guarded(argv: Sequence[str] | None) -> int:
     try:
         return run(sys.argv[1:] if argv is None else argv)
     except SparkCompileError as exc:
@@ -251,11 +348,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("spark-compile: interrupted\n")
         return 130
-    except BrokenPipeError:
-        return EXIT_OK
+    except OSError as exc:
+        if exc.errno is None or exc.filename is not None:
+            return _internal(exc)
+        return _io_error(exc)
+    except RecursionError:
+        sys.stderr.write("spark-compile: error: the input nests too deeply\n")
+        return EXIT_USAGE
     except Exception as exc:
-        sys.stderr.write(f"spark-compile: internal error: {type(exc).__name__}: {exc} (please report this)\n")
-        return EXIT_INTERNAL
+        return _internal(exc)
+
+
+def _internal(exc: BaseException) -> int:
+    sys.stderr.write(f"spark-compile: internal error: {type(exc).__name__}: {str(exc)[:300]} (please report this)\n")
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

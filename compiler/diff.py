@@ -30,8 +30,8 @@ def _git_path(path: Path) -> str:
 
 def _git_exists(rev: str) -> Any:
     def exists(path: Path) -> bool:
-        proc = subprocess.run(["git", "cat-file", "-e", f"{rev}:./{_git_path(path)}"], capture_output=True,
-                              check=False)
+        proc = subprocess.run(["git", "cat-file", "-e", "--end-of-options", f"{rev}:./{_git_path(path)}"],
+                              capture_output=True, check=False)
         return proc.returncode == 0
 
     return exists
@@ -40,7 +40,7 @@ def _git_exists(rev: str) -> Any:
 def _git_reader(rev: str) -> Any:
     def read(path: Path, display: str) -> Document:
         rel = _git_path(path)
-        proc = subprocess.run(["git", "show", f"{rev}:./{rel}"], capture_output=True, check=False)
+        proc = subprocess.run(["git", "show", "--end-of-options", f"{rev}:./{rel}"], capture_output=True, check=False)
         if proc.returncode != 0:
             message = proc.stderr.decode(errors="replace").strip().splitlines()
             raise InputError(f"{rev}:{rel}: {message[-1] if message else 'git show failed'}")
@@ -55,8 +55,9 @@ def load_side(spec: str) -> Validated:
     """Resolve and validate one side: a path, or GITREV:path."""
     rev, sep, rest = spec.partition(":")
     from_git = bool(sep and rev) and not Path(spec).exists()
-    if from_git and rev.startswith("-"):
-        raise InputError(f"{spec}: a revision may not start with '-' (git would read it as an option)")
+    if from_git and (rev.startswith("-") or not rev.isprintable()):
+        raise InputError(f"{spec[:80]!r}: a revision may not start with '-' (git would read it as an option) or "
+                         "hold control characters")
     try:
         if from_git:
             return validate(resolve(Path(rest), spec, _git_reader(rev), _git_exists(rev)))

@@ -20,3 +20,9 @@ class UsageError(SparkCompileError):
 
 class InputError(SparkCompileError):
     """A file cannot be read or written."""
+
+
+class UnquotableError(SparkCompileError):
+    """A value its consumer (bash, systemd, an env file...) cannot carry; the profile must change."""
+
+    exit_code = EXIT_FINDINGS

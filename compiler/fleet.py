@@ -7,7 +7,6 @@ folder's README are rendered.
 
 from __future__ import annotations
 
-import shlex
 from importlib import resources
 from typing import Any
 
@@ -23,12 +22,14 @@ from spark_compile.fleet_data import (
     watchdog_unit_base,
 )
 from spark_compile.launch_plan import LaunchPlan, RankPlan
+from spark_compile.quoting import bash_words
 from spark_compile.render import SCRIPT_MODE, Artifact, environment
 from spark_compile.spec.core_model import Profile
 
 FLEET_DIR = "fleet"
-STATIC_SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py", "engram.py")
-SOURCED = ("fleet-lib.sh", "dry-run.sh")  # read by the scripts, never run
+STATIC_SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "window.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py",
+                  "engram.py", "gate.py", "gate_scoring.py", "verdict.py")
+SOURCED = ("fleet-lib.sh", "dry-run.sh", "window.sh", "gate_scoring.py")  # read by the scripts, never run
 # Extra time a watchdog run may take beyond the relaunch's own health wait: postmortem, stop, preflight.
 WATCHDOG_RUN_MARGIN = 1800
 
@@ -43,7 +44,7 @@ def unit_exec_lines(rank: RankPlan) -> list[str]:
     unit = rank.unit
 
     def line(key: str, ignore: bool, argv: tuple[str, ...]) -> str:
-        return f"{key}={'-' if ignore else ''}{shlex.join(argv)}"
+        return f"{key}={'-' if ignore else ''}{bash_words(argv)}"
 
     return [*(line("ExecStartPre", ignore, argv) for ignore, argv in unit.exec_start_pre),
             line("ExecStart", False, unit.exec_start), line("ExecStop", False, unit.exec_stop),

@@ -1,7 +1,7 @@
 """The fleet scripts' data: fleet.env (sourced by the static bash scripts) and fleet.json (read by smoke.py).
 
 The scripts themselves are static files of the package (templates/fleet/static/); everything that differs
-between profiles is here, each value quoted for bash by construction (shlex), so launch.sh keeps one size
+between profiles is here, each value quoted for bash by construction (quoting.bash_word), so launch.sh keeps one size
 whatever the fleet's size.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +16,9 @@ from typing import Any
 from spark_compile.launch_plan import LaunchPlan, RankPlan
 from spark_compile.overlay.gates import enabled_hooks
 from spark_compile.overlay.settings import parse_environment
+from spark_compile.quoting import bash_word
 from spark_compile.spec.core_model import Profile
+from spark_compile.spec.record import as_data
 
 GID_AT_START = "found at start"
 ENGRAM_MANIFEST = "engram-local.json"
@@ -121,7 +122,7 @@ def env_lines(profile: Profile, rank: RankPlan) -> list[str]:
 
 def _quote(value: str | int) -> str:
     """A bash word; comma lists quoted too, so an array of them reads as one word per rank."""
-    text = shlex.quote(str(value))
+    text = bash_word(str(value))
     return f"'{text}'" if "," in text and not text.startswith("'") else text
 
 
@@ -285,5 +286,6 @@ def fleet_json(plan: LaunchPlan, profile: Profile) -> str:
         "image": smoke.image, "tools": smoke.tools, "timeout": smoke.request_timeout_seconds,
         "thinking_default": profile.engine.chat.thinking,
         "reasoning": profile.engine.chat.reasoning_parser is not None,
+        "window": as_data(profile.operations.window),
     }
     return json.dumps(config, indent=2, sort_keys=True) + "\n"

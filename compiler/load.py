@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +19,17 @@ from spark_compile.findings import Finding, Position
 MAX_BYTES = 1 << 20  # a profile is a few KB; a megabyte is a mistake or an attack
 MAX_NODES = 100_000  # YAML nodes visited, aliases counted each time: stops alias bombs
 DELETE_TAG = "!delete"
+MAX_DIGITS = 100  # no value of a profile needs more; Python refuses int() past 4,300 digits
+_CORE = "tag:yaml.org,2002:"
+SCALAR_TAGS = {_CORE + kind for kind in ("str", "int", "float", "null", "bool")}
+COLLECTION_TAGS = {_CORE + "map", _CORE + "seq"}
+# YAML 1.2 numbers: what a reader of the profile expects `port: 017` or `8_210` to mean is not what
+# YAML 1.1 (octal, digit separators, base 60) makes of it, so those forms are refused, not converted.
+_INT_12 = re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+")
+_FLOAT_12 = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                       r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
+# Characters YAML reads as line breaks but grep, git diff and editors show inside a line.
+_HIDDEN_BREAKS = re.compile("[\x85\u2028\u2029]")
 
 YamlPath = tuple[str | int, ...]
 
@@ -46,10 +61,14 @@ class Document:
     data: Any
     spots: dict[YamlPath, Spot] = field(default_factory=dict)
 
+    @cached_property
+    def lines(self) -> list[str]:
+        """The file's lines, split once (a file with thousands of findings must not be split for each)."""
+        return self.text.split("\n")
+
     def line(self, number: int) -> str:
         """The source line ``number`` (from 1), without its newline; empty when out of range."""
-        lines = self.text.splitlines()
-        return lines[number - 1] if 0 < number <= len(lines) else ""
+        return self.lines[number - 1].rstrip("\r") if 0 < number <= len(self.lines) else ""
 
 
 class _ProfileLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -78,8 +97,13 @@ def _pos(path: str, mark: Any) -> Position:
 
 
 def _fail(rule: str, pos: Position, message: str, hint: str, text: str = "") -> LoadError:
-    lines = text.splitlines()
-    source = lines[pos.line - 1] if 0 < pos.line <= len(lines) else ""
+    start = 0
+    for _ in range(pos.line - 1):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return LoadError(Finding(rule, "error", pos, message, hint, ""))
+    end = text.find("\n", start)
+    source = text[start: end if end >= 0 else len(text)].rstrip("\r")
     return LoadError(Finding(rule, "error", pos, message, hint, source))
 
 
@@ -89,27 +113,74 @@ class _Builder:
     def __init__(self, doc: Document) -> None:
         self.doc = doc
         self.visits = 0
+        self.open: set[int] = set()  # collections being built: an alias to one of them is a cycle
         self.constructor = yaml.constructor.SafeConstructor()
 
     def build(self, node: yaml.Node, path: YamlPath, key: Position | None) -> Any:
         self.visits += 1
         if self.visits > MAX_NODES:
-            raise _fail("SC108", _pos(self.doc.path, node.start_mark),
-                        f"the document expands to more than {MAX_NODES} values (anchors and aliases)",
-                        "write the values out, or share them through `extends:` instead of aliases",
-                        self.doc.text)
+            raise self._error("SC108", node, f"the document expands to more than {MAX_NODES} values (anchors "
+                              "and aliases)", "write the values out, or share them through `extends:` instead "
+                              "of aliases")
         self.doc.spots[path] = Spot(key, _pos(self.doc.path, node.start_mark))
         if node.tag == DELETE_TAG:
-            return Delete(str(node.value) if isinstance(node, yaml.ScalarNode) else "")
-        if isinstance(node, yaml.MappingNode):
-            return self._mapping(node, path)
-        if isinstance(node, yaml.SequenceNode):
+            return Delete(self.scalar(node) if isinstance(node, yaml.ScalarNode) else "")
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node)
+        if node.tag not in COLLECTION_TAGS:
+            raise self._tag_error(node)
+        if id(node) in self.open:
+            raise self._error("SC108", node, "an alias refers to the value that contains it (a cycle)",
+                              "write the value out instead of aliasing its own parent")
+        self.open.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node, path)
             return [self.build(item, (*path, index), None) for index, item in enumerate(node.value)]
-        if node.tag.startswith("!"):
-            raise _fail("SC105", _pos(self.doc.path, node.start_mark), f"unknown YAML tag {node.tag}",
-                        f"the only tag a profile takes is {DELETE_TAG} (to remove an inherited key)",
-                        self.doc.text)
-        return self.constructor.construct_object(node)
+        finally:
+            self.open.discard(id(node))
+
+    def _error(self, rule: str, node: yaml.Node, message: str, hint: str) -> LoadError:
+        return _fail(rule, _pos(self.doc.path, node.start_mark), message, hint, self.doc.text)
+
+    def _tag_error(self, node: yaml.Node) -> LoadError:
+        shown = node.tag.replace(_CORE, "!!")
+        return self._error("SC105", node, f"unknown YAML tag {shown[:60]}",
+                           f"remove the tag; the only tag a profile takes is {DELETE_TAG} (to remove an "
+                           "inherited key), on a plain value")
+
+    def scalar(self, node: yaml.Node) -> Any:
+        """A plain value: text, a YAML 1.2 number, true/false or null; anything else is a finding."""
+        if node.tag not in SCALAR_TAGS and node.tag != DELETE_TAG:
+            raise self._tag_error(node)
+        text = str(node.value)
+        if node.tag == DELETE_TAG or node.tag == _CORE + "str":
+            return self._text(node, text)
+        if node.tag in (_CORE + "int", _CORE + "float"):
+            self._number(node, text)
+        try:
+            return self.constructor.construct_object(node)
+        except (yaml.YAMLError, ValueError, TypeError) as exc:
+            raise self._error("SC105", node, f"cannot read {text[:40]!r}: {str(exc).splitlines()[0][:120]}",
+                              "write a plain number, true/false, or quote the value as text") from None
+
+    def _text(self, node: yaml.Node, text: str) -> str:
+        bad = re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", text)
+        if bad:
+            raise self._error("SC113", node, f"the value holds the control character U+{ord(bad.group()):04X}, "
+                              "which no consumer of a profile value takes", "remove it")
+        return text
+
+    def _number(self, node: yaml.Node, text: str) -> None:
+        digits = sum(c.isdigit() for c in text)
+        if digits > MAX_DIGITS:
+            raise self._error("SC109", node, f"a number of {digits} digits; profile numbers have at most "
+                              f"{MAX_DIGITS}", "write the intended value")
+        pattern = _INT_12 if node.tag == _CORE + "int" else _FLOAT_12
+        if not pattern.fullmatch(text):
+            raise self._error("SC114", node, f"{text[:40]} is a YAML 1.1 number form (leading 0 = octal, "
+                              "'_' separators, ':' base 60, 0b binary) whose value surprises readers",
+                              f"write the number in plain decimal, or quote it ('{text[:40]}') to mean text")
 
     def _mapping(self, node: yaml.MappingNode, path: YamlPath) -> dict[str | int, Any]:
         result: dict[str | int, Any] = {}
@@ -118,13 +189,13 @@ class _Builder:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise _fail("SC105", key_pos, "YAML merge keys (<<) are not supported in profiles",
                             "share common settings with `extends:` instead", self.doc.text)
-            if not isinstance(key_node, yaml.ScalarNode):
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == DELETE_TAG:
                 raise _fail("SC105", key_pos, "a mapping key must be a plain scalar",
                             "write the key as a plain word", self.doc.text)
-            constructed = self.constructor.construct_object(key_node)
+            constructed = self.scalar(key_node)
             # Integer keys (Engram layer ids) stay integers; every other key is read as text.
             keep = isinstance(constructed, int) and not isinstance(constructed, bool)
-            key = constructed if keep else str(constructed)
+            key = constructed if keep else ("null" if constructed is None else str(constructed))
             if key in result:
                 first = self.doc.spots[(*path, key)].key
                 where = f" (first at line {first.line})" if first else ""
@@ -134,8 +205,19 @@ class _Builder:
         return result
 
 
+def _refuse_hidden_breaks(text: str, path: str) -> None:
+    hidden = _HIDDEN_BREAKS.search(text)
+    if hidden:
+        line = text.count("\n", 0, hidden.start()) + 1
+        column = hidden.start() - (text.rfind("\n", 0, hidden.start()) + 1) + 1
+        raise _fail("SC113", Position(path, line, column), f"U+{ord(hidden.group()):04X} (a line or paragraph "
+                    "separator): YAML reads it as a line break, but editors, grep and git diff show one line",
+                    "delete the character; write a real line break if one is meant")
+
+
 def parse_text(text: str, path: str) -> Document:
     """Parse profile text into a Document; raises LoadError with a positioned finding."""
+    _refuse_hidden_breaks(text, path)
     doc = Document(path, text, None)
     try:
         node = yaml.compose(text, Loader=_ProfileLoader)
@@ -158,10 +240,10 @@ def parse_text(text: str, path: str) -> Document:
 
 
 def decode(raw: bytes, path: str) -> str:
-    """The file's text; refuses oversized and non-UTF-8 files with a positioned finding."""
+    """The file's text; refuses oversized and non-UTF-8 files, and hidden line breaks, with a finding."""
     if len(raw) > MAX_BYTES:
-        raise _fail("SC108", Position(path, 1, 1), f"the file is {len(raw)} bytes; profiles are limited to "
-                    f"{MAX_BYTES} bytes", "split the profile or remove what does not belong in it")
+        raise _fail("SC108", Position(path, 1, 1), f"the file is over {MAX_BYTES} bytes; profiles are limited "
+                    f"to {MAX_BYTES} bytes", "split the profile or remove what does not belong in it")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -170,19 +252,42 @@ def decode(raw: bytes, path: str) -> str:
         raise _fail("SC107", Position(path, line, column),
                     f"the file is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
                     "save the file as UTF-8") from None
-    return text.removeprefix("\ufeff")
+    text = text.removeprefix("\ufeff")
+    return text
 
 
 def read_bytes(path: Path) -> bytes:
-    """The file's bytes; an unreadable file is an InputError (exit 2)."""
+    """At most MAX_BYTES + 1 bytes of a regular file, opened without blocking (a FIFO never hangs us);
+    anything else is an InputError (exit 2)."""
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory, expected a profile file") from None
     except OSError as exc:
+        reason = "a symlink loop" if exc.errno == errno.ELOOP else exc.strerror
+        raise InputError(f"{path}: cannot read: {reason}") from None
+    except ValueError:
+        raise InputError(f"{path!r}: not a usable file name") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError(f"{path}: is a directory, expected a profile file")
+        if not stat.S_ISREG(mode):
+            raise InputError(f"{path}: not a regular file (a FIFO, device or socket); a profile is a file")
+        chunks, size = [], 0
+        while size <= MAX_BYTES:
+            chunk = os.read(fd, MAX_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
 
 
 def load_file(path: Path, display: str | None = None) -> Document:

@@ -11,16 +11,13 @@ import functools
 import hashlib
 import json
 import os
-import re
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spark_compile import __version__
+from spark_compile import __version__, quoting
 from spark_compile.launch_plan import LaunchPlan, RankPlan
 from spark_compile.plan import ENGINE_SECRETS, secrets_dir
-from spark_compile.spec.envfile import env_value_problem
 
 if TYPE_CHECKING:
     import jinja2
@@ -29,7 +26,6 @@ if TYPE_CHECKING:
 
 SCRIPT_MODE = 0o755
 FILE_MODE = 0o644
-_SYSTEMD_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 
 
 @dataclass(frozen=True)
@@ -44,27 +40,6 @@ class Artifact:
     def sha256(self) -> str:
         """Hex digest of the content."""
         return hashlib.sha256(self.content).hexdigest()
-
-
-def envfile_value(value: str) -> str:
-    """Filter: a value for an env file; refuses (a compile-time finding should have caught it) anything unsafe."""
-    problem = env_value_problem(value)
-    if problem is not None:
-        raise ValueError(f"env value {value!r} {problem}")
-    return value
-
-
-def systemd_arg(value: str) -> str:
-    """Filter: one argument of an Exec*= line, quoted for systemd when it needs it."""
-    if _SYSTEMD_SAFE.match(value):
-        return value
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
-    return f'"{escaped}"'
-
-
-def systemd_exec(argv: list[str] | tuple[str, ...]) -> str:
-    """Filter: an Exec*= command line, each word quoted for systemd."""
-    return " ".join(systemd_arg(word) for word in argv)
 
 
 def argv_lines(argv: list[str] | tuple[str, ...]) -> list[list[str]]:
@@ -87,7 +62,7 @@ def sh_command(argv: list[str] | tuple[str, ...], first: str = "", indent: str =
 
 def sh_join(words: list[str] | tuple[str, ...]) -> str:
     """Filter: words quoted for bash and joined by spaces (one call instead of a map and a join)."""
-    return " ".join(shlex.quote(word) for word in words)
+    return quoting.bash_words(words)
 
 
 def _bytecode_cache() -> Any:
@@ -127,8 +102,10 @@ def environment() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(str(root)), undefined=jinja2.StrictUndefined, autoescape=False,
         keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
     )
-    env.filters.update(sh=shlex.quote, sh_command=sh_command, systemd=systemd_arg, systemd_exec=systemd_exec,
-                       envfile=envfile_value,
+    env.filters.update(sh=quoting.bash_word, sh_command=sh_command, systemd=quoting.systemd_exec_arg,
+                       systemd_exec=quoting.systemd_command, systemd_path=quoting.systemd_path_setting,
+                       systemd_text=quoting.systemd_text, envfile=quoting.env_file_value,
+                       heredoc=quoting.heredoc_line, md=quoting.markdown_text, md_code=quoting.markdown_code,
                        tojson_sorted=lambda v: json.dumps(v, indent=2, sort_keys=True))
     return env
 

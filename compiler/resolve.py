@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spark_compile.errors import InputError
 from spark_compile.findings import Finding, Position
 from spark_compile.load import Delete, Document, LoadError, Spot, YamlPath, load_file
 
 MAX_DEPTH = 16
+PROFILE_SUFFIXES = (".yaml", ".yml")
 # Lists merged item by item, matched on a key field, instead of replaced whole.
 KEYED_LISTS: dict[YamlPath, str] = {("fleet", "nodes"): "name"}
 
@@ -58,6 +60,7 @@ class _Merger:
 
     def __init__(self, parent: Resolved, child: Document) -> None:
         self.parent = parent
+        self.doc = child
         self.child = {path: Origin(spot) for path, spot in child.spots.items()}
         self.out: dict[YamlPath, Origin] = {}
         self.via = child.path
@@ -89,27 +92,41 @@ class _Merger:
             elif not isinstance(over[key], Delete):
                 result[key] = self.merge(value, over[key], (*ppath, key), (*cpath, key), (*opath, key))
         for key, value in over.items():
-            if key not in base and not isinstance(value, Delete):
-                result[key] = value
-                self.take((*cpath, key), (*opath, key))
+            if key in base:
+                continue
+            if isinstance(value, Delete):
+                raise self._nothing_to_delete((*cpath, key), f"!delete of {key!r}: no profile it extends sets it")
+            result[key] = value
+            self.take((*cpath, key), (*opath, key))
         return result
+
+    def _nothing_to_delete(self, cpath: YamlPath, message: str) -> LoadError:
+        pos = self.child[cpath].spot.value
+        return LoadError(Finding("SC112", "error", pos, message, "remove the !delete line, or fix the name",
+                                 self.doc.line(pos.line)))
 
     def _keyed_list(self, base: list[Any], over: list[Any], key: str, ppath: YamlPath, cpath: YamlPath,
                     opath: YamlPath) -> list[Any]:
         self.out[opath] = self.child[cpath]
         deleted = {item.target for item in over if isinstance(item, Delete)}
+        names = {_name_of(item, key) for item in base}
+        for i, item in enumerate(over):
+            if isinstance(item, Delete) and item.target not in names:
+                raise self._nothing_to_delete((*cpath, i), f"!delete {item.target}: no inherited item has "
+                                              f"{key} {item.target!r}")
         updates: dict[Any, tuple[int, Any]] = {}
         repeats: list[tuple[int, Any]] = []  # a name given twice stays twice, for the validator to report
         for i, item in enumerate(over):
             if not isinstance(item, dict):
                 continue
-            if item.get(key) in updates:
+            name = _name_of(item, key)
+            if name in updates or name is None:
                 repeats.append((i, item))
             else:
-                updates[item.get(key)] = (i, item)
+                updates[name] = (i, item)
         result: list[Any] = []
         for index, item in enumerate(base):
-            name = item.get(key) if isinstance(item, dict) else None
+            name = _name_of(item, key)
             if name in deleted:
                 continue
             target = (*opath, len(result))
@@ -125,15 +142,45 @@ class _Merger:
         return result
 
 
+def _name_of(item: Any, key: str) -> str | None:
+    """The item's matching name when it is text (a list or mapping as a name matches nothing)."""
+    name = item.get(key) if isinstance(item, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def _read(path: Path, display: str) -> Document:
     return load_file(path, display)
 
 
+def _git_work_tree(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def extends_roots(path: Path, root: Path | None = None) -> tuple[str, ...]:
+    """Where `extends:` may lead: the git work tree holding ``path`` (else its directory), the work tree
+    of the current directory, and ``root`` when the user names one."""
+    start = Path(os.path.abspath(path)).parent
+    roots = [_git_work_tree(start) or start, _git_work_tree(Path.cwd()), root]
+    return tuple(sorted({_real(r) for r in roots if r is not None}))
+
+
 def resolve(path: Path, display: str | None = None, reader: DocumentReader = _read,
-            exists: Callable[[Path], bool] = Path.is_file) -> Resolved:
+            exists: Callable[[Path], bool] = Path.is_file, root: Path | None = None) -> Resolved:
     """Load ``path`` and every profile it extends, merged; raises LoadError on a broken chain.
-    ``reader`` and ``exists`` read another source than the working tree (a git revision)."""
-    return _resolve(path, display or str(path), reader, exists, ())
+    ``reader`` and ``exists`` read another source than the working tree (a git revision); ``extends``
+    stays inside :func:`extends_roots`."""
+    return _resolve(path, display or str(path), reader, exists, (), extends_roots(path, root))
+
+
+def _real(path: Path) -> str:
+    """The absolute path with symlinks resolved; a loop or an unusable name is an InputError."""
+    try:
+        return os.path.realpath(path, strict=False)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise InputError(f"{path}: cannot resolve: {exc}") from None
 
 
 def _chain_error(doc: Document, message: str, hint: str) -> LoadError:
@@ -142,28 +189,68 @@ def _chain_error(doc: Document, message: str, hint: str) -> LoadError:
     return LoadError(Finding("SC112", "error", pos, message, hint, doc.line(pos.line)))
 
 
+def _cut(text: str) -> str:
+    """At most 100 characters of a value for a message; secrets hidden before the cut."""
+    from spark_compile.secrets import redact
+
+    return redact(text)[:100]
+
+
+def _parent_path(doc: Document, path: Path, parent_ref: object, roots: tuple[str, ...]) -> Path:
+    """The parent's path, checked: relative, a .yaml file, inside the root, resolvable."""
+    if not isinstance(parent_ref, str) or not parent_ref or parent_ref.startswith("/"):
+        shown = parent_ref if not isinstance(parent_ref, (dict, list)) else type(parent_ref).__name__
+        raise _chain_error(doc, f"extends must be a relative path to a parent profile, got {shown!r}"[:200],
+                           "write the parent's path relative to this file, e.g. extends: base.yaml")
+    if not parent_ref.endswith(PROFILE_SUFFIXES):
+        raise _chain_error(doc, f"extends names {_cut(parent_ref)!r}, which is not a profile (.yaml or .yml)",
+                           "extends names a parent profile file ending in .yaml or .yml")
+    parent_path = path.parent / parent_ref
+    try:
+        real = _real(parent_path)
+    except InputError:
+        raise _chain_error(doc, f"extends names {_cut(parent_ref)}, which cannot be resolved (a symlink loop?)",
+                           "fix the path or the symlinks on it") from None
+    if not any(os.path.commonpath([real, root]) == root for root in roots):
+        raise _chain_error(doc, f"extends names {_cut(parent_ref)}, which lies outside the repository "
+                           f"({', '.join(roots)})", "a parent profile must be in the same repository (or pass "
+                           "--root to name another root)")
+    return parent_path
+
+
+def _refuse_orphan_deletes(doc: Document, data: Any, path: YamlPath) -> None:
+    """A profile that extends nothing has nothing to delete: a !delete in it is a mistake."""
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        if isinstance(value, Delete):
+            pos = doc.spots[(*path, key)].value
+            raise LoadError(Finding("SC112", "error", pos, "!delete in a profile that extends nothing: there is "
+                                    "nothing to delete", "remove the !delete line", doc.line(pos.line)))
+        _refuse_orphan_deletes(doc, value, (*path, key))
+
+
 def _resolve(path: Path, display: str, reader: DocumentReader, exists: Callable[[Path], bool],
-             seen: tuple[str, ...]) -> Resolved:
+             seen: tuple[str, ...], roots: tuple[str, ...]) -> Resolved:
     doc = reader(path, display)
     parent_ref = doc.data.get("extends")
     own = Resolved(display, doc.data, {p: Origin(s) for p, s in doc.spots.items()}, {display: doc}, (display,))
     if parent_ref is None:
+        _refuse_orphan_deletes(doc, doc.data, ())
         return own
-    if not isinstance(parent_ref, str) or not parent_ref or parent_ref.startswith("/"):
-        raise _chain_error(doc, f"extends must be a relative path to a parent profile, got {parent_ref!r}",
-                           "write the parent's path relative to this file, e.g. extends: base.yaml")
-    parent_path = path.parent / parent_ref
-    parent_display = os.path.normpath(Path(display).parent / parent_ref)
-    key = str(parent_path.resolve())
-    if key in seen or str(path.resolve()) == key:
+    parent_path = _parent_path(doc, path, parent_ref, roots)
+    parent_display = os.path.normpath(Path(display).parent / str(parent_ref))
+    key = _real(parent_path)
+    if key in seen or _real(path) == key:
         raise _chain_error(doc, f"extends cycle: {parent_ref} leads back to a profile already in the chain",
                            "remove the extends: line that closes the loop")
     if len(seen) >= MAX_DEPTH:
         raise _chain_error(doc, f"extends chain deeper than {MAX_DEPTH} profiles", "flatten the chain")
     if not exists(parent_path):
-        raise _chain_error(doc, f"extends names {parent_ref}, which does not exist (looked for {parent_display})",
-                           "fix the path; it is relative to the file that extends it")
-    parent = _resolve(parent_path, parent_display, reader, exists, (*seen, str(path.resolve())))
+        broken_link = os.path.islink(parent_path)
+        what = "a symlink that leads nowhere (a loop or a missing target)" if broken_link else "does not exist"
+        raise _chain_error(doc, f"extends names {_cut(parent_ref)}, which {'is ' * broken_link}{what} (looked for "
+                           f"{_cut(parent_display)})", "fix the path; it is relative to the file that extends it")
+    parent = _resolve(parent_path, parent_display, reader, exists, (*seen, _real(path)), roots)
     merger = _Merger(parent, doc)
     data = merger.merge(parent.data, doc.data, (), (), ())
     data.pop("extends", None)

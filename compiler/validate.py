@@ -68,7 +68,17 @@ def _description_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> str:
 
 # What a valid value of each checked kind looks like (the hint of an SC111 finding).
 VALUE_HINTS = {
-    "abs_path": "write an absolute path such as /srv/models, without '..', spaces or control characters",
+    "abs_path": "write an absolute path such as /srv/models: letters, digits and . _ + @ = - between slashes, "
+                "no '..'",
+    "word": "write one word such as flashinfer or host: letters, digits and _ . + : -",
+    "gpus": "write all, a count such as 1, or device=0,1",
+    "device": "write /dev/HOST[:/dev/CONTAINER][:rwm], e.g. /dev/infiniband:/dev/infiniband",
+    "free_text": "remove control characters (tabs and line breaks are fine) and keep it under 4096 characters",
+    "arg_text": "remove line breaks and control characters; keep it under 8192 characters",
+    "list_arg": "give each flag its own key under engine.args; list items are values",
+    "launcher_word": "move the flag to engine.args (e.g. engine.args: {log-level: info})",
+    "ulimit": "write soft[:hard] with -1 (unlimited) or whole numbers, e.g. -1:-1 or 1048576",
+    "aliases_without_overlay": "remove model.aliases, or add model.engram so the overlay serves them",
     "env_name": "write an upper-case variable name such as NCCL_DEBUG",
     "ifname": "write the interface name as `ip link` prints it, e.g. enp1s0f0np0 (at most 15 characters)",
     "image": "write [registry/]name[:tag][@sha256:<64 hex digits>] in lower case, e.g. lmsysorg/sglang:v0.5.23",
@@ -85,6 +95,10 @@ VALUE_HINTS = {
     "text": "remove leading or trailing spaces and characters outside printable ASCII",
     "overlay_size": "write a byte size such as 1MB, 16MB or 1048576",
     "overlay_rows": "write layer:lo:hi triples joined by commas, e.g. 1:0:96001542,14:0:96004170",
+    "window_expectation": "keep expect: for an exact answer (e.g. expect: \"391\") or pattern: for a regular "
+                          "expression (e.g. pattern: \"\\\\b3\\\\b\"), not both",
+    "window_pattern": "write a Python regular expression, brackets balanced, e.g. pattern: \"\\\\b3\\\\b\"",
+    "window_names": "give each operations.window.checks entry its own name",
 }
 
 
@@ -140,9 +154,17 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
+_UNION_TAGS = {"int", "float", "bool", "str", "none", "list", "dict", "tuple", "set", "is-instance"}
+
+
 def _is_type_tag(part: Any) -> bool:
     """Pydantic puts union member and validator names (``int``, ``function-after[...]``) into a loc."""
-    return isinstance(part, str) and (part[:1].isupper() or "[" in part or part.startswith(("function-", "literal")))
+    return isinstance(part, str) and (part[:1].isupper() or "[" in part or part in _UNION_TAGS
+                                      or part.startswith(("function-", "literal", "constrained-")))
+
+
+# For one location, a union reports every member's complaint; the most specific one is shown.
+_SPECIFIC = {"SC101": 0, "SC103": 0, "SC111": 1, "SC109": 2, "SC110": 3, "SC102": 4}
 
 
 def _error_path(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
@@ -172,7 +194,7 @@ def schema_findings(resolved: Resolved, exc: ValidationError, model: type[BaseMo
         rule, message, hint, at_key = _message(err, dotted(path), model)
         if not hint and rule != "SC101":
             hint = _description_at(model, path)
-        if path in findings:
+        if path in findings and _SPECIFIC.get(findings[path].rule, 5) <= _SPECIFIC.get(rule, 5):
             continue
         findings[path] = locate(resolved, path, rule, "error", message, hint, at_key=at_key)
     return sorted(findings.values(), key=Finding.sort_key)

@@ -1,15 +1,22 @@
 """Stage 6: write a profile's files atomically into <root>/<profile>/, keeping what is unchanged.
 
 Everything goes into a staging directory beside the target first; unchanged files and files the
-compiler never wrote are hard-linked across (same inode, same mtime); then the two directories are
-swapped with renameat2(RENAME_EXCHANGE), so a crash at any point leaves the old or the new tree whole.
+compiler never wrote are hard-linked across (same inode, same mtime), foreign directories keep their
+modes; then the two directories are swapped with renameat2(RENAME_EXCHANGE), so a crash at any point
+leaves the old or the new tree whole. The write never adopts a directory it did not write (no
+spark-compile MANIFEST.json), never writes through a symlink, and never deletes a file it does not know:
+whatever appeared in the old tree during the compile is moved into the new one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import shutil
+import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,23 +38,88 @@ class WriteReport:
     foreign: list[str] = field(default_factory=list)
 
 
-def _previous_manifest(target: Path) -> set[str]:
+MANIFEST = "MANIFEST.json"
+MAX_MANIFEST = 64 << 20  # a 1,024-rank fleet's manifest is a few MB
+
+
+@dataclass
+class _Scan:
+    """What the target held before the compile: files with their inode, directories with their mode."""
+
+    files: dict[str, tuple[int, int]] = field(default_factory=dict)
+    dirs: dict[str, int] = field(default_factory=dict)
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, opened without blocking (a FIFO in its place never hangs us), at most
+    ``limit``; anything else raises OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     try:
-        data = json.loads((target / "MANIFEST.json").read_text())
-        return {*data.get("files", {}), "MANIFEST.json"}
-    except (OSError, ValueError, AttributeError):
-        return set()
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            raise OSError(errno.EINVAL, "not a regular file of a sane size")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(limit)
+    finally:
+        os.close(fd)
 
 
-def _existing_files(target: Path) -> set[str]:
+def _manifest_data(target: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads(_read_regular(target / MANIFEST, MAX_MANIFEST))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not str(data.get("compiler", "")).startswith("spark-compile"):
+        return None
+    return data
+
+
+def previous_manifest(target: Path) -> set[str]:
+    """The files the last compile into ``target`` wrote, by its MANIFEST.json (empty when there is none)."""
+    data = _manifest_data(target)
+    files = data.get("files") if data else None
+    return {*files, MANIFEST} if isinstance(files, dict) else set()
+
+
+def check_target(target: Path) -> None:
+    """Refuse a target we must not write: a symlink, a non-directory, or a directory with files but no
+    spark-compile MANIFEST.json (something we did not write)."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        raise InputError(f"{target} is a symlink: spark-compile does not write through one; remove it or "
+                         "choose another --out")
+    if not stat.S_ISDIR(mode):
+        raise InputError(f"{target} exists and is not a directory: spark-compile will not replace it; "
+                         "move it away or choose another --out")
+    with os.scandir(target) as entries:
+        empty = next(entries, None) is None
+    if not empty and _manifest_data(target) is None:
+        raise InputError(f"{target} holds files spark-compile did not write (it has no spark-compile "
+                         f"{MANIFEST}): refusing to overwrite them; choose another --out or another profile name")
+
+
+def _scan(target: Path) -> _Scan:
+    scan = _Scan()
     if not target.is_dir():
-        return set()
-    return {str(p.relative_to(target)) for p in target.rglob("*") if p.is_file() or p.is_symlink()}
+        return scan
+    for top, dirs, files in os.walk(target):
+        rel_top = os.path.relpath(top, target)
+        scan.dirs[rel_top] = stat.S_IMODE(os.lstat(top).st_mode)
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(top, d))]:
+            info = os.lstat(os.path.join(top, name))
+            scan.files[os.path.normpath(os.path.join(rel_top, name))] = (info.st_dev, info.st_ino)
+    return scan
 
 
 def _same(path: Path, artifact: Artifact) -> bool:
     try:
-        return (path.stat().st_mode & 0o777) == artifact.mode and path.read_bytes() == artifact.content
+        info = os.lstat(path)
+        return (stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) == artifact.mode
+                and info.st_size == len(artifact.content)
+                and _read_regular(path, len(artifact.content)) == artifact.content)
     except OSError:
         return False
 
@@ -101,43 +173,108 @@ def _stage(staging: Path, target: Path, files: list[Artifact], report: WriteRepo
         report.written.append(artifact.path)
 
 
+def _keep_foreign(staging: Path, target: Path, scan: _Scan, ours: set[str], report: WriteReport) -> None:
+    """Link every file we did not write into staging; give every kept directory its old mode."""
+    previous = previous_manifest(target)
+    for path in sorted(set(scan.files) - ours):
+        if path in previous:
+            report.removed.append(path)
+            continue
+        (staging / path).parent.mkdir(parents=True, exist_ok=True)
+        os.link(target / path, staging / path, follow_symlinks=False)
+        report.foreign.append(path)
+    removed = set(report.removed)
+    holds_files, holds_kept = _parents(scan.files), _parents(f for f in scan.files if f not in removed)
+    kept = [d for d in sorted(scan.dirs) if d in holds_kept or d not in holds_files]  # not emptied by removals
+    for path in kept:
+        (staging / path).mkdir(parents=True, exist_ok=True)
+    for path in reversed(kept):  # children first: a parent made read-only last still lets them be made
+        os.chmod(staging / path, scan.dirs[path])
+
+
+def _parents(files: Iterable[str]) -> set[str]:
+    """Every directory (relative, "." for the top) that holds one of ``files`` at any depth."""
+    found = {"."}
+    for path in files:
+        parent = os.path.dirname(path)
+        while parent and parent not in found:
+            found.add(parent)
+            parent = os.path.dirname(parent)
+    return found
+
+
 def write_tree(root: Path, name: str, files: list[Artifact]) -> WriteReport:
     """Write ``files`` into root/name atomically; keep foreign files, drop files only we wrote before."""
     target = root / name
     report = WriteReport()
+    staging = root / f".{name}.staging-{os.getpid()}"
+    ours = {a.path for a in files}
     try:
+        check_target(target)
         root.mkdir(parents=True, exist_ok=True)
         _clean_stale(root, name)
-        staging = root / f".{name}.staging-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
-        _stage(staging, target, files, report)
-        ours = {a.path for a in files}
-        previous = _previous_manifest(target)
-        for path in sorted(_existing_files(target) - ours):
-            if path in previous:
-                report.removed.append(path)
-                continue
-            (staging / path).parent.mkdir(parents=True, exist_ok=True)
-            os.link(target / path, staging / path)
-            report.foreign.append(path)
-        if not report.written and not report.removed:
-            shutil.rmtree(staging)
-            return report
-        _swap(staging, target)
     except OSError as exc:
         raise InputError(f"cannot write {target}: {exc.strerror or exc}") from None
+    try:
+        scan = _scan(target)
+        _stage(staging, target, files, report)
+        _keep_foreign(staging, target, scan, ours, report)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)  # ENOSPC and the like: leave nothing half-made behind
+        raise InputError(f"cannot write {target}: {exc.strerror or exc}") from None
+    if not report.written and not report.removed:
+        shutil.rmtree(staging, ignore_errors=True)
+        return report
+    try:
+        _swap(staging, target, scan, ours)
+    except OSError as exc:
+        raise InputError(f"cannot finish writing {target}: {exc.strerror or exc} (nothing was deleted; "
+                         f"{staging} may hold the previous files)") from None
     return report
 
 
-def _swap(staging: Path, target: Path) -> None:
-    if target.exists() and _exchange(staging, target):
-        shutil.rmtree(staging)  # now holds the old tree
+def _swap(staging: Path, target: Path, scan: _Scan, ours: set[str]) -> None:
+    if not target.exists():
+        staging.rename(target)
         return
-    if target.exists():
+    if _exchange(staging, target):
+        old = staging  # now holds the old tree
+    else:
         old = target.with_name(f".{target.name}.old-{os.getpid()}")
         target.rename(old)
         staging.rename(target)
-        shutil.rmtree(old)
-    else:
-        staging.rename(target)
+    _retire(old, target, scan, ours)
+
+
+def _retire(old: Path, target: Path, scan: _Scan, ours: set[str]) -> None:
+    """Remove the old tree, but first move into the new one whatever appeared in it during the compile
+    (or was replaced since the scan); only files the scan saw are deleted."""
+    for _ in range(3):
+        for top, dirs, names in os.walk(old):
+            for name in names + [d for d in dirs if os.path.islink(os.path.join(top, d))]:
+                rel = os.path.normpath(os.path.relpath(os.path.join(top, name), old))
+                info = os.lstat(os.path.join(top, name))
+                if scan.files.get(rel) == (info.st_dev, info.st_ino):
+                    os.unlink(os.path.join(top, name))
+                else:
+                    _adopt_late(old / rel, target / rel, replace=rel not in ours)
+        for top, _dirs, _names in sorted(os.walk(old), key=lambda entry: -len(entry[0])):
+            with contextlib.suppress(OSError):
+                os.rmdir(top)
+        if not old.exists():
+            return
+
+
+def _adopt_late(source: Path, dest: Path, *, replace: bool) -> None:
+    """Move a file that appeared during the compile into the new tree: over a foreign file's older copy,
+    beside a generated file of the same name (as NAME.kept-PID)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if os.path.lexists(dest) and not replace:
+        dest = dest.with_name(f"{dest.name}.kept-{os.getpid()}")
+    try:
+        os.rename(source, dest)
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            raise

@@ -1,5 +1,6 @@
 """The profile's value checks: plain functions over pydantic-core only, shared by the pydantic model
-(spec/fields.py) and the generated core validator (spec/core_model.py), so both raise the same errors."""
+(spec/fields.py, spec/model.py) and the generated core validator (spec/core_model.py), so both raise the
+same errors."""
 
 from __future__ import annotations
 
@@ -8,6 +9,240 @@ import re
 from typing import Protocol, TypeVar
 
 from pydantic_core import PydanticCustomError
+
+from spark_compile.spec.secret_patterns import SECRET_VALUE
+
+_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+_IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$")
+_DOCKER_SIZE = re.compile(r"^[1-9][0-9]*[bkmgBKMG]?$")
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_SSH = re.compile(r"^(?:[a-z_][a-z0-9_.-]{0,31}@)?[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")
+_IMAGE = re.compile(
+    r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+    r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
+)
+_SAFE_TEXT = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")
+# A path component: letters, digits and . _ + @ = - only. No quote, '$', '%', '\\', ':' or ',' can reach
+# bash, systemd (specifiers, variables), docker -v (':' separates fields) or an env file.
+_PATH_PART = r"[A-Za-z0-9._+@=-]{1,255}"
+_CLEAN_PATH = re.compile(rf"^/(?:{_PATH_PART}(?:/{_PATH_PART})*)?/?$")
+_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+:-]{0,127}$")
+_GPUS = re.compile(r"^(?:all|[1-9][0-9]{0,2}|device=[A-Za-z0-9-]{1,64}(?:,[A-Za-z0-9-]{1,64}){0,63})$")
+_FREE_TEXT = re.compile(r"^[^\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]*$")
+_ARG_TEXT = re.compile(r"^[^\x00-\x1f\x7f\x85\u2028\u2029]*$")
+MAX_PATH = 4096
+MAX_TEXT = 1024
+MAX_ARG = 8192  # an argv element (Linux allows 128 KiB) and an env-file line (docker: 64 KiB) stay far below
+MAX_DESCRIPTION = 4096
+ULIMIT_NAMES = ("core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice", "nofile", "nproc",
+                "rss", "rtprio", "rttime", "sigpending", "stack")
+INT64_MAX = (1 << 63) - 1
+MAX_SECONDS = 7 * 24 * 3600  # a week: past any boot, stop or probe, and inside what systemd accepts
+# Linux RDMA device names (ib_device.name): up to 63 characters, no '/' or whitespace; vendors use
+# [A-Za-z0-9_.-] (mlx5_0, rocep1s0f0, roceP2p1s0f0, irdma0).
+_RDMA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+_SNAPSHOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _err(kind: str, message: str, **ctx: object) -> PydanticCustomError:
+    return PydanticCustomError(kind, message, ctx)
+
+
+def _name(value: str) -> str:
+    if not _NAME.match(value):
+        raise _err("name", "{value} is not a valid name: use 1-63 lower-case letters, digits and '-', "
+                   "starting and ending with a letter or digit", value=repr(value))
+    return value
+
+
+def _ipv4(value: str) -> str:
+    try:
+        ipaddress.IPv4Address(value)
+    except ValueError:
+        raise _err("ipv4", "{value} is not an IPv4 address (four numbers 0-255, e.g. 192.0.2.11)",
+                   value=repr(value)) from None
+    return value
+
+
+def _ipv4_net(value: str) -> str:
+    try:
+        net = ipaddress.IPv4Network(value, strict=True)
+    except ValueError as exc:
+        raise _err("ipv4_network", "{value} is not an IPv4 subnet in CIDR form ({reason}), e.g. 192.0.2.0/24",
+                   value=repr(value), reason=str(exc)) from None
+    if "/" not in value:
+        raise _err("ipv4_network", "{value} has no prefix length: write it in CIDR form, e.g. {bare}/24",
+                   value=repr(value), bare=value)
+    return str(net)
+
+
+def _abs_path(value: str) -> str:
+    if len(value) > MAX_PATH or not _CLEAN_PATH.match(value) or ".." in value.split("/"):
+        raise _err("abs_path", "{value} is not a clean absolute path: it must start with '/', have no '..' "
+                   "component, and use only letters, digits and . _ + @ = - between the slashes (at most "
+                   "{limit} characters)", value=_shown(value), limit=MAX_PATH)
+    return value.rstrip("/") or "/"
+
+
+def _rel_or_abs_path(value: str) -> str:
+    return _abs_path(value) if value.startswith("/") else _abs_path("/" + value)[1:]
+
+
+def _shown(value: str) -> str:
+    """A value as a message shows it: repr, cut to a bounded excerpt (secrets hidden before the cut, which
+    would otherwise leave a token too short to recognise)."""
+    size = len(value)
+    value = SECRET_VALUE.sub("(redacted)", value)
+    return repr(value) if len(value) <= 80 else repr(value[:80]) + f"... ({size} characters)"
+
+
+def _word(value: str) -> str:
+    if not _WORD.match(value):
+        raise _err("word", "{value} is not a single word: 1-128 letters, digits and _ . + : -, starting with "
+                   "a letter or digit", value=_shown(value))
+    return value
+
+
+def _gpus(value: str) -> str:
+    if not _GPUS.match(value):
+        raise _err("gpus", "{value} is not a docker --gpus value: all, a count, or device=ID[,ID...]",
+                   value=_shown(value))
+    return value
+
+
+def _device(value: str) -> str:
+    parts = value.split(":")
+    perms = parts.pop() if len(parts) == 3 or (len(parts) == 2 and not parts[1].startswith("/")) else "rwm"
+    if not 1 <= len(parts) <= 2 or not perms or set(perms) - set("rwm"):
+        raise _err("device", "{value} is not a --device value: /dev/HOST[:/dev/CONTAINER][:rwm]",
+                   value=_shown(value))
+    for part in parts:
+        _abs_path(part)
+    return value
+
+
+def _free_text(value: str) -> str:
+    if len(value) > MAX_DESCRIPTION or not _FREE_TEXT.match(value):
+        raise _err("free_text", "free text takes at most {limit} characters and no control characters "
+                   "other than line breaks and tabs", limit=MAX_DESCRIPTION)
+    return value
+
+
+def _arg_text(value: str) -> str:
+    if "\0" in value:
+        raise _err("arg_text", "{value} contains a NUL character, which no command-line argument can carry",
+                   value=_shown(value))
+    if len(value) > MAX_ARG or not _ARG_TEXT.match(value):
+        raise _err("arg_text", "{value} cannot be an argument: at most {limit} characters, no line break or "
+                   "other control character", value=_shown(value), limit=MAX_ARG)
+    return value
+
+
+def _list_arg(value: str) -> str:
+    _arg_text(value)
+    if value.startswith("-"):
+        raise _err("list_arg", "{value} starts with '-': in a list it would be read as another flag; give "
+                   "flags their own key under engine.args", value=_shown(value))
+    return value
+
+
+def _launcher_word(value: str) -> str:
+    _text(value)
+    if value.startswith("--"):
+        raise _err("launcher_word", "{value} is a long option: engine flags belong under engine.args (where "
+                   "they are checked), not in the launcher", value=_shown(value))
+    return value
+
+
+def _ulimit_value(value: str | int) -> str | int:
+    parts = str(value).split(":")
+    try:
+        numbers = [int(part, 10) for part in parts]
+    except ValueError:
+        numbers = []
+    if not 1 <= len(parts) <= 2 or len(numbers) != len(parts) or any(not -1 <= n <= INT64_MAX for n in numbers):
+        raise _err("ulimit", "{value} is not a ulimit: soft[:hard], each -1 (unlimited) or 0..2^63-1",
+                   value=_shown(str(value)))
+    return value
+
+
+def _docker_size(value: str | int) -> str:
+    text = str(value)
+    if not _DOCKER_SIZE.match(text):
+        raise _err("size", "{value} is not a size: a whole number with an optional unit b, k, m or g "
+                   "(e.g. 112g)", value=repr(text))
+    return text
+
+
+def _env_name(value: str) -> str:
+    if not _ENV_NAME.match(value):
+        raise _err("env_name", "{value} is not an environment variable name: use A-Z, 0-9 and '_', "
+                   "not starting with a digit", value=repr(value))
+    return value
+
+
+def _iface(value: str) -> str:
+    if not _IFNAME.match(value):
+        raise _err("ifname", "{value} is not a network interface name (at most 15 characters: letters, "
+                   "digits, '_', '.', ':', '-')", value=repr(value))
+    return value
+
+
+def _ssh(value: str) -> str:
+    if not _SSH.match(value):
+        raise _err("ssh_target", "{value} is not an ssh target: expected host or user@host", value=repr(value))
+    return value
+
+
+def _image(value: str) -> str:
+    _, at, digest = value.partition("@")
+    if at and not re.fullmatch(r"sha256:[a-f0-9]{64}", digest):
+        raise _err("image_digest", "{value}: a digest is complete only as sha256: followed by 64 lower-case hex "
+                   "digits, got {digest} ({count} after sha256:)", value=repr(value), digest=repr(digest),
+                   count=len(digest.removeprefix("sha256:")))
+    if len(value) > 255 or not _IMAGE.match(value):
+        raise _err("image", "{value} is not a docker image reference (e.g. registry/name:tag)", value=repr(value))
+    return value
+
+
+def _text(value: str) -> str:
+    if len(value) > MAX_TEXT:
+        raise _err("text", "{value} is longer than {limit} characters", value=_shown(value), limit=MAX_TEXT)
+    if not _SAFE_TEXT.match(value):
+        raise _err("text", "{value} must be printable ASCII with no leading or trailing space", value=_shown(value))
+    return value
+
+
+_ArgScalar = str | int | float | bool
+
+
+def _arg_value(value: _ArgScalar | list[_ArgScalar]) -> _ArgScalar | list[_ArgScalar]:
+    # An argv element is a C string: bash cannot hold a NUL byte, let alone pass it on.
+    if any(isinstance(item, str) and "\0" in item for item in (value if isinstance(value, list) else [value])):
+        raise _err("arg_value", "{value} contains a NUL character, which no command-line argument can carry",
+                   value=repr(value))
+    # The same grammar as engine.args: bounded, no control characters, no list item that reads as a flag.
+    for item in value if isinstance(value, list) else []:
+        if isinstance(item, str):
+            _list_arg(item)
+    if isinstance(value, str):
+        _arg_text(value)
+    return value
+
+
+def _rdma(value: str) -> str:
+    if not _RDMA.match(value):
+        raise _err("rdma_name", "{value} is not an RDMA device name: expected up to 63 letters, digits, '_', '.', "
+                   "'-', starting with a letter or digit, as `ls /sys/class/infiniband` prints it (e.g. mlx5_0)",
+                   value=repr(value))
+    return value
+
+
+def _snapshot(value: str) -> str:
+    if not _SNAPSHOT.match(value) or value in (".", ".."):
+        raise _err("snapshot", "{value} is not a snapshot directory name (letters, digits, '.', '_', '-')",
+                   value=repr(value))
+    return value
 
 
 class _Reference(Protocol):
@@ -19,6 +254,39 @@ class _Reference(Protocol):
 
 
 _Ref = TypeVar("_Ref", bound=_Reference)
+
+
+class _ModelAccess(Protocol):
+    @property
+    def aliases(self) -> list[str]: ...
+
+    @property
+    def engram(self) -> object | None: ...
+
+
+_Model = TypeVar("_Model", bound=_ModelAccess)
+
+
+class _OperatorCheckAccess(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def expect(self) -> str | None: ...
+
+    @property
+    def pattern(self) -> str | None: ...
+
+
+_Check = TypeVar("_Check", bound=_OperatorCheckAccess)
+
+
+class _WindowAccess(Protocol):
+    @property
+    def checks(self) -> list[_OperatorCheckAccess]: ...
+
+
+_Window = TypeVar("_Window", bound=_WindowAccess)
 
 
 class _RdmaAccess(Protocol):
@@ -59,121 +327,6 @@ _SAFE_TEXT = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")
 # [A-Za-z0-9_.-] (mlx5_0, rocep1s0f0, roceP2p1s0f0, irdma0).
 _RDMA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 _SNAPSHOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-def _err(kind: str, message: str, **ctx: object) -> PydanticCustomError:
-    return PydanticCustomError(kind, message, ctx)
-
-
-def check_name(value: str) -> str:
-    if not _NAME.match(value):
-        raise _err("name", "{value} is not a valid name: use 1-63 lower-case letters, digits and '-', "
-                   "starting and ending with a letter or digit", value=repr(value))
-    return value
-
-
-def check_ipv4(value: str) -> str:
-    try:
-        ipaddress.IPv4Address(value)
-    except ValueError:
-        raise _err("ipv4", "{value} is not an IPv4 address (four numbers 0-255, e.g. 192.0.2.11)",
-                   value=repr(value)) from None
-    return value
-
-
-def check_ipv4_net(value: str) -> str:
-    try:
-        net = ipaddress.IPv4Network(value, strict=True)
-    except ValueError as exc:
-        raise _err("ipv4_network", "{value} is not an IPv4 subnet in CIDR form ({reason}), e.g. 192.0.2.0/24",
-                   value=repr(value), reason=str(exc)) from None
-    if "/" not in value:
-        raise _err("ipv4_network", "{value} has no prefix length: write it in CIDR form, e.g. {bare}/24",
-                   value=repr(value), bare=value)
-    return str(net)
-
-
-def check_abs_path(value: str) -> str:
-    parts = value.split("/")
-    if not value.startswith("/") or ".." in parts or not _SAFE_TEXT.match(value) or " " in value:
-        raise _err("abs_path", "{value} is not a clean absolute path: it must start with '/', contain no '..' "
-                   "component, no spaces and only printable ASCII", value=repr(value))
-    return value.rstrip("/") or "/"
-
-
-def check_rel_or_abs_path(value: str) -> str:
-    return check_abs_path(value) if value.startswith("/") else check_abs_path("/" + value)[1:]
-
-
-def check_docker_size(value: str | int) -> str:
-    text = str(value)
-    if not _DOCKER_SIZE.match(text):
-        raise _err("size", "{value} is not a size: a whole number with an optional unit b, k, m or g "
-                   "(e.g. 112g)", value=repr(text))
-    return text
-
-
-def check_env_name(value: str) -> str:
-    if not _ENV_NAME.match(value):
-        raise _err("env_name", "{value} is not an environment variable name: use A-Z, 0-9 and '_', "
-                   "not starting with a digit", value=repr(value))
-    return value
-
-
-def check_iface(value: str) -> str:
-    if not _IFNAME.match(value):
-        raise _err("ifname", "{value} is not a network interface name (at most 15 characters: letters, "
-                   "digits, '_', '.', ':', '-')", value=repr(value))
-    return value
-
-
-def check_ssh(value: str) -> str:
-    if not _SSH.match(value):
-        raise _err("ssh_target", "{value} is not an ssh target: expected host or user@host", value=repr(value))
-    return value
-
-
-def check_image(value: str) -> str:
-    _, at, digest = value.partition("@")
-    if at and not re.fullmatch(r"sha256:[a-f0-9]{64}", digest):
-        raise _err("image_digest", "{value}: a digest is complete only as sha256: followed by 64 lower-case hex "
-                   "digits, got {digest} ({count} after sha256:)", value=repr(value), digest=repr(digest),
-                   count=len(digest.removeprefix("sha256:")))
-    if len(value) > 255 or not _IMAGE.match(value):
-        raise _err("image", "{value} is not a docker image reference (e.g. registry/name:tag)", value=repr(value))
-    return value
-
-
-def check_text(value: str) -> str:
-    if not _SAFE_TEXT.match(value):
-        raise _err("text", "{value} must be printable ASCII with no leading or trailing space", value=repr(value))
-    return value
-
-
-ArgScalar = str | int | float | bool
-
-
-def check_arg_value(value: ArgScalar | list[ArgScalar]) -> ArgScalar | list[ArgScalar]:
-    # An argv element is a C string: bash cannot hold a NUL byte, let alone pass it on.
-    if any(isinstance(item, str) and "\0" in item for item in (value if isinstance(value, list) else [value])):
-        raise _err("arg_value", "{value} contains a NUL character, which no command-line argument can carry",
-                   value=repr(value))
-    return value
-
-
-def check_rdma(value: str) -> str:
-    if not _RDMA.match(value):
-        raise _err("rdma_name", "{value} is not an RDMA device name: expected up to 63 letters, digits, '_', '.', "
-                   "'-', starting with a letter or digit, as `ls /sys/class/infiniband` prints it (e.g. mlx5_0)",
-                   value=repr(value))
-    return value
-
-
-def check_snapshot(value: str) -> str:
-    if not _SNAPSHOT.match(value) or value in (".", ".."):
-        raise _err("snapshot", "{value} is not a snapshot directory name (letters, digits, '.', '_', '-')",
-                   value=repr(value))
-    return value
 
 
 def check_hardware(value: str) -> str:
@@ -230,3 +383,37 @@ def check_overlay_rows(value: str) -> str:
     except FlagValueError as exc:
         raise PydanticCustomError("overlay_rows", str(exc)) from None
     return value
+
+
+def check_aliases_overlay(model: _Model) -> _Model:
+    """model.aliases are answered by the overlay, which runs only with model.engram."""
+    if model.aliases and model.engram is None:
+        raise PydanticCustomError(
+            "aliases_without_overlay", "model.aliases are answered by the Spark overlay, which runs only with "
+            "model.engram: without it they would be dropped silently; remove them or add model.engram")
+    return model
+
+
+def check_operator_check(check: _Check) -> _Check:
+    """A window gate check takes exactly one of expect or pattern, and a pattern compiles."""
+    if (check.expect is None) == (check.pattern is None):
+        raise PydanticCustomError("window_expectation", "check '{name}' needs exactly one of expect (an exact "
+                                  "answer) or pattern (a regular expression)", {"name": check.name})
+    if check.pattern is not None:
+        try:
+            re.compile(check.pattern)
+        except re.error as err:
+            raise PydanticCustomError("window_pattern", "check '{name}': pattern '{pattern}' is not a regular "
+                                      "expression: {why}", {"name": check.name, "pattern": check.pattern,
+                                                            "why": str(err)}) from err
+    return check
+
+
+def check_window_names(window: _Window) -> _Window:
+    """The window's operator checks have distinct names."""
+    names = [check.name for check in window.checks]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise PydanticCustomError("window_names", "operator check names must be distinct: {names} repeated",
+                                  {"names": ", ".join(repeated)})
+    return window

@@ -222,7 +222,7 @@ class Container(Record):
     memory: str | None
     memory_swap: str | None
     shm_size: str | None
-    ulimits: dict[str, str | int]
+    ulimits: dict[Literal['core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile', 'nproc', 'rss', 'rtprio', 'rttime', 'sigpending', 'stack'], str | int]
     oom_score_adj: int | None
     cap_add: list[str]
     devices: list[str]
@@ -407,10 +407,43 @@ class Verify(Record):
     min_free_gib: int
 
 
+class OperatorCheck(Record):
+    """A deployment's own gate check: a prompt and the answer it must give, no code needed."""
+
+    FIELDS = ('name', 'prompt', 'expect', 'pattern', 'max_tokens', 'thinking')
+    name: str
+    prompt: str
+    expect: str | None
+    pattern: str | None
+    max_tokens: int
+    thinking: bool
+
+
+class Window(Record):
+    """The release window (`launch.sh window`): defaults from the peer's window-sgl.sh (peer-launcher-facts §3)."""
+
+    FIELDS = ('port', 'deadline_seconds', 'memory_interval_seconds', 'bench_tolerance', 'bench_runs', 'checks')
+    port: int
+    deadline_seconds: int
+    memory_interval_seconds: int
+    bench_tolerance: float
+    bench_runs: int
+    checks: list[OperatorCheck]
+
+
 class Operations(Record):
     """Fleet operations: launcher, post-boot verification, smoke tests, watchdog."""
 
-    FIELDS = ('health_timeout_seconds', 'log_dir', 'watchdog', 'smoke', 'image_check', 'previous_stack', 'verify')
+    FIELDS = (
+        'health_timeout_seconds',
+        'log_dir',
+        'watchdog',
+        'smoke',
+        'image_check',
+        'previous_stack',
+        'verify',
+        'window',
+    )
     health_timeout_seconds: int
     log_dir: str
     watchdog: Watchdog
@@ -418,6 +451,7 @@ class Operations(Record):
     image_check: ImageCheck
     previous_stack: PreviousStack | None
     verify: Verify
+    window: Window
 
 
 class Secrets(Record):
@@ -529,7 +563,7 @@ _FABRIC: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_iface},
+                    'function': {'type': 'no-info', 'function': checks._iface},
                     'schema': {'type': 'str'},
                 },
             },
@@ -537,7 +571,7 @@ _FABRIC: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_ipv4_net},
+                    'function': {'type': 'no-info', 'function': checks._ipv4_net},
                     'schema': {'type': 'str'},
                 },
             },
@@ -549,7 +583,7 @@ _FABRIC: dict[str, Any] = {
                         'type': 'list',
                         'items_schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_rdma},
+                            'function': {'type': 'no-info', 'function': checks._rdma},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -586,7 +620,7 @@ _NODE: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_name},
+                    'function': {'type': 'no-info', 'function': checks._name},
                     'schema': {'type': 'str'},
                 },
             },
@@ -594,7 +628,7 @@ _NODE: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_ipv4},
+                    'function': {'type': 'no-info', 'function': checks._ipv4},
                     'schema': {'type': 'str'},
                 },
             },
@@ -602,7 +636,7 @@ _NODE: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_ssh},
+                    'function': {'type': 'no-info', 'function': checks._ssh},
                     'schema': {'type': 'str'},
                 },
             },
@@ -610,7 +644,7 @@ _NODE: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_abs_path},
+                    'function': {'type': 'no-info', 'function': checks._abs_path},
                     'schema': {'type': 'str'},
                 },
             },
@@ -691,7 +725,7 @@ _ENGRAM: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_abs_path},
+                    'function': {'type': 'no-info', 'function': checks._abs_path},
                     'schema': {'type': 'str'},
                 },
             },
@@ -701,7 +735,7 @@ _ENGRAM: dict[str, Any] = {
                     'type': 'default',
                     'schema': {
                         'type': 'function-after',
-                        'function': {'type': 'no-info', 'function': checks.check_abs_path},
+                        'function': {'type': 'no-info', 'function': checks._abs_path},
                         'schema': {'type': 'str'},
                     },
                     'default': '/engram-local',
@@ -726,7 +760,7 @@ _MODEL: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_text},
+                    'function': {'type': 'no-info', 'function': checks._text},
                     'schema': {'type': 'str'},
                 },
             },
@@ -734,7 +768,7 @@ _MODEL: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_abs_path},
+                    'function': {'type': 'no-info', 'function': checks._abs_path},
                     'schema': {'type': 'str'},
                 },
             },
@@ -746,10 +780,7 @@ _MODEL: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {
-                                'type': 'no-info',
-                                'function': checks.check_abs_path,
-                            },
+                            'function': {'type': 'no-info', 'function': checks._abs_path},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -762,7 +793,7 @@ _MODEL: dict[str, Any] = {
                     'type': 'default',
                     'schema': {
                         'type': 'function-after',
-                        'function': {'type': 'no-info', 'function': checks.check_abs_path},
+                        'function': {'type': 'no-info', 'function': checks._abs_path},
                         'schema': {'type': 'str'},
                     },
                     'default': '/models/repo',
@@ -772,7 +803,7 @@ _MODEL: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_snapshot},
+                    'function': {'type': 'no-info', 'function': checks._snapshot},
                     'schema': {'type': 'str'},
                 },
             },
@@ -780,7 +811,7 @@ _MODEL: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_text},
+                    'function': {'type': 'no-info', 'function': checks._text},
                     'schema': {'type': 'str'},
                 },
             },
@@ -792,7 +823,7 @@ _MODEL: dict[str, Any] = {
                         'type': 'list',
                         'items_schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'function': {'type': 'no-info', 'function': checks._text},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -823,7 +854,7 @@ _MODEL: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'function': {'type': 'no-info', 'function': checks._text},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -837,6 +868,11 @@ _MODEL: dict[str, Any] = {
     'custom_init': False,
     'root_model': False,
     'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Model'},
+}
+_MODEL_CHECKED: dict[str, Any] = {
+    'type': 'function-after',
+    'function': {'type': 'no-info', 'function': checks.check_aliases_overlay},
+    'schema': _MODEL,
     'ref': 'Model',
 }
 _PARALLEL: dict[str, Any] = {
@@ -877,7 +913,7 @@ _BACKENDS: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'function': {'type': 'no-info', 'function': checks._word},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -892,7 +928,7 @@ _BACKENDS: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'function': {'type': 'no-info', 'function': checks._word},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -907,7 +943,7 @@ _BACKENDS: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'function': {'type': 'no-info', 'function': checks._word},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -980,10 +1016,7 @@ _SPECULATIVE: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {
-                                'type': 'no-info',
-                                'function': checks.check_abs_path,
-                            },
+                            'function': {'type': 'no-info', 'function': checks._abs_path},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -1071,7 +1104,7 @@ _CHAT: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'function': {'type': 'no-info', 'function': checks._word},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -1086,7 +1119,7 @@ _CHAT: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'function': {'type': 'no-info', 'function': checks._word},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -1152,7 +1185,10 @@ _LIMITS: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': {'type': 'nullable', 'schema': {'type': 'int', 'ge': 1}},
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {'type': 'int', 'ge': 1, 'le': 604800},
+                    },
                     'default': None,
                 },
             },
@@ -1183,7 +1219,7 @@ _ENGINE: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_image},
+                    'function': {'type': 'no-info', 'function': checks._image},
                     'schema': {'type': 'str'},
                 },
             },
@@ -1193,7 +1229,7 @@ _ENGINE: dict[str, Any] = {
                     'type': 'default',
                     'schema': {
                         'type': 'function-after',
-                        'function': {'type': 'no-info', 'function': checks.check_text},
+                        'function': {'type': 'no-info', 'function': checks._word},
                         'schema': {'type': 'str'},
                     },
                     'default': 'sglang-0.5.23',
@@ -1203,7 +1239,7 @@ _ENGINE: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_name},
+                    'function': {'type': 'no-info', 'function': checks._name},
                     'schema': {'type': 'str'},
                 },
             },
@@ -1215,9 +1251,13 @@ _ENGINE: dict[str, Any] = {
                         'type': 'list',
                         'items_schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'function': {
+                                'type': 'no-info',
+                                'function': checks._launcher_word,
+                            },
                             'schema': {'type': 'str'},
                         },
+                        'min_length': 1,
                     },
                     'default': ['python3', '-m', 'sglang.launch_server'],
                 },
@@ -1228,7 +1268,7 @@ _ENGINE: dict[str, Any] = {
                     'type': 'default',
                     'schema': {
                         'type': 'function-after',
-                        'function': {'type': 'no-info', 'function': checks.check_ipv4},
+                        'function': {'type': 'no-info', 'function': checks._ipv4},
                         'schema': {'type': 'str'},
                     },
                     'default': '0.0.0.0',
@@ -1266,7 +1306,7 @@ _ENGINE: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'function': {'type': 'no-info', 'function': checks._word},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -1327,27 +1367,39 @@ _ENGINE: dict[str, Any] = {
                         'type': 'dict',
                         'keys_schema': {'type': 'str', 'pattern': '^[a-z0-9][a-z0-9-]*$'},
                         'values_schema': {
-                            'type': 'function-after',
-                            'function': {
-                                'type': 'no-info',
-                                'function': checks.check_arg_value,
-                            },
-                            'schema': {
-                                'type': 'union',
-                                'choices': [
-                                    {'type': 'str'},
-                                    {'type': 'int'},
-                                    {'type': 'float'},
-                                    {'type': 'bool'},
-                                    {
-                                        'type': 'list',
-                                        'items_schema': {
-                                            'type': 'union',
-                                            'choices': [{'type': 'str'}, {'type': 'int'}, {'type': 'float'}, {'type': 'bool'}],
-                                        },
+                            'type': 'union',
+                            'choices': [
+                                {
+                                    'type': 'function-after',
+                                    'function': {
+                                        'type': 'no-info',
+                                        'function': checks._arg_text,
                                     },
-                                ],
-                            },
+                                    'schema': {'type': 'str'},
+                                },
+                                {'type': 'int'},
+                                {'type': 'float'},
+                                {'type': 'bool'},
+                                {
+                                    'type': 'list',
+                                    'items_schema': {
+                                        'type': 'union',
+                                        'choices': [
+                                            {
+                                                'type': 'function-after',
+                                                'function': {
+                                                    'type': 'no-info',
+                                                    'function': checks._list_arg,
+                                                },
+                                                'schema': {'type': 'str'},
+                                            },
+                                            {'type': 'int'},
+                                            {'type': 'float'},
+                                            {'type': 'bool'},
+                                        ],
+                                    },
+                                },
+                            ],
                         },
                     },
                     'default': {},
@@ -1361,15 +1413,22 @@ _ENGINE: dict[str, Any] = {
                         'type': 'dict',
                         'keys_schema': {
                             'type': 'function-after',
-                            'function': {
-                                'type': 'no-info',
-                                'function': checks.check_env_name,
-                            },
+                            'function': {'type': 'no-info', 'function': checks._env_name},
                             'schema': {'type': 'str'},
                         },
                         'values_schema': {
                             'type': 'union',
-                            'choices': [{'type': 'str'}, {'type': 'int'}],
+                            'choices': [
+                                {
+                                    'type': 'function-after',
+                                    'function': {
+                                        'type': 'no-info',
+                                        'function': checks._arg_text,
+                                    },
+                                    'schema': {'type': 'str'},
+                                },
+                                {'type': 'int'},
+                            ],
                         },
                     },
                     'default': {},
@@ -1384,10 +1443,7 @@ _ENGINE: dict[str, Any] = {
                         'keys_schema': {'type': 'str', 'pattern': '^[a-z0-9][a-z0-9-]*$'},
                         'values_schema': {
                             'type': 'function-after',
-                            'function': {
-                                'type': 'no-info',
-                                'function': checks.check_arg_value,
-                            },
+                            'function': {'type': 'no-info', 'function': checks._arg_value},
                             'schema': {
                                 'type': 'union',
                                 'choices': [
@@ -1428,7 +1484,7 @@ _CONTAINER_MOUNT: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_abs_path},
+                    'function': {'type': 'no-info', 'function': checks._abs_path},
                     'schema': {'type': 'str'},
                 },
             },
@@ -1436,7 +1492,7 @@ _CONTAINER_MOUNT: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_abs_path},
+                    'function': {'type': 'no-info', 'function': checks._abs_path},
                     'schema': {'type': 'str'},
                 },
             },
@@ -1471,10 +1527,7 @@ _CONTAINER: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {
-                                'type': 'no-info',
-                                'function': checks.check_docker_size,
-                            },
+                            'function': {'type': 'no-info', 'function': checks._docker_size},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -1489,10 +1542,7 @@ _CONTAINER: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {
-                                'type': 'no-info',
-                                'function': checks.check_docker_size,
-                            },
+                            'function': {'type': 'no-info', 'function': checks._docker_size},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -1507,10 +1557,7 @@ _CONTAINER: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {
-                                'type': 'no-info',
-                                'function': checks.check_docker_size,
-                            },
+                            'function': {'type': 'no-info', 'function': checks._docker_size},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -1523,16 +1570,20 @@ _CONTAINER: dict[str, Any] = {
                     'type': 'default',
                     'schema': {
                         'type': 'dict',
-                        'keys_schema': {'type': 'str', 'pattern': '^[a-z]+$'},
+                        'keys_schema': {
+                            'type': 'literal',
+                            'expected': ['core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile', 'nproc', 'rss', 'rtprio', 'rttime', 'sigpending', 'stack'],
+                        },
                         'values_schema': {
-                            'type': 'union',
-                            'choices': [
-                                {
-                                    'type': 'str',
-                                    'pattern': '^-?[0-9]+(:-?[0-9]+)?$',
-                                },
-                                {'type': 'int'},
-                            ],
+                            'type': 'function-after',
+                            'function': {
+                                'type': 'no-info',
+                                'function': checks._ulimit_value,
+                            },
+                            'schema': {
+                                'type': 'union',
+                                'choices': [{'type': 'str'}, {'type': 'int'}],
+                            },
                         },
                     },
                     'default': {},
@@ -1555,7 +1606,7 @@ _CONTAINER: dict[str, Any] = {
                     'type': 'default',
                     'schema': {
                         'type': 'list',
-                        'items_schema': {'type': 'str', 'pattern': '^[A-Z_]+$'},
+                        'items_schema': {'type': 'str', 'pattern': '^[A-Z_]{1,64}$'},
                     },
                     'default': [],
                 },
@@ -1568,7 +1619,7 @@ _CONTAINER: dict[str, Any] = {
                         'type': 'list',
                         'items_schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'function': {'type': 'no-info', 'function': checks._device},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -1581,7 +1632,7 @@ _CONTAINER: dict[str, Any] = {
                     'type': 'default',
                     'schema': {
                         'type': 'function-after',
-                        'function': {'type': 'no-info', 'function': checks.check_text},
+                        'function': {'type': 'no-info', 'function': checks._gpus},
                         'schema': {'type': 'str'},
                     },
                     'default': 'all',
@@ -1593,7 +1644,7 @@ _CONTAINER: dict[str, Any] = {
                     'type': 'default',
                     'schema': {
                         'type': 'function-after',
-                        'function': {'type': 'no-info', 'function': checks.check_text},
+                        'function': {'type': 'no-info', 'function': checks._word},
                         'schema': {'type': 'str'},
                     },
                     'default': 'host',
@@ -1607,7 +1658,7 @@ _CONTAINER: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'function': {'type': 'no-info', 'function': checks._word},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -1620,10 +1671,7 @@ _CONTAINER: dict[str, Any] = {
                     'type': 'default',
                     'schema': {
                         'type': 'function-after',
-                        'function': {
-                            'type': 'no-info',
-                            'function': checks.check_rel_or_abs_path,
-                        },
+                        'function': {'type': 'no-info', 'function': checks._rel_or_abs_path},
                         'schema': {'type': 'str'},
                     },
                     'default': '.cache',
@@ -1644,7 +1692,7 @@ _CONTAINER: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': {'type': 'int', 'ge': 1},
+                    'schema': {'type': 'int', 'ge': 1, 'le': 604800},
                     'default': 60,
                 },
             },
@@ -1687,15 +1735,22 @@ _NCCL: dict[str, Any] = {
                         'type': 'dict',
                         'keys_schema': {
                             'type': 'function-after',
-                            'function': {
-                                'type': 'no-info',
-                                'function': checks.check_env_name,
-                            },
+                            'function': {'type': 'no-info', 'function': checks._env_name},
                             'schema': {'type': 'str'},
                         },
                         'values_schema': {
                             'type': 'union',
-                            'choices': [{'type': 'str'}, {'type': 'int'}],
+                            'choices': [
+                                {
+                                    'type': 'function-after',
+                                    'function': {
+                                        'type': 'no-info',
+                                        'function': checks._arg_text,
+                                    },
+                                    'schema': {'type': 'str'},
+                                },
+                                {'type': 'int'},
+                            ],
                         },
                     },
                     'default': {},
@@ -2126,7 +2181,7 @@ _DEPLOY: dict[str, Any] = {
                     'type': 'default',
                     'schema': {
                         'type': 'function-after',
-                        'function': {'type': 'no-info', 'function': checks.check_abs_path},
+                        'function': {'type': 'no-info', 'function': checks._abs_path},
                         'schema': {'type': 'str'},
                     },
                     'default': '/etc/spark-compile',
@@ -2138,7 +2193,7 @@ _DEPLOY: dict[str, Any] = {
                     'type': 'default',
                     'schema': {
                         'type': 'function-after',
-                        'function': {'type': 'no-info', 'function': checks.check_abs_path},
+                        'function': {'type': 'no-info', 'function': checks._abs_path},
                         'schema': {'type': 'str'},
                     },
                     'default': '/run/spark-compile',
@@ -2152,7 +2207,7 @@ _DEPLOY: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'str',
-                            'pattern': '^[a-zA-Z0-9:_.@-]+\\.service$',
+                            'pattern': '^[a-zA-Z0-9_][a-zA-Z0-9:_.@-]{0,246}\\.service$',
                         },
                     },
                     'default': None,
@@ -2164,7 +2219,7 @@ _DEPLOY: dict[str, Any] = {
                     'type': 'default',
                     'schema': {
                         'type': 'function-after',
-                        'function': {'type': 'no-info', 'function': checks.check_abs_path},
+                        'function': {'type': 'no-info', 'function': checks._abs_path},
                         'schema': {'type': 'str'},
                     },
                     'default': '/usr/bin/docker',
@@ -2209,7 +2264,7 @@ _WATCHDOG: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': {'type': 'int', 'ge': 5},
+                    'schema': {'type': 'int', 'ge': 5, 'le': 604800},
                     'default': 60,
                 },
             },
@@ -2225,7 +2280,7 @@ _WATCHDOG: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': {'type': 'int', 'ge': 1},
+                    'schema': {'type': 'int', 'ge': 1, 'le': 604800},
                     'default': 45,
                 },
             },
@@ -2233,7 +2288,7 @@ _WATCHDOG: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': {'type': 'int', 'ge': 0},
+                    'schema': {'type': 'int', 'ge': 0, 'le': 604800},
                     'default': 600,
                 },
             },
@@ -2241,7 +2296,7 @@ _WATCHDOG: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': {'type': 'int', 'ge': 1},
+                    'schema': {'type': 'int', 'ge': 1, 'le': 604800},
                     'default': 3600,
                 },
             },
@@ -2296,7 +2351,7 @@ _SMOKE: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': {'type': 'int', 'ge': 1},
+                    'schema': {'type': 'int', 'ge': 1, 'le': 604800},
                     'default': 600,
                 },
             },
@@ -2349,7 +2404,7 @@ _PREVIOUS_STACK: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'str',
-                            'pattern': '^[a-zA-Z0-9:_.@-]+\\.(service|target)$',
+                            'pattern': '^[a-zA-Z0-9_][a-zA-Z0-9:_.@-]{0,246}\\.(service|target)$',
                         },
                     },
                     'default': None,
@@ -2363,7 +2418,7 @@ _PREVIOUS_STACK: dict[str, Any] = {
                         'type': 'list',
                         'items_schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'function': {'type': 'no-info', 'function': checks._text},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -2378,7 +2433,7 @@ _PREVIOUS_STACK: dict[str, Any] = {
                         'type': 'list',
                         'items_schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'function': {'type': 'no-info', 'function': checks._text},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -2453,6 +2508,156 @@ _VERIFY: dict[str, Any] = {
     'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Verify'},
     'ref': 'Verify',
 }
+_OPERATOR_CHECK: dict[str, Any] = {
+    'type': 'model',
+    'cls': OperatorCheck,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'name': {
+                'type': 'model-field',
+                'schema': {'type': 'str', 'pattern': '^[a-z0-9][a-z0-9-]{0,62}$'},
+            },
+            'prompt': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'function-after',
+                    'function': {'type': 'no-info', 'function': checks._text},
+                    'schema': {'type': 'str'},
+                },
+            },
+            'expect': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._text},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'pattern': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._text},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'max_tokens': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'int', 'ge': 1},
+                    'default': 256,
+                },
+            },
+            'thinking': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'bool'},
+                    'default': False,
+                },
+            },
+        },
+        'model_name': 'OperatorCheck',
+        'computed_fields': [],
+    },
+    'custom_init': False,
+    'root_model': False,
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'title': 'OperatorCheck',
+    },
+}
+_OPERATOR_CHECK_CHECKED: dict[str, Any] = {
+    'type': 'function-after',
+    'function': {'type': 'no-info', 'function': checks.check_operator_check},
+    'schema': _OPERATOR_CHECK,
+    'ref': 'OperatorCheck',
+}
+_WINDOW: dict[str, Any] = {
+    'type': 'model',
+    'cls': Window,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'port': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'int', 'ge': 1, 'le': 65535},
+                    'default': 8888,
+                },
+            },
+            'deadline_seconds': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'int', 'ge': 1},
+                    'default': 6600,
+                },
+            },
+            'memory_interval_seconds': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'int', 'ge': 1},
+                    'default': 15,
+                },
+            },
+            'bench_tolerance': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'float', 'gt': 0, 'lt': 1},
+                    'default': 0.1,
+                },
+            },
+            'bench_runs': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'int', 'ge': 1, 'le': 20},
+                    'default': 3,
+                },
+            },
+            'checks': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'list', 'items_schema': _OPERATOR_CHECK_CHECKED},
+                    'default': [],
+                },
+            },
+        },
+        'model_name': 'Window',
+        'computed_fields': [],
+    },
+    'custom_init': False,
+    'root_model': False,
+    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Window'},
+}
+_WINDOW_CHECKED: dict[str, Any] = {
+    'type': 'function-after',
+    'function': {'type': 'no-info', 'function': checks.check_window_names},
+    'schema': _WINDOW,
+    'ref': 'Window',
+}
 _OPERATIONS: dict[str, Any] = {
     'type': 'model',
     'cls': Operations,
@@ -2463,7 +2668,7 @@ _OPERATIONS: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': {'type': 'int', 'ge': 1},
+                    'schema': {'type': 'int', 'ge': 1, 'le': 604800},
                     'default': 2400,
                 },
             },
@@ -2473,10 +2678,7 @@ _OPERATIONS: dict[str, Any] = {
                     'type': 'default',
                     'schema': {
                         'type': 'function-after',
-                        'function': {
-                            'type': 'no-info',
-                            'function': checks.check_rel_or_abs_path,
-                        },
+                        'function': {'type': 'no-info', 'function': checks._rel_or_abs_path},
                         'schema': {'type': 'str'},
                     },
                     'default': 'sgl-logs',
@@ -2526,6 +2728,15 @@ _OPERATIONS: dict[str, Any] = {
                     'validate_default': True,
                 },
             },
+            'window': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': _WINDOW_CHECKED,
+                    'default': {},
+                    'validate_default': True,
+                },
+            },
         },
         'model_name': 'Operations',
         'computed_fields': [],
@@ -2549,10 +2760,7 @@ _SECRETS: dict[str, Any] = {
                         'type': 'dict',
                         'keys_schema': {
                             'type': 'function-after',
-                            'function': {
-                                'type': 'no-info',
-                                'function': checks.check_env_name,
-                            },
+                            'function': {'type': 'no-info', 'function': checks._env_name},
                             'schema': {'type': 'str'},
                         },
                         'values_schema': {'type': 'definition-ref', 'schema_ref': 'SecretRef'},
@@ -2655,7 +2863,7 @@ _KUBERNETES: dict[str, Any] = {
                     'type': 'default',
                     'schema': {
                         'type': 'function-after',
-                        'function': {'type': 'no-info', 'function': checks.check_name},
+                        'function': {'type': 'no-info', 'function': checks._name},
                         'schema': {'type': 'str'},
                     },
                     'default': 'default',
@@ -2669,7 +2877,7 @@ _KUBERNETES: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_image},
+                            'function': {'type': 'no-info', 'function': checks._image},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -2693,10 +2901,7 @@ _KUBERNETES: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {
-                                'type': 'no-info',
-                                'function': checks.check_docker_size,
-                            },
+                            'function': {'type': 'no-info', 'function': checks._docker_size},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -2711,10 +2916,7 @@ _KUBERNETES: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {
-                                'type': 'no-info',
-                                'function': checks.check_docker_size,
-                            },
+                            'function': {'type': 'no-info', 'function': checks._docker_size},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -2791,7 +2993,7 @@ _PROFILE: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks.check_name},
+                    'function': {'type': 'no-info', 'function': checks._name},
                     'schema': {'type': 'str'},
                 },
             },
@@ -2803,7 +3005,7 @@ _PROFILE: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks.check_text},
+                            'function': {'type': 'no-info', 'function': checks._text},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -2814,7 +3016,14 @@ _PROFILE: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': {'type': 'nullable', 'schema': {'type': 'str'}},
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._free_text},
+                            'schema': {'type': 'str'},
+                        },
+                    },
                     'default': None,
                 },
             },
@@ -2822,7 +3031,14 @@ _PROFILE: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': {'type': 'nullable', 'schema': {'type': 'str'}},
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._arg_text},
+                            'schema': {'type': 'str'},
+                        },
+                    },
                     'default': None,
                 },
             },
@@ -2834,12 +3050,12 @@ _PROFILE: dict[str, Any] = {
                     'function': {'type': 'no-info', 'function': checks.check_hardware},
                     'schema': {
                         'type': 'function-after',
-                        'function': {'type': 'no-info', 'function': checks.check_text},
+                        'function': {'type': 'no-info', 'function': checks._text},
                         'schema': {'type': 'str'},
                     },
                 },
             },
-            'model': {'type': 'model-field', 'schema': _MODEL},
+            'model': {'type': 'model-field', 'schema': _MODEL_CHECKED},
             'engine': {'type': 'model-field', 'schema': _ENGINE},
             'container': {
                 'type': 'model-field',
@@ -2930,10 +3146,7 @@ _SECRET_REF: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {
-                                'type': 'no-info',
-                                'function': checks.check_abs_path,
-                            },
+                            'function': {'type': 'no-info', 'function': checks._abs_path},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -2948,10 +3161,7 @@ _SECRET_REF: dict[str, Any] = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'function-after',
-                            'function': {
-                                'type': 'no-info',
-                                'function': checks.check_env_name,
-                            },
+                            'function': {'type': 'no-info', 'function': checks._env_name},
                             'schema': {'type': 'str'},
                         },
                     },
@@ -2985,7 +3195,7 @@ _SECTIONS: dict[type[Record], dict[str, Any]] = {
     Fleet: _FLEET,
     Fabric: _FABRIC,
     Node: _NODE,
-    Model: _MODEL,
+    Model: _MODEL_CHECKED,
     Engram: _ENGRAM,
     Engine: _ENGINE,
     Parallel: _PARALLEL,
@@ -3005,6 +3215,8 @@ _SECTIONS: dict[type[Record], dict[str, Any]] = {
     ImageCheck: _IMAGE_CHECK,
     PreviousStack: _PREVIOUS_STACK_CHECKED,
     Verify: _VERIFY,
+    Window: _WINDOW_CHECKED,
+    OperatorCheck: _OPERATOR_CHECK_CHECKED,
     Secrets: _SECRETS,
     Kubernetes: _KUBERNETES,
     KubernetesRdma: _KUBERNETES_RDMA_CHECKED,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+MAX_VALUE = 32_768
 _PRINTABLE_ASCII = re.compile(r"[ -~]*")
 # The common case in one match: printable ASCII without quotes, backslash, '$' or backtick, no edge spaces.
 _SAFE = re.compile(r"(?:[!#%&(-\[\]-_a-~](?:[ !#%&(-\[\]-_a-~]*[!#%&(-\[\]-_a-~])?)?")
@@ -12,6 +13,8 @@ _SAFE = re.compile(r"(?:[!#%&(-\[\]-_a-~](?:[ !#%&(-\[\]-_a-~]*[!#%&(-\[\]-_a-~]
 
 def env_value_problem(value: str) -> str | None:
     """Why ``value`` cannot be written to an env file with one meaning for docker and systemd, or None."""
+    if len(value) > MAX_VALUE:
+        return f"is longer than {MAX_VALUE} characters (docker refuses env-file lines over 64 KiB)"
     if _SAFE.fullmatch(value):
         return None
     if "\n" in value or "\r" in value:

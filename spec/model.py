@@ -6,30 +6,49 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from spark_compile.spec.checks import check_hardware, check_rdma_resource, check_secret_ref
+from spark_compile.spec.checks import (
+    MAX_SECONDS,
+    check_aliases_overlay,
+    check_hardware,
+    check_rdma_resource,
+    check_secret_ref,
+)
 from spark_compile.spec.fields import (
     AbsPath,
+    ArgText,
     ArgValue,
+    DeviceSpec,
     DockerSize,
     EnvName,
+    EnvText,
+    FreeText,
+    GpuSpec,
     HomePath,
     IfName,
     ImageRef,
     IPv4,
     IPv4Net,
+    LauncherWord,
+    ListArg,
     Name,
     Port,
     Positive,
     RdmaName,
+    Seconds,
     Snapshot,
     SshTarget,
     Text,
+    UlimitName,
+    UlimitValue,
+    Word,
 )
-from spark_compile.spec.operations_model import ImageCheck, PreviousStack, Verify
+from spark_compile.spec.operations_model import ImageCheck, PreviousStack, Verify, Window
 from spark_compile.spec.overlay_section import OverlaySection
 
 GidIndex = Literal["probe"] | Annotated[int, Field(ge=0, le=255)]
-EnvValue = str | int
+Scalar = ArgText | int | float | bool
+ListScalar = ListArg | int | float | bool
+EnvValue = EnvText | int
 # A hardware catalog entry (spec/hardware.py) that exists.
 Hardware = Annotated[Text, AfterValidator(check_hardware)]
 
@@ -141,6 +160,9 @@ class Model(Section):
         "(a committed copy); unset: <holder_repo or repo>/snapshots/<snapshot>/config.json on the checking machine.",
     )
 
+    # A plain function (spec/checks.py), so that the generated core validator refers to the same check.
+    _aliases_need_the_overlay = model_validator(mode="after")(check_aliases_overlay)
+
 
 class Parallel(Section):
     """Parallel layout."""
@@ -200,8 +222,8 @@ class Chat(Section):
         None,
         description="Default reasoning effort 1-100 (low 25, high 50, xhigh 75, max 100).",
     )
-    tool_call_parser: Text | None = Field(None, description="--tool-call-parser.")
-    reasoning_parser: Text | None = Field(None, description="--reasoning-parser.")
+    tool_call_parser: Word | None = Field(None, description="--tool-call-parser.")
+    reasoning_parser: Word | None = Field(None, description="--reasoning-parser.")
 
 
 class Limits(Section):
@@ -219,16 +241,16 @@ class Limits(Section):
         None,
         description="--max-total-tokens; unset lets SGLang size the KV pool.",
     )
-    watchdog_timeout: Positive | None = Field(None, description="--watchdog-timeout in seconds.")
+    watchdog_timeout: Seconds | None = Field(None, description="--watchdog-timeout in seconds.")
     random_seed: Annotated[int, Field(ge=0)] | None = Field(None, description="--random-seed.")
 
 
 class Backends(Section):
     """Kernel backends."""
 
-    attention: Text | None = Field(None, description="--attention-backend.")
-    moe_runner: Text | None = Field(None, description="--moe-runner-backend.")
-    fp8_gemm: Text | None = Field(None, description="--fp8-gemm-backend.")
+    attention: Word | None = Field(None, description="--attention-backend.")
+    moe_runner: Word | None = Field(None, description="--moe-runner-backend.")
+    fp8_gemm: Word | None = Field(None, description="--fp8-gemm-backend.")
 
 
 class Engine(Section):
@@ -238,27 +260,28 @@ class Engine(Section):
         description="Container image, best pinned by digest: name[:tag]@sha256:<64 hex digits> (a tag alone can be "
         "moved to another build).",
     )
-    catalog: Text = Field(
+    catalog: Word = Field(
         "sglang-0.5.23",
         description="Flag catalog (spec/catalogs) this image's SGLang is checked against.",
     )
     container_name: Name = Field(description="docker --name of the container on every node.")
-    launcher: list[Text] = Field(
+    launcher: list[LauncherWord] = Field(
         ["python3", "-m", "sglang.launch_server"],
+        min_length=1,
         description="Entrypoint program and its leading arguments; the engine flags follow.",
     )
     host: IPv4 = Field("0.0.0.0", description="--host the API listens on.")
     port: Port = Field(30000, description="--port of the OpenAI-compatible API on the head.")
     dist_init_port: Port = Field(20000, description="Port of --dist-init-addr on rank 0's fabric IP.")
     trust_remote_code: bool = Field(False, description="--trust-remote-code.")
-    load_format: Text | None = Field(None, description="--load-format.")
+    load_format: Word | None = Field(None, description="--load-format.")
     parallel: Parallel = Field(description="Parallel layout.")
     backends: Backends = Field(default_factory=Backends, description="Kernel backends.")
     speculative: Speculative = Field(default_factory=Speculative, description="Speculative decoding.")
     cuda_graph: CudaGraph = Field(default_factory=CudaGraph, description="CUDA graphs.")
     chat: Chat = Field(default_factory=Chat, description="Chat defaults.")
     limits: Limits = Field(default_factory=Limits, description="Capacity limits (each optional).")
-    args: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], ArgValue] = Field(
+    args: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], Scalar | list[ListScalar]] = Field(
         {},
         description="Further engine flags, without the leading dashes: true = bare flag, false = its --no- form.",
     )
@@ -274,8 +297,6 @@ class Engine(Section):
 
 
 Restart = Literal["no", "on-failure", "always", "unless-stopped"]
-UlimitName = Annotated[str, Field(pattern=r"^[a-z]+$")]
-UlimitValue = Annotated[str, Field(pattern=r"^-?[0-9]+(:-?[0-9]+)?$")] | int
 
 
 class ContainerMount(Section):
@@ -294,11 +315,11 @@ class Container(Section):
     shm_size: DockerSize | None = Field(None, description="--shm-size.")
     ulimits: dict[UlimitName, UlimitValue] = Field({}, description="--ulimit name=soft[:hard].")
     oom_score_adj: Annotated[int, Field(ge=-1000, le=1000)] | None = Field(None, description="--oom-score-adj.")
-    cap_add: list[Annotated[str, Field(pattern=r"^[A-Z_]+$")]] = Field([], description="--cap-add capabilities.")
-    devices: list[Text] = Field([], description="--device host[:container] paths.")
-    gpus: Text = Field("all", description="--gpus.")
-    network: Text = Field("host", description="--network.")
-    ipc: Text | None = Field("host", description="--ipc.")
+    cap_add: list[Annotated[str, Field(pattern=r"^[A-Z_]{1,64}$")]] = Field([], description="--cap-add capabilities.")
+    devices: list[DeviceSpec] = Field([], description="--device host[:container] paths.")
+    gpus: GpuSpec = Field("all", description="--gpus.")
+    network: Word = Field("host", description="--network.")
+    ipc: Word | None = Field("host", description="--ipc.")
     cache_dir: HomePath = Field(
         ".cache",
         description="Writable cache directory on the node, mounted at /root/.cache; relative to the node's home.",
@@ -308,7 +329,7 @@ class Container(Section):
         description="The unit's restart policy (systemd supervises the container; docker's own --restart stays no). "
         "Multi-node fleets recover fleet-wide through the watchdog, so `no`.",
     )
-    stop_timeout: Positive = Field(60, description="Seconds the unit gives the container to stop before it is killed.")
+    stop_timeout: Seconds = Field(60, description="Seconds the unit gives the container to stop before it is killed.")
     mounts: list[ContainerMount] = Field(
         [],
         description="Further bind mounts (a model cache, a config directory, a patched source tree); read-only "
@@ -340,7 +361,7 @@ class Deploy(Section):
         "/run/spark-compile",
         description="Values found at start (runtime.env) are written under <runtime_dir>/<profile>/.",
     )
-    unit_name: Annotated[str, Field(pattern=r"^[a-zA-Z0-9:_.@-]+\.service$")] | None = Field(
+    unit_name: Annotated[str, Field(pattern=r"^[a-zA-Z0-9_][a-zA-Z0-9:_.@-]{0,246}\.service$")] | None = Field(
         None,
         description="systemd unit name; defaults to sglang-<profile>.service.",
     )
@@ -389,15 +410,15 @@ class Watchdog(Section):
     """The head's watchdog: probes, busy grace, fleet-wide relaunch (defaults from the peer's watchdog.sh)."""
 
     enabled: bool = Field(True, description="Generate and install the watchdog service and timer on the head.")
-    interval_seconds: Annotated[int, Field(ge=5)] = Field(60, description="Seconds between two checks.")
+    interval_seconds: Annotated[int, Field(ge=5, le=MAX_SECONDS)] = Field(60, description="Seconds between two checks.")
     fail_threshold: Positive = Field(3, description="Consecutive failed checks that trigger a relaunch.")
-    probe_timeout_seconds: Positive = Field(45, description="Timeout of the short chat request of a check.")
-    busy_grace_seconds: Annotated[int, Field(ge=0)] = Field(
+    probe_timeout_seconds: Seconds = Field(45, description="Timeout of the short chat request of a check.")
+    busy_grace_seconds: Annotated[int, Field(ge=0, le=MAX_SECONDS)] = Field(
         600,
         description="A probe timing out while /health answers counts as busy; only a busy spell longer than this "
         "fails.",
     )
-    ready_timeout_seconds: Positive = Field(3600, description="How long a relaunch may take to become healthy.")
+    ready_timeout_seconds: Seconds = Field(3600, description="How long a relaunch may take to become healthy.")
     relaunch_limit: Positive = Field(3, description="Relaunches before the watchdog gives up with GIVING UP.")
     reset_after_seconds: Positive = Field(
         86400,
@@ -415,13 +436,13 @@ class Smoke(Section):
     )
     image: bool = Field(True, description="Ask an image question with a known answer (the model must take images).")
     tools: bool = Field(True, description="Ask for a tool call and check it comes back well formed.")
-    request_timeout_seconds: Positive = Field(600, description="Timeout of one smoke request.")
+    request_timeout_seconds: Seconds = Field(600, description="Timeout of one smoke request.")
 
 
 class Operations(Section):
     """Fleet operations: launcher, post-boot verification, smoke tests, watchdog."""
 
-    health_timeout_seconds: Positive = Field(
+    health_timeout_seconds: Seconds = Field(
         2400,
         description="How long the launcher waits for /health after starting the head (boots take ~10 minutes).",
     )
@@ -436,6 +457,7 @@ class Operations(Section):
         None, description="The stack this release replaces: stopped at cutover, restored by `launch.sh rollback`.",
     )
     verify: Verify = Field(default_factory=Verify, description="What verify.sh expects of a boot.")
+    window: Window = Field(default_factory=Window, description="The release window: test port, deadline, gate.")
 
 
 K8sName = Annotated[str, Field(pattern=r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")]
@@ -509,8 +531,10 @@ class Profile(Section):
 
     name: Name = Field(description="Profile name: names the generated directory and the default unit.")
     release: Text | None = Field(None, description="Release tag this profile describes, e.g. production-1.7.1.")
-    description: str | None = Field(None, description="Free text for humans.")
-    extends: str | None = Field(None, description="Relative path of a parent profile whose values this one overrides.")
+    description: FreeText | None = Field(None, description="Free text for humans.")
+    extends: ArgText | None = Field(
+        None, description="Relative path of a parent profile whose values this one overrides.",
+    )
     fleet: Fleet = Field(description="Nodes and fabric.")
     hardware: Hardware = Field(description="Hardware catalog entry of every node, e.g. dgx-spark-gb10.")
     model: Model = Field(description="The checkpoint.")

@@ -10,8 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from spark_compile.spec.checks import check_previous_stack
-from spark_compile.spec.fields import Positive, Text
+from spark_compile.spec.checks import check_operator_check, check_previous_stack, check_window_names
+from spark_compile.spec.fields import Port, Positive, Text
 
 ImageCheckMode = Literal["sitecustomize", "cli", "off"]
 
@@ -23,7 +23,7 @@ class _Section(BaseModel):
 class PreviousStack(_Section):
     """The stack this release replaces (same port, same GPUs): stopped at cutover, restored by rollback."""
 
-    unit: Annotated[str, Field(pattern=r"^[a-zA-Z0-9:_.@-]+\.(service|target)$")] | None = Field(
+    unit: Annotated[str, Field(pattern=r"^[a-zA-Z0-9_][a-zA-Z0-9:_.@-]{0,246}\.(service|target)$")] | None = Field(
         None,
         description="A systemd unit on every node: `systemctl stop` at cutover (head first), `systemctl start` "
         "on rollback (workers first).",
@@ -81,3 +81,43 @@ class ImageCheck(_Section):
 
 
 
+
+
+class OperatorCheck(_Section):
+    """A deployment's own gate check: a prompt and the answer it must give, no code needed."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")] = Field(
+        description="The check's name in the gate's output and the verdict (lowercase, digits, dashes).",
+    )
+    prompt: Text = Field(description="The user message, asked at temperature 0.")
+    expect: Text | None = Field(None, description="The exact answer (surrounding blanks and a final period ignored).")
+    pattern: Text | None = Field(None, description="Instead of expect: a Python regular expression the answer must "
+                                 "contain a match of.")
+    max_tokens: Positive = Field(256, description="Longest answer asked for.")
+    thinking: bool = Field(False, description="Ask with thinking on (the answer is still the content only).")
+
+    # A plain function (spec/checks.py), so that the generated core validator refers to the same check.
+    _one_expectation = model_validator(mode="after")(check_operator_check)
+
+
+class Window(_Section):
+    """The release window (`launch.sh window`): defaults from the peer's window-sgl.sh (peer-launcher-facts §3)."""
+
+    port: Port = Field(8888, description="The test port the candidate serves on during the window (production "
+                       "keeps its own); the candidate is compiled with engine.port set to it.")
+    deadline_seconds: Positive = Field(
+        6600, description="The whole window's budget; when it runs out the gate stops and production is restored.",
+    )
+    memory_interval_seconds: Positive = Field(15, description="Seconds between two `free -g` samples on every node.")
+    bench_tolerance: Annotated[float, Field(gt=0, lt=1)] = Field(
+        0.10,
+        description="The fixed-prompt bench fails when tokens/s falls, or time to first token rises, by more than "
+        "this fraction against the previous verdict's figures.",
+    )
+    bench_runs: Annotated[int, Field(ge=1, le=20)] = Field(
+        3, description="Runs of the fixed-prompt bench; the median of each figure counts.",
+    )
+    checks: list[OperatorCheck] = Field([], description="The deployment's own gate checks (prompt and answer).")
+
+    # A plain function (spec/checks.py), so that the generated core validator refers to the same check.
+    _distinct_names = model_validator(mode="after")(check_window_names)

@@ -2,25 +2,54 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 SECRET_VALUE = re.compile(
     r"hf_[A-Za-z0-9]{30,}"  # Hugging Face access token
     r"|sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}"  # OpenAI / Anthropic style API keys
     r"|gh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
+    r"|github_pat_[A-Za-z0-9_]{22,}"  # GitHub fine-grained tokens
+    r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab personal access tokens
+    r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe keys
+    r"|AIza[0-9A-Za-z_-]{35}"  # Google API keys
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # JSON Web Tokens
     r"|AKIA[0-9A-Z]{16}"  # AWS access key id
     r"|xox[abposr]-[A-Za-z0-9-]{10,}"  # Slack tokens
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
 )
-SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)",
-                         re.IGNORECASE)
-# Names that contain a secret-ish word but carry no secret.
-NOT_SECRET_NAMES = re.compile(r"(MAX_|_TOKENS|TOKENIZER|NUM_|_TOKEN_(RATIO|IDS|USAGE|BLOCK|ORACLE)|_(PATH|FILE|DIR)$)",
-                              re.IGNORECASE)
+_ALWAYS_SECRET = r"SECRET|PASSWORD|PASSWD|API[_-]?KEY|ACCESS[_-]KEY|PRIVATE[_-]KEY|CREDENTIAL|AUTH[_-]KEY"
+SECRET_NAME = re.compile(rf"(TOKEN|{_ALWAYS_SECRET})", re.IGNORECASE)
+# Only TOKEN has innocent meanings (a count of tokens, token ids, a tokenizer); the other words always
+# mean a secret. A name that refers to where a secret lives (_PATH, _FILE, _DIR) holds none itself.
+_TOKEN_COUNT_WORDS = frozenset((
+    "MAX", "MIN", "NUM", "NEW", "PER", "RATIO", "IDS", "ID", "USAGE", "BLOCK", "ORACLE", "MODE", "SWAP", "PROB",
+    "ASSERT", "ACTIVATION", "THINK", "CHUNK", "QUERY", "INPUT", "RECV", "DISPATCH", "PREFILL", "FLUSH", "LOOKUP",
+    "LIMIT", "COUNT", "BUDGET", "LEN", "LENGTH", "SIZE", "TOTAL"))
+_REFERENCE = re.compile(r"_(PATH|FILE|DIR)$", re.IGNORECASE)
+
+
+_SECRET_WORDS = frozenset(("TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "APIKEY",
+                           "CREDENTIAL", "CREDENTIALS", "PASSPHRASE"))
+_SECRET_PAIRS = frozenset((("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY"), ("AUTH", "KEY"),
+                           ("API", "KEYS")))
+
+
+def secret_name(name: str) -> bool:
+    """True when a variable, key or flag called ``name`` holds a secret by its name: one of its words
+    (split at '_' and '-') is a secret's word (SecretRef, TOKENIZER or MAX_NEW_TOKENS are not)."""
+    upper = name.upper().replace("-", "_").strip("_")
+    if _REFERENCE.search(upper):
+        return False
+    words = upper.split("_")
+    pairs = set(itertools.pairwise(words))
+    if pairs & _SECRET_PAIRS or (set(words) & _SECRET_WORDS) - {"TOKEN", "TOKENS"}:
+        return True
+    return bool({"TOKEN", "TOKENS"} & set(words)) and not set(words) & _TOKEN_COUNT_WORDS
 
 
 def looks_secret(name: str, value: str) -> bool:
     """True when ``value`` has a token's shape, or ``name`` says it holds a secret and it is not empty."""
     if SECRET_VALUE.search(value):
         return True
-    return bool(value) and bool(SECRET_NAME.search(name)) and not NOT_SECRET_NAMES.search(name)
+    return bool(value) and secret_name(name)

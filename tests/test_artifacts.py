@@ -34,9 +34,11 @@ class Fleet:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.etc, self.run = root / "etc", root / "run"
+        self.bin = root / "bin"  # deploy.docker: where bash_argv puts its docker shim
         child = root / "profile.yaml"
         child.write_text(f"extends: {os.path.relpath(REFERENCE_PROFILE, root)}\n"
-                         f"deploy:\n  install_dir: {self.etc}\n  runtime_dir: {self.run}\n")
+                         f"deploy:\n  install_dir: {self.etc}\n  runtime_dir: {self.run}\n"
+                         f"  docker: {self.bin}/docker\n")
         result = run_cli(str(child), "--out", str(root / "generated"))
         assert result.returncode == 0, result.stdout + result.stderr
         self.out = root / "generated" / "dsv41-4spark"
@@ -74,7 +76,7 @@ def test_scripts_pass_shellcheck_and_bash_n(fleet: Fleet) -> None:
 def test_docker_run_script_runs_exactly_the_plan_argv(fleet: Fleet) -> None:
     for rank in _ranks(fleet):
         installed = fleet.install(rank)
-        assert bash_argv(installed / "docker-run.sh") == rank["docker_argv"]
+        assert bash_argv(installed / "docker-run.sh", shim_dir=fleet.bin) == rank["docker_argv"]
 
 
 def test_docker_run_script_refuses_to_start_without_runtime_env(fleet: Fleet, tmp_path: Path) -> None:
@@ -85,7 +87,7 @@ def test_docker_run_script_refuses_to_start_without_runtime_env(fleet: Fleet, tm
     runtime.unlink()
     try:
         with pytest.raises(ToolError, match=r"runtime\.env is missing"):
-            bash_argv(fleet.install(_ranks(fleet)[0]) / "docker-run.sh")
+            bash_argv(fleet.install(_ranks(fleet)[0]) / "docker-run.sh", shim_dir=fleet.bin)
     finally:
         runtime.write_text(saved)
 
@@ -115,7 +117,7 @@ def test_env_files_mean_the_plan_to_docker_and_systemd(fleet: Fleet) -> None:
 def test_container_equals_the_reference_command(fleet: Fleet) -> None:
     rank0 = _ranks(fleet)[0]
     installed = fleet.install(rank0)
-    ours = docker_create_request(bash_argv(installed / "docker-run.sh"))["body"]
+    ours = docker_create_request(bash_argv(installed / "docker-run.sh", shim_dir=fleet.bin))["body"]
     ref_argv = [a.replace("<probed>", GID) for a in reference_argv()]
     theirs = docker_create_request(ref_argv)["body"]
     # The one documented engine difference: --tp is argparse's abbreviation of --tp-size.

@@ -122,11 +122,13 @@ def test_every_section_mirrors_its_model() -> None:
 def test_section_defaults_are_the_models() -> None:
     """defaults(Section) is the model's Section(): the same values, or the same errors."""
     import spark_compile.spec.model as models
+    import spark_compile.spec.operations_model as operations
 
+    classes = {**vars(operations), **vars(models)}
     kinds = []
     for cls in core_model._SECTIONS:
         core_kind, core_result = _outcome(core_model.defaults, cls)
-        model_kind, model_result = _outcome(lambda model: model(), getattr(models, cls.__name__))
+        model_kind, model_result = _outcome(lambda model: model(), classes[cls.__name__])
         assert core_kind == model_kind, cls.__name__
         assert (_tree(core_result) == _tree(model_result)) if core_kind == "ok" else (core_result == model_result)
         kinds.append(core_kind)

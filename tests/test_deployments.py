@@ -39,9 +39,11 @@ class Compiled:
 
     def __init__(self, profile: Path, root: Path) -> None:
         self.etc, self.run = root / "etc", root / "run"
+        self.bin = root / "bin"  # deploy.docker, where bash_argv puts its docker shim
         child = root / "profile.yaml"
         child.write_text(f"extends: {os.path.relpath(profile, root)}\n"
-                         f"deploy:\n  install_dir: {self.etc}\n  runtime_dir: {self.run}\n")
+                         f"deploy:\n  install_dir: {self.etc}\n  runtime_dir: {self.run}\n"
+                         f"  docker: {self.bin}/docker\n")
         result = run_cli(str(child), "--out", str(root / "generated"))
         assert result.returncode == 0, result.stdout + result.stderr
         self.plan: dict[str, Any] = json.loads(run_cli("plan", str(child)).stdout)
@@ -77,7 +79,7 @@ def test_rank_scripts_pass_shellcheck_and_bash_n(compiled: Compiled) -> None:
 
 def test_docker_run_runs_the_plan_argv_and_the_docker_cli_parses_it(compiled: Compiled) -> None:
     for rank in compiled.plan["ranks"]:
-        argv = bash_argv(compiled.install(rank) / "docker-run.sh")
+        argv = bash_argv(compiled.install(rank) / "docker-run.sh", shim_dir=compiled.bin)
         assert argv == rank["docker_argv"]
         body = docker_create_request(argv)["body"]
         binds = body["HostConfig"]["Binds"]

@@ -67,6 +67,40 @@ def lookup_needs_dspark(ctx: Context) -> Iterator[Hit]:
                   "set engine.speculative.algorithm: DSPARK or turn lookup_draft off")
 
 
+# Lookup-wide mode as 1.7 ran it (peer launcher facts, section 5; the deployment document on 1.7): DSpark
+# drafts its 5 tokens, a row continuing an earlier match verifies up to 10 lookup tokens more, so the verify
+# block is 15 wide, and only those rows verify it: SGLang's compact ragged verify.
+WIDE_BLOCK_SIZE = 15
+WIDE_VERIFY_MODE = "compact"
+
+
+@rule("SC226", "error", "lookup-wide mode needs compact ragged verify and its block size",
+      "Wide mode verifies a lookup continuation past DSpark's block: the block must hold DSpark's 5 tokens plus "
+      f"the lookup's 10 (dspark_block_size {WIDE_BLOCK_SIZE}) and only the rows that carry one may verify it "
+      f"(SGLANG_RAGGED_VERIFY_MODE={WIDE_VERIFY_MODE}), as 1.7 ran it. Turning wide mode on is these four "
+      "settings together.",
+      "overlay: {lookup_draft: true, lookup_mode: wide}",
+      "overlay: {lookup_draft: true, lookup_mode: wide}\nengine: {speculative: {dspark_block_size: 15}, "
+      "env: {SGLANG_RAGGED_VERIFY_MODE: compact}}")
+def wide_mode_settings(ctx: Context) -> Iterator[Hit]:
+    overlay, engine = ctx.profile.overlay, ctx.profile.engine
+    if not (overlay.lookup_draft and overlay.lookup_mode == "wide"):
+        return
+    mode = engine.env.get("SGLANG_RAGGED_VERIFY_MODE")
+    if mode != WIDE_VERIFY_MODE:
+        yield Hit("SC226", ("overlay", "lookup_mode"),
+                  f"lookup-wide mode needs SGLANG_RAGGED_VERIFY_MODE={WIDE_VERIFY_MODE} (it is {mode or 'unset'})",
+                  f"add engine.env.SGLANG_RAGGED_VERIFY_MODE: {WIDE_VERIFY_MODE} (only rows with a lookup "
+                  "continuation verify the wide block)", at_key=True)
+    block = engine.speculative.dspark_block_size
+    if block != WIDE_BLOCK_SIZE:
+        yield Hit("SC226", ("overlay", "lookup_mode"),
+                  f"lookup-wide mode verifies DSpark's block plus the lookup's tokens: dspark_block_size must be "
+                  f"{WIDE_BLOCK_SIZE} (it is {block})",
+                  f"set engine.speculative.dspark_block_size: {WIDE_BLOCK_SIZE} (DSpark's 5 tokens plus up to 10 "
+                  "of the lookup's, as 1.7 ran it)", at_key=True)
+
+
 @rule("SC223", "error", "overlay flags need the overlay's master switch",
       "The overlay arms its hooks only when SPARK_ENGRAM_DIR is set, which the plan does for models with "
       "Engram tables. Flags on a profile without model.engram would be ignored: stock SGLang would run.",

@@ -40,3 +40,12 @@ define("SC111", "error", "badly formed value",
 define("SC112", "error", "broken extends chain",
        "extends: names a missing file, an absolute path, or closes a cycle.",
        "extends: ./missing.yaml", "extends: base.yaml")
+define("SC113", "error", "hidden or control character",
+       "A control character in a value (NUL, escape, ...) reaches no consumer intact, and a line or paragraph "
+       "separator (U+2028, U+2029, U+0085) is a line break to YAML but not to editors, grep or git diff: a key "
+       "after one hides in what looks like a comment.",
+       'port: 8210  # API port\u2029  host: 127.0.0.1', "port: 8210  # API port\nhost: 127.0.0.1")
+define("SC114", "error", "YAML 1.1 number form",
+       "YAML 1.1 reads 017 as octal 15, 8_210 as 8210 and 5:35:0 as base 60; a profile refuses these forms "
+       "instead of converting them. Write plain decimal, or quote the value to mean text.",
+       "engine:\n  port: 017", "engine:\n  port: 17")

@@ -1,9 +1,13 @@
 """A small OpenAI-compatible server for the fleet test: the head's API, served in the head's namespace.
 
-It answers what the generated smoke.py, verify.sh and watchdog ask, correctly by default. The control
-file (re-read on every request) injects faults: ``health`` (status of /health), ``wrong`` (every answer
-wrong), ``chat_delay`` (seconds before a chat answer: a busy engine). Every request is logged as one JSON
-line. The image check really decodes the PNG and reads its digits with smoke.py's own bitmap font.
+It answers what the generated smoke.py, gate.py, verify.sh and watchdog ask, correctly by default. The
+control file (re-read on every request) injects faults: ``health`` (status of /health), ``wrong`` (every
+smoke answer wrong), ``chat_delay`` (seconds before a chat answer: a busy engine), and one per gate check:
+``truncate`` and ``repeat`` (batched answers cut to a word, or looping), ``wrong_fact`` (a buried fact
+answered wrong), ``crash_long`` (a long prompt arriving while another is in prefill loses its connection,
+as the 1.3 rank crash did), ``slow_bench`` (a factor on the streamed answer's pacing). ``canned`` maps a
+prompt to its answer (an operator's check). Every request is logged as one JSON line. The image check
+really decodes the PNG and reads its digits with smoke.py's own bitmap font.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 import re
 import struct
 import sys
+import threading
 import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,6 +27,13 @@ from pathlib import Path
 from typing import Any
 
 FONT: dict[str, tuple[str, ...]] = {}
+# Prompts above this many tokens (4 characters each, as usage counts) spend PREFILL_SECONDS in prefill.
+LONG_PROMPT_TOKENS, PREFILL_SECONDS = 16_000, 0.2
+DECODE_SECONDS = 0.1  # a decoder's paragraph
+BENCH_TTFT, BENCH_STEP, BENCH_CHUNK = 0.05, 0.008, 4  # seconds to the first chunk, between chunks; tokens a chunk
+FACT = re.compile(r"For the record, (.+?) is (.+?)\.")
+IN_PREFILL = {"count": 0}
+PREFILL_LOCK = threading.Lock()
 
 
 def load_font(smoke: Path) -> None:
@@ -127,17 +139,94 @@ class Handler(BaseHTTPRequestHandler):
             return
         faults = self.faults()
         time.sleep(float(faults.get("chat_delay", 0)))
-        self.reply(200, answer(body, bool(faults.get("wrong"))))
+        if prompt_tokens(body) > LONG_PROMPT_TOKENS and not self.prefill(faults):
+            self.close_connection = True  # the rank died mid-request: no answer at all
+            return
+        if body.get("stream"):
+            self.stream(body, float(faults.get("slow_bench", 1)))
+            return
+        self.reply(200, answer(body, faults))
+
+    def prefill(self, faults: dict[str, Any]) -> bool:
+        """A long prompt's prefill; False when it crashes (crash_long and another long prompt in prefill)."""
+        with PREFILL_LOCK:
+            crowded = IN_PREFILL["count"] > 0
+            IN_PREFILL["count"] += 1
+        try:
+            time.sleep(PREFILL_SECONDS)
+        finally:
+            with PREFILL_LOCK:
+                IN_PREFILL["count"] -= 1
+        return not (crowded and faults.get("crash_long"))
+
+    def stream(self, body: dict[str, Any], slow: float) -> None:
+        """Server-sent events as SGLang sends them: content deltas, then usage, then [DONE]."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        tokens = int(body.get("max_tokens") or 16)
+        time.sleep(BENCH_TTFT * slow)
+        sent = 0
+        while sent < tokens:
+            step = min(BENCH_CHUNK, tokens - sent)
+            event = {"choices": [{"index": 0, "delta": {"content": "word " * step}}]}
+            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+            self.wfile.flush()
+            sent += step
+            time.sleep(BENCH_STEP * slow)
+        usage = {"prompt_tokens": prompt_tokens(body), "completion_tokens": tokens}
+        self.wfile.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\ndata: [DONE]\n\n".encode())
+        self.wfile.flush()
+        self.close_connection = True
 
 
-def answer(body: dict[str, Any], wrong: bool) -> dict[str, Any]:
+def prompt_text(body: dict[str, Any]) -> str:
     content = body["messages"][-1]["content"]
     parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
-    prompt = " ".join(p.get("text", "") for p in parts if p.get("type") == "text")
+    return " ".join(p.get("text", "") for p in parts if p.get("type") == "text")
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    return len(prompt_text(body)) // 4
+
+
+def gate_answer(prompt: str, faults: dict[str, Any]) -> str | None:
+    """The answers of the gate's own checks (None: not one of them)."""
+    canned = faults.get("canned") or {}
+    if prompt in canned:
+        return str(canned[prompt])
+    if prompt.startswith("In one or two sentences, "):
+        if faults.get("truncate"):
+            return "Because"
+        if faults.get("repeat"):
+            return "It is because " + "the water " * 12
+        return f"A short honest answer about {prompt.split(',', 1)[1].strip().rstrip('?')}, in plain words."
+    if "According to the text above, what is " in prompt:
+        subject = prompt.split("According to the text above, what is ", 1)[1].split("?", 1)[0]
+        facts = dict(FACT.findall(prompt))
+        if subject not in facts:
+            return "The text does not say."
+        return "I could not tell." if faults.get("wrong_fact") else facts[subject]
+    if prompt.endswith("Reply with the word DONE."):
+        return "DONE"
+    if prompt.startswith("Write a short paragraph about"):
+        time.sleep(DECODE_SECONDS)
+        return "Bridges began as fallen logs and grew into stone arches, iron trusses and steel cables."
+    return None
+
+
+def answer(body: dict[str, Any], faults: dict[str, Any]) -> dict[str, Any]:
+    wrong = bool(faults.get("wrong"))
+    content = body["messages"][-1]["content"]
+    parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
+    prompt = prompt_text(body)
+    gate = gate_answer(prompt, faults)
     images = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
     kwargs = body.get("chat_template_kwargs") or {}
     message: dict[str, Any] = {"role": "assistant", "content": ""}
-    if body.get("tools"):
+    if gate is not None:
+        message["content"] = gate
+    elif body.get("tools"):
         args = {"city": "Paris", "unit": "celsius"} if not wrong else {"city": "Paris"}
         message["tool_calls"] = [{"id": "call_0", "type": "function",
                                   "function": {"name": "get_weather", "arguments": json.dumps(args)}}]
@@ -153,7 +242,7 @@ def answer(body: dict[str, Any], wrong: bool) -> dict[str, Any]:
         message["content"] = "I did not find one." if wrong or not found else found.group(0)
     else:
         message["content"] = "OK" if "Reply with the word OK." in prompt else "91 = 7 x 13, so no."
-    if kwargs.get("thinking", True) and not body.get("tools"):
+    if kwargs.get("thinking", True) and not body.get("tools") and gate is None:
         effort = int(kwargs.get("reasoning_effort", 100))
         message["reasoning_content"] = "Let me think this through. " * (1 if wrong else max(1, effort // 10))
     usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": 3, "total_tokens": len(prompt) // 4 + 3}
@@ -161,6 +250,12 @@ def answer(body: dict[str, Any], wrong: bool) -> dict[str, Any]:
             "choices": [{"index": 0, "message": message,
                          "finish_reason": "tool_calls" if body.get("tools") else "stop"}],
             "usage": usage}
+
+
+class Server(ThreadingHTTPServer):
+    # The gate opens 16 connections at once (a batch); the default backlog of 5 would reset some.
+    request_queue_size = 128
+    daemon_threads = True
 
 
 def main() -> int:
@@ -175,7 +270,7 @@ def main() -> int:
     if smoke.exists():
         load_font(smoke)
     Handler.control, Handler.log = args.control, args.log
-    server = ThreadingHTTPServer((args.host, args.port), Handler)
+    server = Server((args.host, args.port), Handler)
     print(f"fake OpenAI API on {args.host}:{args.port}", file=sys.stderr, flush=True)
     server.serve_forever()
     return 0

@@ -17,7 +17,7 @@ import pytest
 from conftest import REFERENCE_PROFILE, ROOT, run_cli
 from support.tools import require_tool, shellcheck, systemd_verify
 
-SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "launch.sh", "verify.sh", "watchdog.sh", "fleet.env")
+SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "window.sh", "launch.sh", "verify.sh", "watchdog.sh", "fleet.env")
 STATIC = ROOT / "templates" / "fleet" / "static"
 
 
@@ -38,8 +38,8 @@ def test_committed_fleet_folder_is_current(fleet_dir: Path) -> None:
 
 def test_scripts_are_the_package_static_files(fleet_dir: Path) -> None:
     static = sorted(p.name for p in STATIC.iterdir())
-    assert static == ["dry-run.sh", "engram.py", "fleet-lib.sh", "launch.sh", "smoke.py", "verify.sh",
-                      "watchdog.sh"]
+    assert static == ["dry-run.sh", "engram.py", "fleet-lib.sh", "gate.py", "gate_scoring.py", "launch.sh",
+                      "smoke.py", "verdict.py", "verify.sh", "watchdog.sh", "window.sh"]
     for name in static:
         assert (fleet_dir / name).read_bytes() == (STATIC / name).read_bytes(), name
         assert "{{" not in (STATIC / name).read_text(), name
@@ -78,9 +78,12 @@ def test_launch_sh_is_the_same_for_4_and_64_nodes_only_data_grows(tmp_path: Path
 
 def test_python_tools_pass_mypy_strict_and_ruff() -> None:
     mypy, ruff = require_tool("mypy"), require_tool("ruff")
-    tools = [str(STATIC / "smoke.py"), str(STATIC / "engram.py")]
-    proc = subprocess.run([mypy, "--strict", "--no-incremental", "--config-file", "/dev/null", *tools],
-                          capture_output=True, text=True, check=False)
+    tools = [str(STATIC / name) for name in ("smoke.py", "engram.py", "gate.py", "gate_scoring.py",
+                                              "verdict.py")]
+    # gate.py imports smoke.py and gate_scoring.py beside it, as the fleet folder has them.
+    proc = subprocess.run([mypy, "--strict", "--no-incremental", "--explicit-package-bases", "--config-file",
+                           "/dev/null", *tools], capture_output=True, text=True, check=False,
+                          env={**os.environ, "MYPYPATH": str(STATIC)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = subprocess.run([ruff, "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"), *tools],
                           capture_output=True, text=True, check=False)

@@ -6,11 +6,12 @@ set -euo pipefail
 
 # NCCL_IB_GID_INDEX, B12X_ROCE_GID_INDEX: found on this node at start by preflight.sh runtime.
 if [[ ! -r /run/spark-compile/dsv41-4spark/runtime.env ]]; then
-  echo "docker-run.sh: /run/spark-compile/dsv41-4spark/runtime.env is missing: run '/etc/spark-compile/dsv41-4spark/preflight.sh runtime' first (the unit does)" >&2
+  printf 'docker-run.sh: %s is missing: run "%s runtime" first (the unit does)\n' \
+    /run/spark-compile/dsv41-4spark/runtime.env /etc/spark-compile/dsv41-4spark/preflight.sh >&2
   exit 1
 fi
 
-exec docker run \
+exec /usr/bin/docker run \
   --name sgldsv41 \
   --restart no \
   --network host \

@@ -254,6 +254,19 @@ def check_reasoning_effort(api: Api) -> Result:
     return bool(low.strip()) and len(high) > len(low), got
 
 
+def smoke_checks(api: Api, sizes: list[int]) -> dict[str, Callable[[], Result]]:
+    """Every smoke check by name, in order (the release gate runs the same ones)."""
+    ratio = functools.cache(lambda: calibrate(api))
+    needles = {f"needle-{size}": functools.partial(check_needle, api, size, ratio) for size in sizes}
+    return {
+        "count": lambda: check_count(api), **needles,
+        "image": lambda: check_image(api),
+        "tool-call": lambda: check_tool_call(api),
+        "thinking": lambda: check_thinking(api),
+        "reasoning-effort": lambda: check_reasoning_effort(api),
+    }
+
+
 def run(name: str, check: Callable[[], Result]) -> str:
     try:
         passed, got = check()
@@ -264,9 +277,9 @@ def run(name: str, check: Callable[[], Result]) -> str:
     return verdict
 
 
-def on_head(argv: list[str]) -> int:
-    """Run this script on the head, where a loopback API is reachable; its exit status."""
-    remote = f"{CONFIG['fleet_install_dir']}/smoke.py"
+def on_head(argv: list[str], script: str = "smoke.py") -> int:
+    """Run this script (or another of the folder's) on the head, where a loopback API is reachable."""
+    remote = f"{CONFIG['fleet_install_dir']}/{script}"
     command = ("IFS= read -r SPARK_API_KEY; export SPARK_API_KEY SPARK_ON_HEAD=1; exec python3 "
                + shlex.join([remote, *argv]))
     ssh = ["ssh", *SSH_BASE, *os.environ.get("SPARK_SSH_OPTS", "").split(), CONFIG["head_ssh"], command]
@@ -288,15 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     api = Api(args.host, args.port, args.model, args.timeout)
     sizes = [int(size) for size in args.needle_tokens.split(",") if size]
-    ratio = functools.cache(lambda: calibrate(api))
-    needles = {f"needle-{size}": functools.partial(check_needle, api, size, ratio) for size in sizes}
-    checks: dict[str, Callable[[], Result]] = {
-        "count": lambda: check_count(api), **needles,
-        "image": lambda: check_image(api),
-        "tool-call": lambda: check_tool_call(api),
-        "thinking": lambda: check_thinking(api),
-        "reasoning-effort": lambda: check_reasoning_effort(api),
-    }
+    checks = smoke_checks(api, sizes)
     only = {name for name in args.only.split(",") if name}
     unknown = {name for name in only if name != "needle" and name not in checks}
     if unknown:

@@ -63,7 +63,13 @@ read_secret() {
   else
     value=${!source:-}
   fi
+  value=${value%$'\r'}
   [[ -n "$value" ]] || { echo "ABORT: rank $rank: secret $source is empty" >&2; return 1; }
+  # A line break would end the env-file line and start another variable: refuse, never pass it on.
+  if [[ "$value" == *[[:cntrl:]]* ]]; then
+    echo "ABORT: rank $rank: secret $source holds a line break or control character" >&2
+    return 1
+  fi
   printf '%s' "$value"
 }
 

@@ -4,7 +4,7 @@
 # Runs the container in the foreground; sglang-qwen3-2spark-tcp.service runs this script after its preflight.
 set -euo pipefail
 
-exec docker run \
+exec /usr/bin/docker run \
   --name qwen3next \
   --restart no \
   --network host \

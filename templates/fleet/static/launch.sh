@@ -17,6 +17,9 @@
 #   launch.sh install          copy each rank's folder to its node, the unit to the unit folder, and this
 #                              folder plus the watchdog units to the head
 #   launch.sh postmortem [DIR] save every rank's journal, containers, GPU state and dmesg under DIR
+#   launch.sh window CANDIDATE [--verdict-dir DIR] | window --restore
+#                              the release window: production down, the candidate's gate on its test port,
+#                              production restored on every exit path, a verdict written (see window.sh)
 #
 # preflight, start, stop, restart and rollback each write their own log, launch-COMMAND-DATE-PID.log, in
 # the profile's log folder when this machine can write it (else in ~/.local/state/spark-compile/PROFILE);
@@ -43,6 +46,7 @@ usage() {
 
 # start_run_log COMMAND: from here on, everything printed also goes to this run's own log.
 run_log_pid=""
+run_log_file=""
 start_run_log() {
     local dir=${SPARK_LAUNCH_LOG_DIR:-$log_dir} file
     if ! mkdir -p "$dir" 2>/dev/null || [ ! -w "$dir" ]; then
@@ -50,6 +54,7 @@ start_run_log() {
         mkdir -p "$dir"
     fi
     file="$dir/launch-$1-$(date +%Y%m%d-%H%M%S)-$$.log"
+    run_log_file=$file
     exec 3>&1 4>&2
     exec > >(tee -a "$file") 2>&1
     run_log_pid=$!
@@ -253,7 +258,8 @@ cmd_start() {
             return 2
         fi
     fi
-    if [ -z "$relaunch_generation" ] && ((watchdog_enabled)); then
+    # A release window's candidate (SPARK_WINDOW=1) runs without a watchdog: the window restores production.
+    if [ -z "$relaunch_generation" ] && ((watchdog_enabled)) && [ "${SPARK_WINDOW:-0}" != 1 ]; then
         generation="$(date +%s)-$$"
         if remote 0 node_lock set "$watchdog_lock" "$watchdog_state" "$generation"; then
             echo "watchdog enabled on $(label 0): it arms after its first fully passing check"
@@ -368,7 +374,18 @@ case ${1:-} in
     stop) cmd_stop ;;
     restart) shift; cmd_stop || true; cmd_start "$@" ;;
     rollback) cmd_rollback ;;
-    status) cmd_status ;;
+    status)
+        cmd_status
+        # shellcheck source=window.sh
+        source "$here/window.sh"
+        window_note
+        ;;
+    window)
+        shift
+        # shellcheck source=window.sh
+        source "$here/window.sh"
+        cmd_window "$@"
+        ;;
     install) cmd_install ;;
     postmortem) shift; cmd_postmortem "$@" ;;
     *) usage ;;

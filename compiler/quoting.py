@@ -1,0 +1,163 @@
+"""Quoting by construction: one function per consumer of a generated value.
+
+Each function returns text its consumer reads back as exactly ``value``, or raises UnquotableError when
+the consumer has no way to carry it (the model's grammars should have refused such a value already).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from spark_compile.errors import UnquotableError
+from spark_compile.spec.envfile import env_value_problem
+
+_BASH_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+_C0 = re.compile(r"[\x00-\x1f\x7f]")  # what bash and here-documents treat specially (\n ends a line)
+_SYSTEMD_REFUSED = re.compile(r"[\x00-\x1f\x7f\"'\\]")  # "Executable name contains special characters"
+_SYSTEMD_SAFE = re.compile(r"[A-Za-z0-9_@+=:,./-]+")
+_C_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", "'": "\\'", '"': '\\"'}
+_MARKDOWN_INLINE = re.compile(r"([\\`*_\[\]|~])")
+_MARKDOWN_LINE_START = re.compile(r"^(\s*[0-9]*)([#>+=.)-])")
+
+
+def _refuse(value: str, consumer: str, why: str) -> UnquotableError:
+    from spark_compile.secrets import redact
+
+    shown = redact(value)
+    return UnquotableError(f"{shown[:80]!r}{'...' if len(shown) > 80 else ''} cannot be written for {consumer}: {why}")
+
+
+def _c_escape(value: str, quote: str, control: re.Pattern[str] = _CONTROL) -> str:
+    out = []
+    for char in value:
+        if char in _C_ESCAPES and (char != "'" or quote == "'") and (char != '"' or quote == '"'):
+            out.append(_C_ESCAPES[char])
+        elif control.match(char):
+            code = ord(char)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def bash_word(value: str) -> str:
+    """One bash word that expands to exactly ``value``, always on one line: $'...' when it has a control
+    character (a raw newline inside quotes could end a here-document), '...' otherwise."""
+    if "\0" in value:
+        raise _refuse(value, "bash", "a NUL byte cannot be part of an argument")
+    if value and _BASH_SAFE.fullmatch(value):
+        return value
+    if _C0.search(value):
+        return "$'" + _c_escape(value, "'", _C0) + "'"
+    return "'" + value.replace("'", "'\"'\"'") + "'"
+
+
+def bash_words(words: list[str] | tuple[str, ...]) -> str:
+    """Words quoted for bash and joined by spaces."""
+    return " ".join(bash_word(word) for word in words)
+
+
+def heredoc_line(value: str) -> str:
+    """Text inside a quoted here-document: control characters shown escaped, so no value can start a line
+    (and so none can end the document early)."""
+    return _c_escape(value, "") if _CONTROL.search(value) else value
+
+
+def _systemd_quoted(value: str, dollars: bool) -> str:
+    if "\0" in value:
+        raise _refuse(value, "systemd", "a NUL byte cannot be part of an argument")
+    text = value.replace("%", "%%")
+    if dollars:
+        text = text.replace("$", "$$")
+    if text and _SYSTEMD_SAFE.fullmatch(text.replace("%%", "").replace("$$", "")):
+        return text
+    return '"' + _c_escape(text, '"') + '"'
+
+
+def systemd_exec_path(value: str) -> str:
+    """The program of an Exec*= line: '%' doubled (specifiers), '$' left alone (systemd does not expand
+    variables in the program path), quoted with C escapes when needed."""
+    if not value.startswith("/"):
+        raise _refuse(value, "systemd", "the program of an Exec line must be an absolute path")
+    if _SYSTEMD_REFUSED.search(value):
+        raise _refuse(value, "systemd", "systemd refuses a program path with quotes, backslashes or control "
+                      "characters, however quoted")
+    return _systemd_quoted(value, dollars=False)
+
+
+def systemd_exec_arg(value: str) -> str:
+    """One argument of an Exec*= line: '%' and '$' doubled, quoted with C escapes when needed."""
+    return _systemd_quoted(value, dollars=True)
+
+
+def systemd_command(argv: list[str] | tuple[str, ...]) -> str:
+    """A whole Exec*= command line: the program as systemd_exec_path, each argument as systemd_exec_arg."""
+    if not argv:
+        raise _refuse("", "systemd", "an Exec line needs a program")
+    return " ".join([systemd_exec_path(argv[0]), *(systemd_exec_arg(arg) for arg in argv[1:])])
+
+
+def systemd_path_setting(value: str) -> str:
+    """A path setting such as EnvironmentFile=: the rest of the line, specifiers expanded, never unquoted."""
+    if not value.startswith("/") or _CONTROL.search(value) or value != value.strip():
+        raise _refuse(value, "a systemd path setting", "it must be an absolute path without control characters "
+                      "or edge spaces")
+    return value.replace("%", "%%")
+
+
+def systemd_text(value: str) -> str:
+    """Free text of a unit setting such as Description=: one line, '%' doubled."""
+    if _CONTROL.search(value):
+        raise _refuse(value, "a systemd setting", "it must be one line without control characters")
+    return value.replace("%", "%%")
+
+
+def env_file_value(value: str) -> str:
+    """A value of an env file read by both docker --env-file and systemd EnvironmentFile=."""
+    problem = env_value_problem(value)
+    if problem is not None:
+        raise _refuse(value, "an env file", problem)
+    return value
+
+
+def yaml_scalar(value: str) -> str:
+    """A YAML double-quoted scalar (JSON's string syntax is valid YAML, with every non-ASCII escaped)."""
+    import json
+
+    return json.dumps(value, ensure_ascii=True)
+
+
+def html_text(value: str) -> str:
+    """Text inside an HTML element or attribute."""
+    return html.escape(value, quote=True)
+
+
+def markdown_text(value: str) -> str:
+    """Free text in Markdown: HTML escaped, Markdown punctuation backslash-escaped, control characters
+    other than line breaks refused."""
+    if _CONTROL.search(value.replace("\n", "").replace("\t", "")):
+        raise _refuse(value, "Markdown", "it holds control characters")
+    lines = (_MARKDOWN_INLINE.sub(r"\\\1", html.escape(line, quote=False)) for line in value.split("\n"))
+    return "\n".join(_MARKDOWN_LINE_START.sub(r"\1\\\2", line) for line in lines)
+
+
+def markdown_code(value: str) -> str:
+    """An inline code span holding ``value``: a backtick fence longer than any run of backticks in it."""
+    if _CONTROL.search(value):
+        raise _refuse(value, "a Markdown code span", "it holds control characters")
+    longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{fence}{pad}{value}{pad}{fence}"
+
+
+def github_data(value: str) -> str:
+    """The message of a GitHub workflow command (after '::')."""
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def github_property(value: str) -> str:
+    """A property value of a GitHub workflow command (file=, title=): ':' and ',' end it unless escaped."""
+    return github_data(value).replace(":", "%3A").replace(",", "%2C")

@@ -1,0 +1,158 @@
+"""Every string-typed field of the profile schema (and every string key of a mapping), and how to set it.
+
+`schema_string_fields` walks the JSON Schema the CLI prints; FIELDS says, for each, how a child profile of
+the reference sets one value there. test_schema_coverage fails when the schema grows a string field that
+FIELDS does not cover.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hostile import setting
+
+Body = dict[str, Any]
+SPARK0 = {"name": "spark-0"}
+NEW_NODE = {"fabric_ip": "192.0.2.99", "ssh": "spark@192.0.2.99", "home": "/home/spark"}
+
+
+def schema_string_fields(schema: dict[str, Any]) -> set[str]:
+    """Dotted paths of every string in the schema: "[]" a list item, "*" a mapping's value, "<key>" its key."""
+    defs = schema.get("$defs", {})
+    found: set[str] = set()
+
+    def walk(node: dict[str, Any], path: tuple[str, ...]) -> None:
+        if "$ref" in node:
+            walk(defs[node["$ref"].rsplit("/", 1)[-1]], path)
+            return
+        for key in ("anyOf", "oneOf", "allOf"):
+            for sub in node.get(key, []):
+                walk(sub, path)
+        kind = node.get("type")
+        choices = [*node.get("enum", []), *([node["const"]] if "const" in node else [])]
+        if kind == "string" or any(isinstance(choice, str) for choice in choices):
+            found.add(".".join(path))
+        if kind == "object":
+            for name, sub in node.get("properties", {}).items():
+                walk(sub, (*path, name))
+            extra = [node.get("additionalProperties"), *node.get("patternProperties", {}).values()]
+            for sub in extra:
+                if isinstance(sub, dict):
+                    walk(sub, (*path, "*"))
+                    found.add(".".join((*path, "<key>")))
+        if kind == "array" and isinstance(node.get("items"), dict):
+            walk(node["items"], (*path, "[]"))
+
+    walk(schema, ())
+    return {path for path in found if path}
+
+
+def _at(*path: str) -> Callable[[str], Body]:
+    return lambda value: setting(path, value)
+
+
+def _node(key: str) -> Callable[[str], Body]:
+    return lambda value: {"fleet": {"nodes": [{**SPARK0, key: value}]}}
+
+
+FIELDS: dict[str, Callable[[str], Body]] = {
+    "name": _at("name"),
+    "release": _at("release"),
+    "description": _at("description"),
+    "extends": _at("extends"),
+    "hardware": _at("hardware"),
+    "fleet.fabric.kind": _at("fleet", "fabric", "kind"),
+    "fleet.fabric.interface": _at("fleet", "fabric", "interface"),
+    "fleet.fabric.subnet": _at("fleet", "fabric", "subnet"),
+    "fleet.fabric.rdma_devices.[]": _at("fleet", "fabric", "rdma_devices", "[]"),
+    "fleet.fabric.gid_index": _at("fleet", "fabric", "gid_index"),
+    "fleet.nodes.[].name": lambda v: {"fleet": {"nodes": [{"name": v, **NEW_NODE}]}},
+    "fleet.nodes.[].fabric_ip": _node("fabric_ip"),
+    "fleet.nodes.[].ssh": _node("ssh"),
+    "fleet.nodes.[].home": _node("home"),
+    "fleet.nodes.[].gid_index": _node("gid_index"),
+    "model.architecture": _at("model", "architecture"),
+    "model.repo": _at("model", "repo"),
+    "model.holder_repo": _at("model", "holder_repo"),
+    "model.container_repo": _at("model", "container_repo"),
+    "model.snapshot": _at("model", "snapshot"),
+    "model.served_name": _at("model", "served_name"),
+    "model.aliases.[]": lambda v: {"model": {"aliases": ["dsv41-flash", v]}},
+    "model.config_json": _at("model", "config_json"),
+    "model.engram.local_dir": _at("model", "engram", "local_dir"),
+    "model.engram.container_dir": _at("model", "engram", "container_dir"),
+    "model.engram.tables.<key>": lambda v: {"model": {"engram": {"tables": {v: 10}}}},
+    "engine.image": _at("engine", "image"),
+    "engine.catalog": _at("engine", "catalog"),
+    "engine.container_name": _at("engine", "container_name"),
+    "engine.launcher.[]": lambda v: {"engine": {"launcher": ["python3", "-m", "sglang.launch_server", v]}},
+    "engine.host": _at("engine", "host"),
+    "engine.load_format": _at("engine", "load_format"),
+    "engine.backends.attention": _at("engine", "backends", "attention"),
+    "engine.backends.moe_runner": _at("engine", "backends", "moe_runner"),
+    "engine.backends.fp8_gemm": _at("engine", "backends", "fp8_gemm"),
+    "engine.speculative.algorithm": _at("engine", "speculative", "algorithm"),
+    "engine.speculative.draft_model": _at("engine", "speculative", "draft_model"),
+    "engine.cuda_graph.max_bs_decode": _at("engine", "cuda_graph", "max_bs_decode"),
+    "engine.chat.tool_call_parser": _at("engine", "chat", "tool_call_parser"),
+    "engine.chat.reasoning_parser": _at("engine", "chat", "reasoning_parser"),
+    "engine.args.*": lambda v: {"engine": {"args": {"chat-template": v}}},
+    "engine.args.*.[]": lambda v: {"engine": {"args": {"allowed-media-domains": ["a.example", v]}}},
+    "engine.args.<key>": lambda v: {"engine": {"args": {v: "x"}}},
+    "engine.accept_rewrites.*": lambda v: {"engine": {"accept_rewrites": {"chat-template": v}}},
+    "engine.accept_rewrites.*.[]": lambda v: {"engine": {"accept_rewrites": {"allowed-media-domains": [v]}}},
+    "engine.accept_rewrites.<key>": lambda v: {"engine": {"accept_rewrites": {v: "x"}}},
+    "engine.env.*": lambda v: {"engine": {"env": {"MY_SITE_VAR": v}}},
+    "engine.env.<key>": lambda v: {"engine": {"env": {v: "x"}}},
+    "container.memory": _at("container", "memory"),
+    "container.memory_swap": _at("container", "memory_swap"),
+    "container.shm_size": _at("container", "shm_size"),
+    "container.ulimits.*": lambda v: {"container": {"ulimits": {"nofile": v}}},
+    "container.ulimits.<key>": lambda v: {"container": {"ulimits": {v: "1024"}}},
+    "container.cap_add.[]": _at("container", "cap_add", "[]"),
+    "container.devices.[]": _at("container", "devices", "[]"),
+    "container.gpus": _at("container", "gpus"),
+    "container.network": _at("container", "network"),
+    "container.ipc": _at("container", "ipc"),
+    "container.cache_dir": _at("container", "cache_dir"),
+    "container.mounts.[].source": lambda v: {"container": {"mounts": [{"source": v, "target": "/mnt/extra"}]}},
+    "container.mounts.[].target": lambda v: {"container": {"mounts": [{"source": "/srv/extra", "target": v}]}},
+    "container.restart": _at("container", "restart"),
+    "nccl.preset": _at("nccl", "preset"),
+    "nccl.extra.*": lambda v: {"nccl": {"extra": {"NCCL_HOSTID": v}}},
+    "nccl.extra.<key>": lambda v: {"nccl": {"extra": {v: "x"}}},
+    "overlay.engram_mode": _at("overlay", "engram_mode"),
+    "overlay.lookup_mode": _at("overlay", "lookup_mode"),
+    "overlay.mxfp8_backend": _at("overlay", "mxfp8_backend"),
+    "overlay.roce_ag_max": _at("overlay", "roce_ag_max"),
+    "overlay.roce_ar_max": _at("overlay", "roce_ar_max"),
+    "deploy.install_dir": _at("deploy", "install_dir"),
+    "deploy.runtime_dir": _at("deploy", "runtime_dir"),
+    "deploy.unit_name": _at("deploy", "unit_name"),
+    "deploy.docker": _at("deploy", "docker"),
+    "operations.log_dir": _at("operations", "log_dir"),
+    "operations.image_check.mode": _at("operations", "image_check", "mode"),
+    "operations.previous_stack.unit": _at("operations", "previous_stack", "unit"),
+    "operations.previous_stack.stop.[]": lambda v: {"operations": {"previous_stack": {"stop": ["/usr/local/bin/old",
+                                                                                             v], "relaunch": ["x"]}}},
+    "operations.previous_stack.relaunch.[]": lambda v: {"operations": {"previous_stack": {"stop": ["x"],
+                                                                                           "relaunch": [v]}}},
+    "kubernetes.name": _at("kubernetes", "name"),
+    "kubernetes.namespace": _at("kubernetes", "namespace"),
+    "kubernetes.image": _at("kubernetes", "image"),
+    "kubernetes.memory": _at("kubernetes", "memory"),
+    "kubernetes.shm_size": _at("kubernetes", "shm_size"),
+    "kubernetes.service_type": _at("kubernetes", "service_type"),
+    "kubernetes.restart_policy": _at("kubernetes", "restart_policy"),
+    "kubernetes.startup_policy": _at("kubernetes", "startup_policy"),
+    "kubernetes.rdma.mode": _at("kubernetes", "rdma", "mode"),
+    "kubernetes.rdma.resource": lambda v: {"kubernetes": {"rdma": {"mode": "device-plugin", "resource": v}}},
+    "kubernetes.node_selector.*": lambda v: {"kubernetes": {"node_selector": {"example.com/pool": v}}},
+    "kubernetes.node_selector.<key>": lambda v: {"kubernetes": {"node_selector": {v: "gb10"}}},
+    "secrets.env.*.file": lambda v: {"secrets": {"env": {"HF_TOKEN": {"file": v}}}},
+    "secrets.env.*.env": lambda v: {"secrets": {"env": {"HF_TOKEN": {"env": v}}}},
+    "secrets.env.<key>": lambda v: {"secrets": {"env": {v: {"file": "/etc/spark-compile/x"}}}},
+    "secrets.api_key.file": _at("secrets", "api_key", "file"),
+    "secrets.api_key.env": _at("secrets", "api_key", "env"),
+}

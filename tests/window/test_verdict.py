@@ -1,0 +1,71 @@
+"""verdict.py on its own: memory peaks from the window's samples, the verdict's JSON and Markdown from the
+gate's output, and the bench baseline the next window takes (the newest verdict whose bench passed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from gatekit import REFERENCE_FLEET_JSON, STATIC
+
+VERDICT = STATIC / "verdict.py"
+NODES = "spark-0 spark-1"
+
+
+def verdict_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(VERDICT), *args], capture_output=True, text=True, check=False)
+
+
+def gate_line(name: str, result: str, summary: str, **figures: Any) -> str:
+    return "GATE-RESULT " + json.dumps({"name": name, "result": result, "summary": summary, "figures": figures})
+
+
+def write(tmp_path: Path, gate: list[str], memory: str, result: str, stopped: int) -> dict[str, Any]:
+    (tmp_path / "gate").write_text("PASS count: ok\n" + "\n".join(gate) + "\n")
+    (tmp_path / "memory").write_text(memory)
+    candidate = str(REFERENCE_FLEET_JSON.parents[1])
+    proc = verdict_cli("write", "--dir", str(tmp_path / "verdicts"), "--candidate", candidate,
+                       "--gate", str(tmp_path / "gate"), "--memory", str(tmp_path / "memory"), "--nodes", NODES,
+                       "--started", "1790000000", "--stopped", str(stopped), "--result", result,
+                       "--reason", "test", "--restored", "1")
+    assert proc.returncode == 0, proc.stderr
+    data: dict[str, Any] = json.loads((tmp_path / "verdicts" / "dsv41-4spark.verdict.json").read_text())
+    return data
+
+
+def test_verdict_records_checks_memory_peaks_and_times(tmp_path: Path) -> None:
+    memory = ("1790000001 0 90 29\n1790000001 1 80 39\n1790000016 0 101 18\n1790000016 1 unreachable\n"
+              "1790000031 0 95 24\n")
+    gate = [gate_line("bench", "PASS", "fine", tokens_per_s=31.2, ttft_s=0.43),
+            gate_line("buried-facts", "FAIL", "7/8 facts found; wanted 'teal'", found=7)]
+    data = write(tmp_path, gate, memory, "FAIL", 1790000600)
+    assert data["failed"] == ["buried-facts"] and data["result"] == "FAIL"
+    assert data["why"] == ["buried-facts: 7/8 facts found; wanted 'teal'"]
+    manifest = json.loads((REFERENCE_FLEET_JSON.parents[1] / "MANIFEST.json").read_text())
+    assert data["release"] == "production-1.7.1"
+    assert data["profile_sha256"] == manifest["sources"][0]["sha256"] and len(data["profile_sha256"]) == 64
+    assert data["profile_sources"][0]["path"] == "../spec/profiles/dsv41-4spark.yaml"
+    assert data["started"] == "2026-09-21T14:13:20Z" and data["seconds"] == 600
+    assert data["memory"]["nodes"] == {
+        "spark-0": {"samples": 3, "unreachable": 0, "peak_used_gib": 101, "least_available_gib": 18},
+        "spark-1": {"samples": 1, "unreachable": 1, "peak_used_gib": 80, "least_available_gib": 39},
+    }
+    assert data["bench"] == {"tokens_per_s": 31.2, "ttft_s": 0.43}
+    markdown = (tmp_path / "verdicts" / "dsv41-4spark.verdict.md").read_text()
+    assert "| buried-facts | FAIL | 7/8 facts found; wanted 'teal' |" in markdown
+    assert "- FAIL buried-facts: 7/8 facts found; wanted 'teal'\n" in markdown
+    assert "| spark-1 | 80 | 39 | 1 (1 unreachable) |" in markdown
+
+
+def test_the_baseline_is_the_newest_verdict_whose_bench_passed(tmp_path: Path) -> None:
+    assert verdict_cli("baseline", str(tmp_path)).stdout == ""
+    write(tmp_path, [gate_line("bench", "PASS", "fine", tokens_per_s=30.0, ttft_s=0.5)], "", "PASS", 1790000600)
+    older = tmp_path / "verdicts" / "dsv41-4spark.verdict.json"
+    older.rename(older.with_name("production-1.7.verdict.json"))
+    write(tmp_path, [gate_line("bench", "FAIL", "slow", tokens_per_s=10.0, ttft_s=2.0)], "", "FAIL", 1790009999)
+    out = verdict_cli("baseline", str(tmp_path / "verdicts")).stdout.split()
+    assert out == ["--baseline-tps", "30.0", "--baseline-ttft", "0.5", "--baseline-from",
+                   "dsv41-4spark@2026-09-21T14:23:20Z"]
