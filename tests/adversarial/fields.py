@@ -56,6 +56,11 @@ def _node(key: str) -> Callable[[str], Body]:
     return lambda value: {"fleet": {"nodes": [{**SPARK0, key: value}]}}
 
 
+def _window_check(**fields: str | None) -> Body:
+    check = {"name": "sum", "prompt": "What is 2+2? Reply with the number only.", "expect": "4", **fields}
+    return {"operations": {"window": {"checks": [{k: v for k, v in check.items() if v is not None}]}}}
+
+
 FIELDS: dict[str, Callable[[str], Body]] = {
     "name": _at("name"),
     "release": _at("release"),
@@ -138,6 +143,10 @@ FIELDS: dict[str, Callable[[str], Body]] = {
                                                                                              v], "relaunch": ["x"]}}},
     "operations.previous_stack.relaunch.[]": lambda v: {"operations": {"previous_stack": {"stop": ["x"],
                                                                                            "relaunch": [v]}}},
+    "operations.window.checks.[].name": lambda v: _window_check(name=v),
+    "operations.window.checks.[].prompt": lambda v: _window_check(prompt=v),
+    "operations.window.checks.[].expect": lambda v: _window_check(expect=v),
+    "operations.window.checks.[].pattern": lambda v: _window_check(pattern=v, expect=None),
     "kubernetes.name": _at("kubernetes", "name"),
     "kubernetes.namespace": _at("kubernetes", "namespace"),
     "kubernetes.image": _at("kubernetes", "image"),
