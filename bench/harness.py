@@ -48,6 +48,12 @@ class Output:
     stderr: str
 
 
+def shown_argv(argv: Sequence[str]) -> list[str]:
+    """argv as the results file records it: paths inside the working directory relative to it (no machine path)."""
+    here = os.getcwd() + os.sep
+    return [arg[len(here):] if arg.startswith(here) else arg for arg in argv]
+
+
 def run_once(argv: Sequence[str], env: dict[str, str]) -> tuple[Sample, Output]:
     """Spawn ``argv`` once in our working directory; time it from spawn to reap.
 
@@ -138,9 +144,9 @@ class Bench:
 
     def as_json(self) -> dict[str, object]:
         if self.unavailable is not None or not self.samples:
-            return {"name": self.name, "argv": self.argv, "available": False, "reason": self.unavailable}
+            return {"name": self.name, "argv": shown_argv(self.argv), "available": False, "reason": self.unavailable}
         return {
-            "name": self.name, "argv": self.argv, "available": True, "reps": len(self.samples),
+            "name": self.name, "argv": shown_argv(self.argv), "available": True, "reps": len(self.samples),
             "median_wall_s": self.wall, "min_wall_s": self.wall_min, "median_cpu_s": self.cpu,
             "median_maxrss_kib": self.rss_kib,
             "samples": [{"wall_s": s.wall_s, "cpu_s": s.cpu_s, "maxrss_kib": s.maxrss_kib}

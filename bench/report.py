@@ -149,7 +149,8 @@ def machine(root: Path, load_before: tuple[float, float, float]) -> dict[str, ob
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "nproc": os.cpu_count(), "cpus_usable": len(os.sched_getaffinity(0)),
         "python": sys.version.split()[0], "implementation": platform.python_implementation(),
-        "executable": sys.executable, "platform": platform.platform(),
+        "executable": os.path.relpath(sys.executable, root) if sys.executable.startswith(str(root)) else
+        os.path.basename(sys.executable), "platform": platform.platform(),
         "loadavg_before": list(load_before), "loadavg_after": list(os.getloadavg()),
         "git_commit": _git(root, "rev-parse", "HEAD"),
         "git_modified_files": len(modified.splitlines()),  # measured the work tree as it was
