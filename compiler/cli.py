@@ -250,7 +250,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_catalog(argv: list[str]) -> int:
     """Regenerate (or --check) the engine catalogs from a real SGLang install."""
-    from spark_compile.catalog_extract import main_catalog
+    from spark_compile.spec.generators.catalog_extract import main_catalog
 
     return main_catalog(argv)
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spark_compile.catalog_extract import default_engine_python
 from spark_compile.compile import Validated
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
+from spark_compile.spec.generators.catalog_extract import default_engine_python
 from spark_compile.validate import locate
 
 PROBE = Path(__file__).resolve().with_name("sglang_resolve_probe.py")

@@ -43,7 +43,7 @@ def fixtures(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def _load_generator() -> ModuleType:
-    path = REPO / "spec" / "catalogs" / "make_nccl_catalog.py"
+    path = REPO / "spec" / "generators" / "make_nccl_catalog.py"
     spec = importlib.util.spec_from_file_location("make_nccl_catalog", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -83,14 +83,14 @@ def assert_same(data: Any, what: str) -> str:
 
 def test_core_model_is_what_the_model_generates() -> None:
     """spec/core_model.py is committed; it must equal the generator's output from spec/model.py."""
-    from spark_compile.spec.make_core_model import TARGET, core_model_source
+    from spark_compile.spec.generators.make_core_model import TARGET, core_model_source
 
     assert TARGET.read_text(encoding="utf-8") == core_model_source(), (
-        "stale: run python -m spark_compile.spec.make_core_model")
+        "stale: run python -m spark_compile.spec.generators.make_core_model")
 
 
 def test_core_model_generator_check_mode_fails_when_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from spark_compile.spec import make_core_model
+    from spark_compile.spec.generators import make_core_model
 
     stale = tmp_path / "core_model.py"
     stale.write_text("# edited by hand\n", encoding="utf-8")

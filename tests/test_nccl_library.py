@@ -22,7 +22,7 @@ NCCL_JSON = REPO / "spec" / "catalogs" / "nccl-2.30.7.json"
 
 
 def _generator() -> ModuleType:
-    path = REPO / "spec" / "catalogs" / "make_nccl_catalog.py"
+    path = REPO / "spec" / "generators" / "make_nccl_catalog.py"
     spec = importlib.util.spec_from_file_location("make_nccl_catalog", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -59,7 +59,7 @@ def test_names_the_library_reads_are_the_catalogs(wheel: Path) -> None:
 
 def test_generator_cross_checks_before_writing(wheel: Path, tmp_path: Path) -> None:
     out = tmp_path / "nccl.json"
-    script = REPO / "spec" / "catalogs" / "make_nccl_catalog.py"
+    script = REPO / "spec" / "generators" / "make_nccl_catalog.py"
     run = subprocess.run([sys.executable, str(script), "--from-lib", str(wheel), "--out", str(out)],
                          capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stderr

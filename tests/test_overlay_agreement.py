@@ -97,14 +97,14 @@ def test_the_three_readers_agree(flag: Flag, schema_validator: Any, reference: d
 
 def test_overlay_section_is_what_the_registry_generates() -> None:
     """spec/overlay_section.py is committed; it must equal the generator's output from overlay/registry.py."""
-    from spark_compile.spec.make_overlay_section import TARGET, section_source
+    from spark_compile.spec.generators.make_overlay_section import TARGET, section_source
 
     assert TARGET.read_text(encoding="utf-8") == section_source(), (
-        "stale: run python -m spark_compile.spec.make_overlay_section")
+        "stale: run python -m spark_compile.spec.generators.make_overlay_section")
 
 
 def test_overlay_section_generator_check_mode_fails_when_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from spark_compile.spec import make_overlay_section
+    from spark_compile.spec.generators import make_overlay_section
 
     stale = tmp_path / "overlay_section.py"
     stale.write_text("# edited by hand\n", encoding="utf-8")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from spark_compile.catalog_extract import (
+from spark_compile.spec.generators.catalog_extract import (
     catalog_paths,
     check_catalogs,
     extract_sglang_catalog,

@@ -140,7 +140,7 @@ def real_parser_entries(server_args_py: Path) -> list[dict[str, Any]]:
     """The fixture's own argparse parser, read through the probe's flag_entry (what an install would give)."""
     import argparse
 
-    from spark_compile.sglang_probe import flag_entry
+    from spark_compile.spec.generators.sglang_probe import flag_entry
 
     spec = importlib.util.spec_from_file_location("fixture_server_args", server_args_py)
     assert spec is not None and spec.loader is not None

@@ -2,7 +2,7 @@
 
 Runs INSIDE the engine venv (standard library + sglang only; never imports spark_compile):
 
-    .venv-engine/bin/python compiler/sglang_probe.py > catalog.json
+    .venv-engine/bin/python spec/generators/sglang_probe.py > catalog.json
 
 Output: {"flags": <sglang-VERSION.json document>, "env": <sglang-env-VERSION.json document>}.
 With ``--env-source SRT_DIR NAME`` it prints only {"env": ...} for a source tree, without importing sglang

@@ -2,7 +2,7 @@
 
 ``spark-compile catalog sglang --source DIR`` uses it for an image built from SGLang at some commit, or
 a release unpacked from its sdist or wheel, without installing or importing anything from that tree.
-Every ``add_argument(...)`` call becomes one entry in the probe's format (compiler/sglang_probe.py): its
+Every ``add_argument(...)`` call becomes one entry in the probe's format (spec/generators/sglang_probe.py): its
 option strings, dest, action, type, nargs, choices and default, each resolved from literals, module-level
 constants (``X_CHOICES = [...]``, ``[*A, "b"]``, ``A + [B]``) and the ``ServerArgs`` field defaults. What
 only running code can know (choices computed at run time) is left out: ``choices`` is then ``None`` and
@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from spark_compile.sglang_probe import FORMAT, first_sentence, jsonable, sort_choices
+from spark_compile.spec.generators.sglang_probe import FORMAT, first_sentence, jsonable, sort_choices
 
 _UNKNOWN = object()
 _TYPE_KINDS = {"int": "int", "human_readable_int": "int", "float": "float", "str": "str", "nullable_str": "str",

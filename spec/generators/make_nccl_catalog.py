@@ -1,6 +1,6 @@
 """Build spec/catalogs/nccl-2.30.7.json from the NCCL fact table in sources/, checked against libnccl.
 
-Usage: python spec/catalogs/make_nccl_catalog.py [--table FACTS.md] [--out OUT.json] [--from-lib LIB]
+Usage: python spec/generators/make_nccl_catalog.py [--table FACTS.md] [--out OUT.json] [--from-lib LIB]
 
 The fact table is the only input, so re-running on the same file gives the same bytes. The script
 refuses to write when the table holds a row or an NCCL_* name it cannot place: a silent gap in the
@@ -358,7 +358,7 @@ def cross_check(catalog: dict[str, Any], in_library: set[str]) -> dict[str, list
 
 
 def main(argv: list[str]) -> int:
-    here = Path(__file__).parent
+    here = Path(__file__).resolve().parent.parent / "catalogs"
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--table", type=Path, default=here / "sources" / f"nccl-env-{CATALOG[5:]}.md")
     parser.add_argument("--out", type=Path, default=here / f"{CATALOG}.json")

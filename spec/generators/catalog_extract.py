@@ -43,14 +43,14 @@ def default_catalog_dir() -> Path:
     spec = importlib.util.find_spec("spark_compile.spec")
     if spec is not None and spec.submodule_search_locations:
         return Path(next(iter(spec.submodule_search_locations))) / "catalogs"
-    return Path(__file__).resolve().parent.parent / "spec" / "catalogs"
+    return Path(__file__).resolve().parent.parent / "catalogs"
 
 
 def default_engine_python() -> str | None:
     from_env = os.environ.get(ENGINE_PYTHON_ENV)
     if from_env:
         return from_env
-    for base in (Path.cwd(), Path(__file__).resolve().parent.parent):
+    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
         candidate = base / DEFAULT_ENGINE_PYTHON
         if candidate.exists():
             return str(candidate)
@@ -214,7 +214,7 @@ def check_catalogs(flags: Catalog, env: Catalog, out_dir: Path) -> list[str]:
 def extract_from_source(root: Path, name: str | None) -> tuple[Catalog, Catalog]:
     """Catalogs of an SGLang source tree: flags by parsing server_args.py here, environment variables by the
     probe in a subprocess of this interpreter (the tree's environ.py is run there, never in this process)."""
-    from spark_compile.sglang_source import SourceError, find_package, source_catalog
+    from spark_compile.spec.generators.sglang_source import SourceError, find_package, source_catalog
 
     try:
         flags = source_catalog(root, name)
