@@ -55,14 +55,9 @@ def argv_lines(argv: list[str] | tuple[str, ...]) -> list[list[str]]:
 
 def sh_command(argv: list[str] | tuple[str, ...], first: str = "", indent: str = "  ") -> str:
     """Filter: an argv as a bash command, one option per line with continuations, every word quoted."""
-    lines = [sh_join(line) for line in argv_lines(argv)]
+    lines = [quoting.bash_words(line) for line in argv_lines(argv)]
     body = f" \\\n{indent}".join(lines)
     return f"{first}{body}"
-
-
-def sh_join(words: list[str] | tuple[str, ...]) -> str:
-    """Filter: words quoted for bash and joined by spaces (one call instead of a map and a join)."""
-    return quoting.bash_words(words)
 
 
 def _bytecode_cache() -> Any:
