@@ -6,6 +6,7 @@ that path, SC213 knows which flags the plan owns, and the diff names the profile
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -147,7 +148,7 @@ class RankPlan:
         """Every variable of every env file, in file order."""
         return tuple(var for env_file in self.env_files for var in env_file.variables)
 
-    @property
+    @functools.cached_property
     def env(self) -> dict[str, str | None]:
         """The container's environment with every env file merged; runtime values are None."""
         merged: dict[str, str | None] = {var.name: var.value for var in self.variables}

@@ -14,8 +14,7 @@ from spark_compile.spec.rules import Context, Hit, rule
 def _effective(ctx: Context, flag: Flag) -> str | None:
     """The flag's value in force: as the plan writes it (rank 0), else the hook's default."""
     if flag.source == "plan":
-        written = {var.name: var.value for var in ctx.plan.ranks[0].variables} if ctx.plan.ranks else {}
-        return written.get(flag.name, flag.default)
+        return ctx.plan.ranks[0].env.get(flag.name, flag.default) if ctx.plan.ranks else flag.default
     value = flag_value(ctx.profile.overlay, flag.key)
     return flag.default if value is None else env_text(value)
 
