@@ -20,7 +20,7 @@ from typing import Any
 
 from spark_compile.compile import Validated
 from spark_compile.findings import Finding
-from spark_compile.launch_plan import LaunchPlan
+from spark_compile.spec.engine_values import DraftModel, draft_model
 from spark_compile.spec.generators.catalog_extract import default_engine_python
 from spark_compile.validate import locate
 
@@ -29,8 +29,12 @@ PROBE_TIMEOUT_S = 900.0
 MAX_CONFIG_BYTES = 1 << 20
 # A written value that asks SGLang to choose: resolving it is not a rewrite.
 CHOOSE_FOR_ME = (None, "auto")
+DRAFT_FLAG = "--speculative-draft-model-path"
 
 YamlPath = tuple[str | int, ...]
+# How SGLang's messages name some settings in words rather than by flag or field (moe_hook.py, model_config.py).
+SPOKEN = {"ep_size": ("expert parallel size",), "tp_size": ("tensor parallel size", "tensor_model_parallel_size"),
+          "quantization": ("quantization method",), "speculative_algorithm": ("speculative decoding",)}
 
 
 class NotRunError(Exception):
@@ -62,21 +66,38 @@ def _same(wrote: Any, resolved: Any) -> bool:
     return wrote == resolved or _show(wrote) == _show(resolved)
 
 
+def _beside_profile(validated: Validated, name: str, at: YamlPath) -> Path:
+    """A committed file named relative to the profile file that names it, or NotRunError."""
+    origin = validated.resolved.origin(at).spot.value.file
+    path = Path(str(origin)).parent / name
+    if not path.is_file():
+        raise NotRunError(f"{dotted_path(at)} names {path}, which is not a file here", at)
+    return path
+
+
+def dotted_path(at: YamlPath) -> str:
+    return ".".join(str(part) for part in at)
+
+
 def config_json(validated: Validated) -> Path:
     """The checkpoint's config.json the profile names, or NotRunError saying where it was looked for."""
     model = validated.planned()[0].model
     if model.config_json is not None:
-        origin = validated.resolved.origin(("model", "config_json")).spot.value.file
-        path = Path(str(origin)).parent / str(model.config_json)
-        if not path.is_file():
-            raise NotRunError(f"model.config_json names {path}, which is not a file here", ("model", "config_json"))
-        return path
+        return _beside_profile(validated, str(model.config_json), ("model", "config_json"))
     path = Path(str(model.holder_repo or model.repo)) / "snapshots" / str(model.snapshot) / "config.json"
     if not path.is_file():
         raise NotRunError(f"no config.json: {path} is not on this machine and model.config_json is unset "
                           "(commit a copy of the checkpoint's config.json beside the profile and name it there)",
                           ("model", "config_json"))
     return path
+
+
+def draft_config_json(validated: Validated, draft: DraftModel) -> Path:
+    """The draft model's committed config.json, or NotRunError saying what to commit."""
+    if draft.config_json is None or draft.config_path is None:
+        raise NotRunError(f"the draft model {draft.container_path} is a container path and no config.json of it "
+                          "is committed beside the profile", draft.path)
+    return _beside_profile(validated, draft.config_json, draft.config_path)
 
 
 def model_config(path: Path) -> str:
@@ -104,16 +125,42 @@ def hardware_request(name: str) -> dict[str, Any]:
             "gpu_name": hw.gpu_name or hw.name, "unified": hw.unified_memory, "machine": hw.cpu_arch}
 
 
-def probe_job(validated: Validated, model_dir: Path) -> dict[str, Any]:
-    """One profile's part of the probe's request: the container-to-local path map, every rank's argv and env."""
-    model = validated.planned()[0].model
-    plan: LaunchPlan = validated.planned()[1]
-    snapshot = f"{model.container_repo}/snapshots/{model.snapshot}"
+def probe_job(validated: Validated, model_dir: Path, draft_dir: Path | None = None) -> dict[str, Any]:
+    """One profile's part of the probe's request: the container-to-local path map, every rank's argv and env.
+    A draft model with no config.json here (``draft_dir`` None) is left out of the argv."""
+    profile, plan = validated.planned()
+    snapshot = f"{profile.model.container_repo}/snapshots/{profile.model.snapshot}"
+    paths = {snapshot: str(model_dir)}
+    draft = draft_model(profile)
     # --config names the secrets file written on the node at start; it holds only the API key.
+    skipped = {"--config"} if draft is None or draft_dir is not None else {"--config", DRAFT_FLAG}
+    if draft is not None and draft_dir is not None:
+        paths[draft.container_path] = str(draft_dir)
     ranks = [{"rank": r.rank, "env": r.env,
-              "argv": [word for o in r.engine_options if o.flag != "--config" for word in o.words]}
+              "argv": [word for o in r.engine_options if o.flag not in skipped for word in o.words]}
              for r in plan.ranks]
-    return {"paths": {snapshot: str(model_dir)}, "ranks": ranks}
+    return {"paths": paths, "ranks": ranks}
+
+
+def _stage_models(validated: Validated, model_dir: Path) -> tuple[dict[str, Any], list[Finding]]:
+    """Write the target's (and the draft's) config.json where the probe reads them; the probe job, and an
+    SC603 when the draft's checks cannot run (the target is resolved all the same)."""
+    (model_dir / "config.json").write_text(model_config(config_json(validated)), encoding="utf-8")
+    draft = draft_model(validated.planned()[0])
+    if draft is None:
+        return probe_job(validated, model_dir), []
+    try:
+        text = model_config(draft_config_json(validated, draft))
+    except NotRunError as why:
+        build = validated.planned()[0].engine.catalog
+        return probe_job(validated, model_dir), [_finding(
+            validated, why.path, "SC603", f"engine checks of the draft model for {build} did not run: {why}; the "
+            f"target was resolved without {DRAFT_FLAG}", "commit the draft's config.json beside the profile and "
+            "name it in the profile")]
+    draft_dir = model_dir / "draft"
+    draft_dir.mkdir()
+    (draft_dir / "config.json").write_text(text, encoding="utf-8")
+    return probe_job(validated, model_dir, draft_dir), []
 
 
 def run_probe(python: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -181,7 +228,8 @@ def _finding(validated: Validated, path: YamlPath, rule: str, message: str, hint
     return locate(validated.resolved, path, rule, RULES[rule].severity, message, hint, at_key=at_key)
 
 
-def _rewrite_findings(validated: Validated, build: str, found: list[Rewrite], total: int) -> list[Finding]:
+def _rewrite_findings(validated: Validated, build: str, found: list[Rewrite], total: int,
+                      resolved_everywhere: bool) -> list[Finding]:
     accepted = validated.planned()[0].engine.accept_rewrites
     out: list[Finding] = []
     for rw in found:
@@ -195,6 +243,8 @@ def _rewrite_findings(validated: Validated, build: str, found: list[Rewrite], to
         hint = (f"write {_show(rw.resolved)}, or accept it with engine.accept_rewrites: "
                 f"{{{name}: {_show(rw.resolved)}}}")
         out.append(_finding(validated, flag_path(validated, rw.option, rw.ranks[0]), "SC601", message, hint))
+    if not resolved_everywhere:
+        return out  # whether an acceptance is stale is known only where the resolution ran
     happened = {(rw.option.removeprefix("--"), _show(rw.resolved)) for rw in found}
     for name, value in accepted.items():
         if (name, _show(value)) not in happened:
@@ -209,7 +259,8 @@ def _mention(error: str, dest: str, entry: dict[str, Any]) -> int:
     or, failing those, its value; -1 when it does not."""
     import re
 
-    spellings = [re.escape(entry["option"]), r"\b" + re.escape(dest).replace("_", "[_ -]")]
+    spellings = [re.escape(entry["option"]) + r"\b", r"\b" + re.escape(dest).replace("_", "[_ -]")]
+    spellings += [r"\b" + re.escape(words) for words in SPOKEN.get(dest, ())]
     value = entry["value"]
     if isinstance(value, str) and len(value) >= 3:
         spellings.append(r"\b" + re.escape(value) + r"\b")
@@ -257,7 +308,8 @@ def _verdict(validated: Validated, version: str, ranks: list[dict[str, Any]]) ->
     if f"sglang-{version}" != build:
         return _not_run(validated, NotRunError(f"the engine interpreter runs sglang-{version}, but engine.catalog "
                                           f"selects {build}; point ENGINE_PYTHON at a venv with {build}"))
-    findings = _rewrite_findings(validated, build, rewrites(ranks), len(ranks))
+    everywhere = all(rank.get("resolved") for rank in ranks)
+    findings = _rewrite_findings(validated, build, rewrites(ranks), len(ranks), everywhere)
     findings += _refusal_findings(validated, build, ranks)
     return sorted(findings, key=Finding.sort_key)
 
@@ -281,6 +333,7 @@ def engine_findings_many(profiles: list[Validated], python: str | None = None,
     groups: dict[str, list[int]] = {}
     with tempfile.TemporaryDirectory(prefix="spark-engine-") as tmp:
         jobs: dict[int, dict[str, Any]] = {}
+        early: dict[int, list[Finding]] = {}
         for index, validated in enumerate(profiles):
             try:
                 if python is None:
@@ -288,8 +341,7 @@ def engine_findings_many(profiles: list[Validated], python: str | None = None,
                                  ".ci/install-engine")
                 model_dir = Path(tmp) / str(index)
                 model_dir.mkdir()
-                (model_dir / "config.json").write_text(model_config(config_json(validated)), encoding="utf-8")
-                jobs[index] = probe_job(validated, model_dir)
+                jobs[index], early[index] = _stage_models(validated, model_dir)
                 groups.setdefault(validated.planned()[0].hardware, []).append(index)
             except NotRunError as why:
                 out[index] = _not_run(validated, why)
@@ -305,7 +357,7 @@ def engine_findings_many(profiles: list[Validated], python: str | None = None,
             if notes is not None:
                 notes.append(run_note(hardware, result))
             for i, ranks in zip(members, result["jobs"], strict=True):
-                out[i] = _verdict(profiles[i], str(result["sglang"]), ranks)
+                out[i] = sorted(early[i] + _verdict(profiles[i], str(result["sglang"]), ranks), key=Finding.sort_key)
     return out
 
 

@@ -9,11 +9,13 @@ Request: {"hardware": {...}, "jobs": [{"paths": {container path: local path}, "r
 (one job per profile, all on the same hardware; the result lists each job's ranks in the same order).
 Per rank it does what ``sglang serve`` does before it touches a GPU: ``prepare_server_args(argv)``,
 ``ServerArgs.resolve_once()`` (which runs ``arg_groups.pipeline.run_resolution_pipeline``), then
-``check_server_args()``. It reports, per flag the argv wrote, the value SGLang resolved and which
-handlers declared it, or the error SGLang raised. The GPU is simulated by answering torch's device
-queries (capability, count, memory, name) and ``platform.machine()`` for the profile's hardware;
-CUDA-only binary packages missing here (sgl_kernel, flashinfer, torchvision) are import-only
-stand-ins, and an error raised by a stand-in or a real device call is reported as "could not run".
+``check_server_args()``, then the model stage of boot: the ModelConfig SGLang builds (whose quantization, read
+from the checkpoint, replaces --quantization) and, under that quantization, the MoE-runner choice and its
+checks. It reports, per flag the argv wrote, the value SGLang resolved and which handlers declared it (only
+when the resolution completed), or the error SGLang (or argparse) raised, with its own message. The GPU
+is simulated by answering torch's device queries (capability, count, memory, name) and ``platform.machine()``
+for the profile's hardware; CUDA-only binary packages missing here (sgl_kernel, flashinfer, torchvision) are
+import-only stand-ins, and an error raised by a stand-in or a real device call is reported as "could not run".
 """
 
 from __future__ import annotations
@@ -152,17 +154,6 @@ def jsonable(value: Any) -> Any:
         return _ADDRESS.sub("", repr(value))
 
 
-def _written(parser: Any, argv: list[str], namespace: Any) -> dict[str, dict[str, Any]]:
-    """dest -> {"option", "value"} for every flag the argv spells out (config files excluded)."""
-    out: dict[str, dict[str, Any]] = {}
-    for token in argv:
-        option = token.split("=", 1)[0]
-        action = parser._option_string_actions.get(option) if option.startswith("--") else None
-        if action is not None and option != "--config":
-            out[action.dest] = {"option": option, "value": jsonable(getattr(namespace, action.dest, None))}
-    return out
-
-
 def _resolved(server_args: Any, dest: str) -> tuple[Any, list[str]]:
     """(resolved value, handlers that declared it) for one dest."""
     from sglang.srt.arg_groups.overrides import resolution_result
@@ -200,43 +191,106 @@ class _Warnings(logging.Handler):
         self.messages.append(" ".join(record.getMessage().split()))
 
 
-def run_rank(request: dict[str, Any], base_env: dict[str, str]) -> dict[str, Any]:
+class _RefusalError(Exception):
+    """argparse's own refusal of the command line, with its message (not the SystemExit it would raise)."""
+
+
+def _parser() -> Any:
     import argparse
 
-    from sglang.srt.server_args import ServerArgs, prepare_server_args
+    from sglang.srt.server_args import ServerArgs
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:
+            raise _RefusalError(message)
+
+    parser = Parser(prog="sglang serve")
+    ServerArgs.add_cli_args(parser)
+    return parser
+
+
+def _spelled(parser: Any, argv: list[str]) -> dict[str, dict[str, Any]]:
+    """dest -> {"option", "value"} for every flag the argv spells out, the value as written (before parsing)."""
+    out: dict[str, dict[str, Any]] = {}
+    for index, token in enumerate(argv):
+        option, _, inline = token.partition("=")
+        action = parser._option_string_actions.get(option) if option.startswith("--") else None
+        if action is None or option == "--config":
+            continue
+        following = argv[index + 1] if index + 1 < len(argv) and not argv[index + 1].startswith("--") else None
+        value = inline if "=" in token else following if action.nargs != 0 else True
+        out[action.dest] = {"option": option, "value": value}
+    return out
+
+
+def _boot_view(argv: list[str], quantization: str) -> None:
+    """Resolve again with the quantization the checkpoint gives the model at boot: the MoE runner and its
+    checks are chosen from it there (ModelConfig._verify_quantization), not from the flag."""
+    from sglang.srt.server_args import prepare_server_args
+
+    server_args = prepare_server_args([*argv, "--quantization", quantization])
+    server_args.resolve_once()
+    server_args.check_server_args()
+
+
+def _model_stage(server_args: Any, argv: list[str], result: dict[str, Any]) -> None:
+    """The model config SGLang builds at boot: its quantization (reported as the flag's resolved value) and
+    the MoE checks under it."""
+    from sglang.srt.arg_groups.model_override_base import model_config_of
+
+    model_config = model_config_of(server_args)
+    quantization = model_config.quantization
+    result["model"] = {"quantization": quantization, "context_length": model_config.context_len}
+    entry = result["written"].get("quantization")
+    if entry is not None:
+        entry["boot"] = quantization
+    if quantization is not None and quantization != server_args.quantization:
+        result["stage"] = f"moe, with the checkpoint's quantization {quantization}"
+        _boot_view(argv, quantization)
+
+
+def run_rank(request: dict[str, Any], base_env: dict[str, str]) -> dict[str, Any]:
+    from sglang.srt.server_args import prepare_server_args
 
     argv = [request["paths"].get(a, a) for a in request["argv"]]
     os.environ.clear()
     os.environ.update(base_env)
     os.environ.update({k: v for k, v in request["env"].items() if v is not None})
-    parser = argparse.ArgumentParser(prog="sglang serve")
-    ServerArgs.add_cli_args(parser)
+    parser = _parser()
     result: dict[str, Any] = {"rank": request["rank"], "outcome": "ok", "stage": None, "error": None,
-                              "written": {}, "warnings": []}
-    stage = "parse"
+                              "written": _spelled(parser, argv), "warnings": [], "resolved": False}
     server_args = None
     captured = _Warnings()
     try:
+        result["stage"] = "parse"
         with contextlib.redirect_stderr(io.StringIO()):
             namespace = parser.parse_args(argv)
-        result["written"] = _written(parser, argv, namespace)
+        for dest, entry in result["written"].items():
+            entry["value"] = jsonable(getattr(namespace, dest, None))
         server_args = prepare_server_args(argv)
         logging.getLogger().addHandler(captured)
-        stage = "resolve"
+        result["stage"] = "resolve"
         server_args.resolve_once()
-        stage = "check"
+        result["resolved"] = True
+        result["stage"] = "check"
         server_args.check_server_args()
-    except SystemExit:
-        result.update(outcome="refused", stage=stage, error="argparse refused the command line")
+        result["stage"] = "model"
+        _model_stage(server_args, argv, result)
+        result["stage"] = None
+    except _RefusalError as exc:
+        result.update(outcome="refused", error=f"argparse: {' '.join(str(exc).split())}")
     except BaseException as exc:
         outcome = "not_run" if _cannot_run(exc) else "refused"
-        result.update(outcome=outcome, stage=stage, error=_message(exc))
+        result.update(outcome=outcome, error=_message(exc))
     finally:
         logging.getLogger().removeHandler(captured)
     result["warnings"] = captured.messages
-    if server_args is not None and getattr(server_args, "_raw_input", None) is not None:
+    if result["resolved"]:
         for dest, entry in result["written"].items():
             entry["resolved"], entry["sources"] = _resolved(server_args, dest)
+            if "boot" in entry and entry["boot"] != entry["resolved"]:
+                entry["resolved"], entry["sources"] = entry.pop("boot"), ["ModelConfig._verify_quantization"]
+            entry.pop("boot", None)
     return result
 
 

@@ -35,7 +35,7 @@ sys.exit({exit_code})
 def rank(number: int, written: dict[str, Any] | None = None, outcome: str = "ok", stage: str | None = None,
          error: str | None = None) -> dict[str, Any]:
     return {"rank": number, "outcome": outcome, "stage": stage, "error": error, "warnings": [],
-            "written": written or {}}
+            "written": written or {}, "resolved": outcome == "ok"}
 
 
 def check(tmp_path: Path, python: str, profile: Path = REFERENCE_PROFILE) -> tuple[int, list[dict[str, Any]], str]:

@@ -25,5 +25,5 @@ exec /usr/bin/docker run \
   --host 0.0.0.0 \
   --port 30000 \
   --context-length 32768 \
-  --tool-call-parser qwen25 \
+  --tool-call-parser qwen \
   --reasoning-parser qwen3

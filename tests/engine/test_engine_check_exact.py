@@ -1,0 +1,70 @@
+"""`check --engine` says exactly what SGLang 0.5.23 said, where the profile set it, and nothing it did not say.
+
+Whole messages, from the real engine venv (GB10 simulated): an argparse refusal keeps argparse's own words at the
+args key that wrote the flag; a resolution that failed yields its SC602 and no SC601 (graphs off used to give
+two false "resolves --cuda-graph-backend-* disabled to null") and no SC604 (an acceptance cannot be judged stale
+by a resolution that did not run); a draft model with no config.json here costs one SC603, and the target is
+resolved all the same (its EAGLE3 rewrite still reported).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, run_cli
+from sglang_parse import engine_python
+
+pytestmark = pytest.mark.engine
+
+PROFILES = ROOT / "tests" / "engine" / "profiles"
+NAMES = ("argparse-refusal", "resolution-fails-graphs-off", "draft-not-here", "eagle3-draft-tokens")
+
+
+@pytest.fixture(scope="module")
+def found() -> dict[str, list[tuple[int, int, str, str]]]:
+    paths = [str((PROFILES / f"{name}.yaml").relative_to(ROOT)) for name in NAMES]
+    proc = run_cli("check", "--engine", "--format", "json", *paths, env={"ENGINE_PYTHON": engine_python()})
+    assert proc.returncode == 1, proc.stderr
+    out: dict[str, list[tuple[int, int, str, str]]] = {name: [] for name in NAMES}
+    for f in json.loads(proc.stdout)["findings"]:
+        stem = f["file"].rsplit("/", 1)[-1].removesuffix(".yaml")
+        if stem in out:
+            out[stem].append((f["line"], f["column"], f["rule"], f["message"]))
+    return out
+
+
+def test_argparse_refusal_keeps_argparse_words(found: dict[str, Any]) -> None:
+    assert sorted(found["argparse-refusal"]) == [
+        (3, 30, "SC304", "--max-prefill-tokens takes a whole number; got 'lots'"),
+        (3, 30, "SC602", "sglang-0.5.23 refuses the arguments at boot (parse) on every rank: argparse: argument "
+                         "--max-prefill-tokens: Invalid integer value: 'lots'. Use a plain integer, SI suffixes (1k, "
+                         "1M), or IEC suffixes (1Ki, 1Mi). Suffixes are case-sensitive."),
+    ]
+
+
+def test_failed_resolution_reports_no_rewrite_and_no_stale_acceptance(found: dict[str, Any]) -> None:
+    assert sorted(found["resolution-fails-graphs-off"]) == [
+        (4, 28, "SC209", "context_length 2097152 exceeds the model's maximum 1048576"),
+        (4, 28, "SC602", "sglang-0.5.23 refuses the arguments at boot (resolve) on every rank: ValueError: Warning: "
+                         "User-specified context_length (2097152) is greater than the derived context_length "
+                         "(1048576). This may lead to incorrect model outputs or CUDA errors. Note that the derived "
+                         "context_length may differ from max_position_embeddings in the model's config. To allow "
+                         "overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"),
+    ]
+
+
+def test_an_absent_draft_costs_one_warning(found: dict[str, Any]) -> None:
+    assert sorted(found["draft-not-here"]) == [
+        (3, 49, "SC603", "engine checks of the draft model for sglang-0.5.23 did not run: the draft model "
+                         "/models/draft is a container path and no config.json of it is committed beside the "
+                         "profile; the target was resolved without --speculative-draft-model-path"),
+    ]
+
+
+def test_the_target_is_resolved_without_its_draft(found: dict[str, Any]) -> None:
+    rewrite = [f for f in found["eagle3-draft-tokens"] if f[2] == "SC601"]
+    assert rewrite == [(3, 111, "SC601", "sglang-0.5.23 resolves --speculative-num-draft-tokens 6 to 4 "
+                                         "(_handle_eagle_family)")]
