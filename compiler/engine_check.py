@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spark_compile.checkpoint_load import ConfigError, committed_path, read_config
 from spark_compile.compile import Validated
 from spark_compile.findings import Finding
 from spark_compile.spec.engine_values import DraftModel, draft_model
@@ -26,7 +27,6 @@ from spark_compile.validate import locate
 
 PROBE = Path(__file__).resolve().with_name("sglang_resolve_probe.py")
 PROBE_TIMEOUT_S = 900.0
-MAX_CONFIG_BYTES = 1 << 20
 # A written value that asks SGLang to choose: resolving it is not a rewrite.
 CHOOSE_FOR_ME = (None, "auto")
 DRAFT_FLAG = "--speculative-draft-model-path"
@@ -68,8 +68,7 @@ def _same(wrote: Any, resolved: Any) -> bool:
 
 def _beside_profile(validated: Validated, name: str, at: YamlPath) -> Path:
     """A committed file named relative to the profile file that names it, or NotRunError."""
-    origin = validated.resolved.origin(at).spot.value.file
-    path = Path(str(origin)).parent / name
+    path = committed_path(validated.resolved, name, at)
     if not path.is_file():
         raise NotRunError(f"{dotted_path(at)} names {path}, which is not a file here", at)
     return path
@@ -100,19 +99,13 @@ def draft_config_json(validated: Validated, draft: DraftModel) -> Path:
     return _beside_profile(validated, draft.config_json, draft.config_path)
 
 
-def model_config(path: Path) -> str:
+def model_config(path: Path, where: YamlPath = ("model", "config_json")) -> str:
     """The config.json text handed to SGLang: only a JSON object naming its architectures, re-serialised, so a
     profile cannot make the engine read (and echo) some other file."""
-    where = ("model", "config_json")
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-        data = json.loads(raw) if len(raw) <= MAX_CONFIG_BYTES else None
-    except (OSError, ValueError):
-        raise NotRunError(f"{path} is not a readable JSON file", where) from None
-    if not isinstance(data, dict) or not isinstance(data.get("architectures"), list):
-        raise NotRunError(f"{path} is not a model config.json (a JSON object with 'architectures', under "
-                          f"{MAX_CONFIG_BYTES // 1024} KiB)", where)
+        data = read_config(path)
+    except ConfigError as why:
+        raise NotRunError(str(why), where) from None
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
@@ -150,7 +143,7 @@ def _stage_models(validated: Validated, model_dir: Path) -> tuple[dict[str, Any]
     if draft is None:
         return probe_job(validated, model_dir), []
     try:
-        text = model_config(draft_config_json(validated, draft))
+        text = model_config(draft_config_json(validated, draft), draft.path)
     except NotRunError as why:
         build = validated.planned()[0].engine.catalog
         return probe_job(validated, model_dir), [_finding(
@@ -254,6 +247,30 @@ def _rewrite_findings(validated: Validated, build: str, found: list[Rewrite], to
     return out
 
 
+# Where an implied setting belongs in the profile: the setting that made SGLang fill it in.
+IMPLIED_AT: dict[str, YamlPath] = {"--speculative-draft-model-path": ("engine", "speculative", "algorithm")}
+
+
+def _implied_findings(validated: Validated, build: str, ranks: list[dict[str, Any]]) -> list[Finding]:
+    """A setting the profile left out that SGLang filled in (the draft model: with the target itself). A draft
+    the profile names but this machine lacks is left out of the argv on purpose: nothing to report then."""
+    if draft_model(validated.planned()[0]) is not None:
+        return []
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for rank in ranks:
+        for entry in rank.get("implied", {}).values():
+            seen.setdefault((entry["option"], _show(entry["resolved"])), entry)
+    target = f"{validated.planned()[0].model.container_repo}/snapshots/{validated.planned()[0].model.snapshot}"
+    out = []
+    for (option, value), entry in seen.items():
+        what = f"the target model {value}" if value == target else value
+        by = f" ({', '.join(entry['sources'])})" if entry["sources"] else ""
+        out.append(_finding(validated, IMPLIED_AT.get(option, ("engine",)), "SC601",
+                            f"{build} sets {option} to {what}{by}",
+                            "name the value in the profile (for a draft model: engine.speculative.draft_model)"))
+    return out
+
+
 def _mention(error: str, dest: str, entry: dict[str, Any]) -> int:
     """Where SGLang's message first names a written flag: option, field (dashes, spaces or underscores)
     or, failing those, its value; -1 when it does not."""
@@ -310,6 +327,7 @@ def _verdict(validated: Validated, version: str, ranks: list[dict[str, Any]]) ->
                                           f"selects {build}; point ENGINE_PYTHON at a venv with {build}"))
     everywhere = all(rank.get("resolved") for rank in ranks)
     findings = _rewrite_findings(validated, build, rewrites(ranks), len(ranks), everywhere)
+    findings += _implied_findings(validated, build, ranks)
     findings += _refusal_findings(validated, build, ranks)
     return sorted(findings, key=Finding.sort_key)
 

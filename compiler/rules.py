@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from spark_compile.checkpoint_load import committed_checkpoint
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.resolve import Resolved
@@ -21,7 +22,8 @@ def _redacted(finding: Finding, secret: str) -> Finding:
 def rule_findings(resolved: Resolved, profile: Profile, plan: LaunchPlan) -> list[Finding]:
     """Every rule's findings, placed at the profile line each names, in source order."""
     load_all()
-    context = Context(profile, plan, lambda path: path in resolved.origins)
+    checkpoint, problem = committed_checkpoint(resolved, profile)
+    context = Context(profile, plan, lambda path: path in resolved.origins, checkpoint, problem)
     findings = [
         _redacted(locate(resolved, hit.path, hit.rule, RULES[hit.rule].severity, hit.message, hit.hint,
                          at_key=hit.at_key), hit.redact)

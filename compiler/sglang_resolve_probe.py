@@ -258,7 +258,7 @@ def run_rank(request: dict[str, Any], base_env: dict[str, str]) -> dict[str, Any
     os.environ.update({k: v for k, v in request["env"].items() if v is not None})
     parser = _parser()
     result: dict[str, Any] = {"rank": request["rank"], "outcome": "ok", "stage": None, "error": None,
-                              "written": _spelled(parser, argv), "warnings": [], "resolved": False}
+                              "written": _spelled(parser, argv), "warnings": [], "resolved": False, "implied": {}}
     server_args = None
     captured = _Warnings()
     try:
@@ -291,7 +291,23 @@ def run_rank(request: dict[str, Any], base_env: dict[str, str]) -> dict[str, Any
             if "boot" in entry and entry["boot"] != entry["resolved"]:
                 entry["resolved"], entry["sources"] = entry.pop("boot"), ["ModelConfig._verify_quantization"]
             entry.pop("boot", None)
+        result["implied"] = _implied(server_args, result["written"], request["paths"])
     return result
+
+
+def _implied(server_args: Any, written: dict[str, Any], paths: dict[str, str]) -> dict[str, Any]:
+    """A draft worker with no draft model path: at boot its ModelConfig falls back to the target's path
+    (ModelConfig.from_server_args: ``model_path or cfg.model_path``). A handler that declares the target as
+    the draft on purpose (a bundled draft, MTP layers) is not reported."""
+    algorithm, _ = _resolved(server_args, "speculative_algorithm")
+    draft, _ = _resolved(server_args, "speculative_draft_model_path")
+    if algorithm in (None, "NGRAM") or draft is not None or "speculative_draft_model_path" in written:
+        return {}
+    target, _ = _resolved(server_args, "model_path")
+    back = {local: container for container, local in paths.items()}
+    return {"speculative_draft_model_path": {"option": "--speculative-draft-model-path",
+                                             "resolved": back.get(target, target),
+                                             "sources": ["ModelConfig.from_server_args"]}}
 
 
 def main() -> int:

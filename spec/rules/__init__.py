@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from spark_compile.launch_plan import LaunchPlan
+    from spark_compile.spec.checkpoint import Checkpoint
     from spark_compile.spec.core_model import Profile
 
 Severity = Literal["error", "warning"]
@@ -45,11 +46,14 @@ class Hit:
 
 @dataclass(frozen=True)
 class Context:
-    """What a check sees: the validated profile, its launch plan, and which paths the profile wrote."""
+    """What a check sees: the validated profile, its launch plan, which paths the profile wrote, and the facts
+    of the checkpoint's committed config.json (or why it could not be read)."""
 
     profile: Profile
     plan: LaunchPlan
     present: Callable[[Path], bool]  # whether a path was written in the profile (not a model default)
+    checkpoint: Checkpoint | None = None
+    checkpoint_problem: str = ""
 
 
 Check = Callable[[Context], Iterator[Hit]]
@@ -89,6 +93,7 @@ def load_all() -> dict[str, Rule]:
         resolution,
         schema,
         secrets,
+        sglang_model,
     )
 
     return RULES

@@ -9,8 +9,11 @@ from spark_compile.launch_plan import dotted, field_name
 from spark_compile.spec.envfile import env_value_problem
 from spark_compile.spec.hardware import FAMILIES
 from spark_compile.spec.rules import Context, Hit, rule
+from spark_compile.spec.rules.sglang_model import ep_choices
+from spark_compile.spec.sglang_facts import EAGLE_FAMILY
 
-EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
+# SGLang's get_context_length limit is lifted by this variable (model_config.py); the rule then defers.
+LONGER_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 
 
 @rule("SC201", "error", "EP divides TP",
@@ -19,8 +22,10 @@ EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
 def ep_divides_tp(ctx: Context) -> Iterator[Hit]:
     par = ctx.profile.engine.parallel
     if par.tp % par.ep:
+        choices = ep_choices(ctx)
         yield Hit("SC201", ("engine", "parallel", "ep"), f"ep {par.ep} does not divide tp {par.tp}",
-                  f"use a divisor of {par.tp}")
+                  f"use {' or '.join(str(c) for c in choices)}" if len(choices) <= 2 else
+                  f"use a divisor of {par.tp} ({', '.join(str(c) for c in choices)})")
 
 
 @rule("SC202", "error", "speculative algorithm accepted by the model",
@@ -117,15 +122,27 @@ def mem_fraction(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("SC209", "error", "context length within the model's",
-      "--context-length above the model's own maximum is refused or produces garbage past the trained length.",
+      "--context-length above the model's own maximum is refused by SGLang (unless "
+      "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1) or produces garbage past the trained length. The maximum is "
+      "model.max_context_length, or what SGLang derives from the committed config.json (its first context key, "
+      "times the rope scaling factor), whichever is lower.",
       "model: {max_context_length: 1048576}\nengine: {limits: {context_length: 2097152}}",
       "engine: {limits: {context_length: 524288}}")
 def context_length(ctx: Context) -> Iterator[Hit]:
-    limit = ctx.profile.model.max_context_length
     value = ctx.profile.engine.limits.context_length
-    if limit is not None and value is not None and value > limit:
-        yield Hit("SC209", ("engine", "limits", "context_length"),
-                  f"context_length {value} exceeds the model's maximum {limit}", f"use at most {limit}")
+    if value is None:
+        return
+    limits = []
+    if ctx.profile.model.max_context_length is not None:
+        limits.append((ctx.profile.model.max_context_length, ""))
+    cp = ctx.checkpoint
+    if cp is not None and str(ctx.profile.engine.env.get(LONGER_CONTEXT_ENV, "0")).lower() not in ("1", "true"):
+        limits.append((cp.context_length, f" ({cp.file}: {cp.context_source})"))
+    if limits:
+        limit, source = min(limits, key=lambda item: item[0])
+        if value > limit:
+            yield Hit("SC209", ("engine", "limits", "context_length"),
+                      f"context_length {value} exceeds the model's maximum {limit}{source}", f"use at most {limit}")
 
 
 @rule("SC210", "error", "API port differs from the rendezvous port",

@@ -4,7 +4,7 @@ Whole messages, from the real engine venv (GB10 simulated): an argparse refusal 
 args key that wrote the flag; a resolution that failed yields its SC602 and no SC601 (graphs off used to give
 two false "resolves --cuda-graph-backend-* disabled to null") and no SC604 (an acceptance cannot be judged stale
 by a resolution that did not run); a draft model with no config.json here costs one SC603, and the target is
-resolved all the same (its EAGLE3 rewrite still reported).
+resolved all the same (tests/profiles/negative/eagle3-draft-tokens.yaml: its EAGLE3 rewrite is still reported).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sglang_parse import engine_python
 pytestmark = pytest.mark.engine
 
 PROFILES = ROOT / "tests" / "engine" / "profiles"
-NAMES = ("argparse-refusal", "resolution-fails-graphs-off", "draft-not-here", "eagle3-draft-tokens")
+NAMES = ("argparse-refusal", "resolution-fails-graphs-off", "draft-not-here")
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +63,3 @@ def test_an_absent_draft_costs_one_warning(found: dict[str, Any]) -> None:
                          "profile; the target was resolved without --speculative-draft-model-path"),
     ]
 
-
-def test_the_target_is_resolved_without_its_draft(found: dict[str, Any]) -> None:
-    rewrite = [f for f in found["eagle3-draft-tokens"] if f[2] == "SC601"]
-    assert rewrite == [(3, 111, "SC601", "sglang-0.5.23 resolves --speculative-num-draft-tokens 6 to 4 "
-                                         "(_handle_eagle_family)")]

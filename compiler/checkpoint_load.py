@@ -1,0 +1,47 @@
+"""Edge: read the checkpoint's config.json a profile commits beside itself (model.config_json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from spark_compile.resolve import Resolved
+from spark_compile.spec.checkpoint import Checkpoint, checkpoint
+from spark_compile.spec.core_model import Profile
+
+MAX_CONFIG_BYTES = 1 << 20
+
+
+class ConfigError(ValueError):
+    """A config.json that cannot be used; the message says why."""
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """A model config.json: a JSON object naming its architectures, at most MAX_CONFIG_BYTES."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        data = json.loads(raw) if len(raw) <= MAX_CONFIG_BYTES else None
+    except (OSError, ValueError):
+        raise ConfigError(f"{path} is not a readable JSON file") from None
+    if not isinstance(data, dict) or not isinstance(data.get("architectures"), list):
+        raise ConfigError(f"{path} is not a model config.json (a JSON object with 'architectures', under "
+                          f"{MAX_CONFIG_BYTES // 1024} KiB)")
+    return data
+
+
+def committed_path(resolved: Resolved, name: str, at: tuple[str | int, ...]) -> Path:
+    """A file named relative to the profile file that names it."""
+    return Path(str(resolved.origin(at).spot.value.file)).parent / name
+
+
+def committed_checkpoint(resolved: Resolved, profile: Profile) -> tuple[Checkpoint | None, str]:
+    """The committed config.json's facts, or (None, why it cannot be read); (None, "") when none is named."""
+    if profile.model.config_json is None:
+        return None, ""
+    path = committed_path(resolved, str(profile.model.config_json), ("model", "config_json"))
+    try:
+        return checkpoint(read_config(path), str(profile.model.config_json)), ""
+    except ConfigError as why:
+        return None, str(why)

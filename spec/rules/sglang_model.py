@@ -1,0 +1,199 @@
+"""SC240-SC247: what SGLang 0.5.23 refuses or silently rewrites, judged from the profile and the checkpoint's
+committed config.json (heads, context limit, quantization), without running SGLang.
+
+Each rule has a negative profile whose `# engine:` lines record SGLang's own verdict on the same command line,
+and whose fix SGLang's resolution accepts (tests/engine/test_negative_engine.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from spark_compile.spec.engine_values import draft_model, kv_cache_dtype, quantization
+from spark_compile.spec.hardware import FAMILIES, HARDWARE
+from spark_compile.spec.rules import Context, Hit, rule
+from spark_compile.spec.sglang_facts import (
+    COMPATIBLE_QUANTIZATION,
+    DEPRECATED_TOOL_CALL_PARSERS,
+    EAGLE_FAMILY,
+    EP_ONE_OR_TP_RUNNERS,
+    FP4_AUTO_RUNNER,
+    KV4_MHA_BACKENDS,
+    KV4_MLA_BACKENDS,
+    KV_BACKEND_REFUSALS,
+    KV_BACKEND_REWRITES,
+    NEEDS_DRAFT_MODEL,
+    REQUANTIZATION_METHODS,
+)
+
+
+def _divisors(n: int) -> str:
+    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+
+
+def run_quantization(ctx: Context) -> str | None:
+    """The quantization SGLang runs the model with: the written one when the checkpoint keeps it, else the
+    checkpoint's."""
+    written = quantization(ctx.profile)
+    ckpt = ctx.checkpoint.quantization if ctx.checkpoint else None
+    if written is None:
+        return ckpt
+    return written.value if ckpt is None or _keeps(ctx, written.value) else ckpt
+
+
+def _keeps(ctx: Context, written: str) -> bool:
+    """ModelConfig._verify_quantization keeps a written quantization on this checkpoint."""
+    cp = ctx.checkpoint
+    if cp is None or cp.quant_method is None:
+        return True
+    return written in (cp.quant_method, cp.quantization) or cp.quant_method in COMPATIBLE_QUANTIZATION.get(
+        written, ()) or written in REQUANTIZATION_METHODS
+
+
+def moe_runner(ctx: Context) -> tuple[str, str]:
+    """(the MoE runner SGLang uses, why): the written one, or SGLang's choice for `auto`."""
+    written = ctx.profile.engine.backends.moe_runner or "auto"
+    quant, majors, chosen = FP4_AUTO_RUNNER
+    sm_major = HARDWARE[ctx.profile.hardware].sm[0]
+    if written == "auto" and run_quantization(ctx) == quant and sm_major in majors:
+        return chosen, f"SGLang's choice for {quant} on {ctx.profile.hardware}"
+    return written, "engine.backends.moe_runner"
+
+
+def ep_choices(ctx: Context) -> tuple[int, ...]:
+    """The ep sizes SGLang accepts with this tp and MoE runner."""
+    tp = ctx.profile.engine.parallel.tp
+    if moe_runner(ctx)[0] in EP_ONE_OR_TP_RUNNERS:
+        return (1, tp) if tp > 1 else (1,)
+    return tuple(d for d in range(1, tp + 1) if tp % d == 0)
+
+
+@rule("SC240", "error", "EAGLE top-k 1 verifies num_steps + 1 tokens",
+      "With --speculative-eagle-topk 1 SGLang sets --speculative-num-draft-tokens to num_steps + 1 whatever was "
+      "written (_handle_eagle_family), with only a log line.",
+      "speculative: {algorithm: EAGLE3, num_steps: 3, eagle_topk: 1, num_draft_tokens: 6}",
+      "speculative: {algorithm: EAGLE3, num_steps: 3, eagle_topk: 1, num_draft_tokens: 4}")
+def eagle_chain_tokens(ctx: Context) -> Iterator[Hit]:
+    spec = ctx.profile.engine.speculative
+    if spec.algorithm in EAGLE_FAMILY and spec.eagle_topk == 1 and spec.num_steps is not None \
+            and spec.num_draft_tokens is not None and spec.num_draft_tokens != spec.num_steps + 1:
+        yield Hit("SC240", ("engine", "speculative", "num_draft_tokens"),
+                  f"with eagle_topk 1 SGLang verifies num_steps + 1 = {spec.num_steps + 1} draft tokens and "
+                  f"replaces num_draft_tokens {spec.num_draft_tokens}",
+                  f"write num_draft_tokens: {spec.num_steps + 1}, or leave it unset")
+
+
+@rule("SC241", "error", "a trained draft model for EAGLE3 and STANDALONE",
+      "EAGLE3 and STANDALONE draft with a separate model; without --speculative-draft-model-path SGLang loads "
+      "the target itself as the draft (_handle_eagle_family), silently.",
+      "speculative: {algorithm: EAGLE3}", "speculative: {algorithm: EAGLE3, draft_model: /models/draft}")
+def needs_draft(ctx: Context) -> Iterator[Hit]:
+    algorithm = ctx.profile.engine.speculative.algorithm
+    if algorithm in NEEDS_DRAFT_MODEL and draft_model(ctx.profile) is None:
+        yield Hit("SC241", ("engine", "speculative", "algorithm"),
+                  f"{algorithm} has no draft model: SGLang would load the target model as its own draft",
+                  "set engine.speculative.draft_model to the draft's path in the container (mounted with "
+                  "container.mounts)")
+
+
+@rule("SC242", "error", "TP divides the attention heads",
+      "Each attention layer splits its heads over the TP ranks: SGLang asserts at model load that tp divides "
+      "num_attention_heads, and that tp divides num_key_value_heads (or, with fewer KV heads than ranks, that "
+      "they divide tp). Read from the committed config.json.",
+      "model: {config_json: qwen3-next-80b-a3b.config.json}   # 16 heads\nengine: {parallel: {tp: 3}}",
+      "engine: {parallel: {tp: 2}}")
+def heads_split(ctx: Context) -> Iterator[Hit]:
+    cp, tp = ctx.checkpoint, ctx.profile.engine.parallel.tp
+    if cp is None or cp.attention_heads is None:
+        return
+    at = ("engine", "parallel", "tp")
+    if cp.attention_heads % tp:
+        yield Hit("SC242", at, f"tp {tp} does not divide the {cp.attention_heads} attention heads of {cp.file}",
+                  f"use a tp that divides {cp.attention_heads} ({_divisors(cp.attention_heads)}), with as many "
+                  "GPUs")
+    elif not cp.mla and cp.kv_heads and (cp.kv_heads % tp if cp.kv_heads >= tp else tp % cp.kv_heads):
+        yield Hit("SC242", at, f"tp {tp} and the {cp.kv_heads} KV heads of {cp.file} do not divide one another",
+                  f"use a tp that divides {cp.kv_heads} or a multiple of it that divides {cp.attention_heads}")
+
+
+@rule("SC243", "error", "EP the MoE runner can serve",
+      "The flashinfer_cutlass and flashinfer_cutedsl MoE runners take ep 1 or ep = tp (SGLang asserts it in "
+      "handle_moe_kernel_config). SGLang picks flashinfer_cutlass itself for an NVFP4 (modelopt_fp4) checkpoint "
+      "on GB10, so ep 2 with tp 4 stops there.",
+      "model: {config_json: nvfp4-moe.config.json}\nengine: {parallel: {tp: 4, ep: 2}}",
+      "engine: {parallel: {tp: 4, ep: 4}}")
+def ep_for_runner(ctx: Context) -> Iterator[Hit]:
+    par = ctx.profile.engine.parallel
+    runner, why = moe_runner(ctx)
+    if par.tp % par.ep == 0 and par.ep not in ep_choices(ctx):
+        yield Hit("SC243", ("engine", "parallel", "ep"),
+                  f"the MoE runner {runner} ({why}) takes ep 1 or ep = tp {par.tp}, not {par.ep}",
+                  f"use ep: {par.tp} (or 1)")
+
+
+@rule("SC244", "error", "quantization the checkpoint agrees with",
+      "SGLang reads the checkpoint's quantization_config at load (ModelConfig._verify_quantization): a "
+      "--quantization it is not compatible with is replaced by the checkpoint's (ModelOpt) or refused.",
+      "model: {config_json: nvfp4-moe.config.json}\nengine: {args: {quantization: fp8}}",
+      "engine: {args: {}}   # SGLang reads modelopt_fp4 from the checkpoint")
+def quantization_agrees(ctx: Context) -> Iterator[Hit]:
+    written, cp = quantization(ctx.profile), ctx.checkpoint
+    if written is None or cp is None or cp.quant_method is None or _keeps(ctx, written.value):
+        return
+    yield Hit("SC244", written.path,
+              f"--quantization {written.value} contradicts the quantization_config of {cp.file} ({cp.quant_method}, "
+              f"which SGLang runs as {cp.quantization})",
+              f"remove it (SGLang reads the checkpoint's), or write {cp.quantization}")
+
+
+def _attention_backend(ctx: Context) -> str | None:
+    family = FAMILIES.get(ctx.profile.model.architecture)
+    return (family.attention_backend if family else None) or ctx.profile.engine.backends.attention
+
+
+@rule("SC245", "error", "a KV cache dtype the attention backend serves",
+      "On GB10 (SM12x) SGLang refuses some KV cache dtypes with some attention backends (kv_cache_hook, "
+      "attention_hook) and silently swaps the backend for others: fp8_e4m3 with trtllm_mha, nvfp4 with triton and "
+      "an FP4 cache with a backend outside the KV4 lists are refused; fp8_e5m2 with fa3 runs triton instead.",
+      "engine: {backends: {attention: trtllm_mha}, args: {kv-cache-dtype: fp8_e4m3}}",
+      "engine: {backends: {attention: flashinfer}, args: {kv-cache-dtype: fp8_e4m3}}")
+def kv_backend(ctx: Context) -> Iterator[Hit]:
+    dtype, backend = kv_cache_dtype(ctx.profile), _attention_backend(ctx)
+    if dtype is None or backend is None or HARDWARE[ctx.profile.hardware].sm[0] != 12:
+        return
+    pair = (dtype.value, backend)
+    if pair in KV_BACKEND_REFUSALS:
+        yield Hit("SC245", dtype.path, f"SGLang refuses kv-cache-dtype {dtype.value} with attention backend "
+                  f"{backend}: {KV_BACKEND_REFUSALS[pair]}",
+                  "use another attention backend (unset: SGLang picks one that serves it)")
+    elif pair in KV_BACKEND_REWRITES:
+        yield Hit("SC245", dtype.path, f"with kv-cache-dtype {dtype.value} SGLang replaces attention backend "
+                  f"{backend} by {KV_BACKEND_REWRITES[pair]}", "use kv-cache-dtype fp8_e4m3 with fa3")
+    elif dtype.value == "fp4_mx_block16" and ctx.checkpoint is not None:
+        allowed = KV4_MLA_BACKENDS if ctx.checkpoint.mla else KV4_MHA_BACKENDS
+        if backend not in allowed:
+            yield Hit("SC245", dtype.path, f"an FP4 KV cache takes attention backend {', '.join(allowed)} "
+                      f"here, not {backend}", f"use attention backend {allowed[0]}")
+
+
+@rule("SC246", "warning", "a deprecated tool-call parser name",
+      "SGLang replaces a deprecated --tool-call-parser name by its successor at start (handle_deprecated_args), "
+      "with a warning; the profile should say what runs.",
+      "chat: {tool_call_parser: glm45}", "chat: {tool_call_parser: glm}")
+def deprecated_parser(ctx: Context) -> Iterator[Hit]:
+    parser = ctx.profile.engine.chat.tool_call_parser
+    if parser in DEPRECATED_TOOL_CALL_PARSERS:
+        new = DEPRECATED_TOOL_CALL_PARSERS[parser]
+        yield Hit("SC246", ("engine", "chat", "tool_call_parser"),
+                  f"tool_call_parser {parser} is deprecated in {ctx.profile.engine.catalog}; SGLang runs {new}",
+                  f"write {new}")
+
+
+@rule("SC247", "warning", "the committed config.json is readable",
+      "model.config_json names the checkpoint's config.json that the config.json rules (SC209, SC242-SC245) and "
+      "`check --engine` read; one that cannot be read leaves them unchecked.",
+      "model: {config_json: missing.json}", "model: {config_json: dsv41-flash.config.json}")
+def config_readable(ctx: Context) -> Iterator[Hit]:
+    if ctx.checkpoint_problem:
+        yield Hit("SC247", ("model", "config_json"), f"{ctx.checkpoint_problem}: the config.json rules did not run",
+                  "commit the checkpoint's config.json beside the profile and name it here")

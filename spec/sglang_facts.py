@@ -1,0 +1,47 @@
+"""Judgements SGLang 0.5.23 makes that the static rules repeat, as data, each with where SGLang makes it.
+
+tests/engine/test_sglang_facts.py reads the same tables out of the installed SGLang's source, so a new build
+that changes one fails there instead of leaving a rule stale.
+"""
+
+from __future__ import annotations
+
+# serving_hook.handle_deprecated_args: a deprecated --tool-call-parser is replaced, with a warning.
+DEPRECATED_TOOL_CALL_PARSERS = {"qwen25": "qwen", "glm45": "glm"}
+
+# configs/model_config.py ModelConfig._verify_quantization: a --quantization that differs from the
+# checkpoint's quant_method is kept only when it is compatible with it or asks for requantization.
+COMPATIBLE_QUANTIZATION = {
+    "modelopt_fp8": ("modelopt",),
+    "modelopt_fp4": ("modelopt", "fp8"),
+    "modelopt_mixed": ("modelopt",),
+    "nvfp4_online": ("fp8", "modelopt_fp8"),
+    "minimax_m3_nvfp4": ("mxfp8",),
+    "petit_nvfp4": ("modelopt",),
+    "w8a8_int8": ("compressed-tensors", "compressed_tensors"),
+    "w8a8_fp8": ("compressed-tensors", "compressed_tensors"),
+    "auto-round-int8": ("compressed-tensors", "compressed_tensors"),
+}
+REQUANTIZATION_METHODS = ("quark_mxfp4",)
+
+# arg_groups/moe_hook.py handle_moe_kernel_config: these MoE runners assert ep_size in (1, tp_size).
+EP_ONE_OR_TP_RUNNERS = ("flashinfer_cutlass", "flashinfer_cutedsl")
+# arg_groups/overrides.py _moe_runner_backend_quant_constraints: `auto` becomes flashinfer_cutlass for
+# modelopt_fp4 on SM110/SM120-class GPUs (GB10 is 12.1), where the trtllm-gen MoE kernels do not exist.
+FP4_AUTO_RUNNER = ("modelopt_fp4", (11, 12), "flashinfer_cutlass")
+
+# arg_groups/speculative_hook.py _handle_eagle_family: with --speculative-eagle-topk 1 the draft-token count is
+# set to num_steps + 1 whatever was written. These algorithms need a trained draft model: without
+# --speculative-draft-model-path SGLang loads the target itself as the draft.
+EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
+NEEDS_DRAFT_MODEL = ("EAGLE3", "STANDALONE")
+
+# arg_groups/kv_cache_hook.py handle_kv4_compatibility and attention_hook.py, on an SM12x GPU:
+# (kv-cache dtype, attention backend) -> what SGLang does, measured with tests/profiles/negative/kv-*.yaml.
+KV4_MHA_BACKENDS = ("triton", "torch_native", "flex_attention", "trtllm_mha")
+KV4_MLA_BACKENDS = ("flashinfer", "trtllm_mla")
+KV_BACKEND_REFUSALS = {
+    ("fp8_e4m3", "trtllm_mha"): "TRTLLM FMHAv2 prefill on SM120 does not support an fp8_e4m3 KV cache",
+    ("nvfp4", "triton"): "NVFP4 prefill needs an FP8 E4M3 workspace or native NVFP4, which triton provides neither",
+}
+KV_BACKEND_REWRITES = {("fp8_e5m2", "fa3"): "triton"}  # FlashAttention3 takes only fp8_e4m3 among FP8 caches
