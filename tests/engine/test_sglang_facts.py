@@ -1,0 +1,83 @@
+"""The tables the static SGLang rules reason with (spec/sglang_facts.py) are the installed SGLang's own.
+
+Each is read out of the engine venv's SGLang source by AST (no import), where SGLang keeps it, so a build that
+changes one fails here rather than leaving a rule quietly wrong.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_compile.spec import sglang_facts as facts
+
+from sglang_parse import engine_python
+
+pytestmark = pytest.mark.engine
+
+
+@pytest.fixture(scope="module")
+def srt() -> Path:
+    proc = subprocess.run([engine_python(), "-I", "-c", "import importlib.util; "
+                           "print(importlib.util.find_spec('sglang').submodule_search_locations[0])"],
+                          capture_output=True, text=True, check=True)
+    return Path(proc.stdout.strip()) / "srt"
+
+
+def function(srt: Path, rel: str, name: str) -> ast.FunctionDef:
+    tree = ast.parse((srt / rel).read_text(encoding="utf-8"))
+    return next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name)
+
+
+def assigned(node: ast.AST, name: str) -> Any:
+    value = next(n.value for n in ast.walk(node) if isinstance(n, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == name for t in n.targets))
+    return ast.literal_eval(value)
+
+
+def test_deprecated_tool_call_parsers(srt: Path) -> None:
+    found = assigned(function(srt, "arg_groups/serving_hook.py", "handle_deprecated_args"),
+                     "deprecated_tool_call_parsers")
+    assert found == facts.DEPRECATED_TOOL_CALL_PARSERS
+
+
+def test_compatible_quantization(srt: Path) -> None:
+    found = assigned(function(srt, "configs/model_config.py", "_verify_quantization"),
+                     "compatible_quantization_methods")
+    assert {k: tuple(v) for k, v in found.items()} == facts.COMPATIBLE_QUANTIZATION
+    tree = ast.parse((srt / "configs/model_config.py").read_text(encoding="utf-8"))
+    assert tuple(assigned(tree, "REQUANTIZATION_METHODS")) == facts.REQUANTIZATION_METHODS
+
+
+def test_ep_one_or_tp_runners(srt: Path) -> None:
+    body = function(srt, "arg_groups/moe_hook.py", "handle_moe_kernel_config")
+    runners = set()
+    for node in ast.walk(body):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and \
+                isinstance(node.test.comparators[0], ast.Constant):
+            asserts = [a for stmt in node.body for a in ast.walk(stmt) if isinstance(a, ast.Assert)]
+            if any("ep_size" in ast.unparse(a.test) and "tp_size" in ast.unparse(a.test) for a in asserts):
+                runners.add(node.test.comparators[0].value)
+    assert runners == set(facts.EP_ONE_OR_TP_RUNNERS)
+
+
+def test_fp4_auto_runner(srt: Path) -> None:
+    text = ast.unparse(function(srt, "arg_groups/overrides.py", "_moe_runner_backend_quant_constraints"))
+    quant, _, runner = facts.FP4_AUTO_RUNNER
+    assert f"view.quantization == '{quant}' and (get_platform().is_sm120 or get_platform().is_sm110)" in text
+    assert f"moe_runner_backend = '{runner}'" in text
+
+
+def test_kv4_backend_lists(srt: Path) -> None:
+    body = function(srt, "arg_groups/kv_cache_hook.py", "handle_kv4_compatibility")
+    assert tuple(assigned(body, "KV4_ATTENTION_MHA_BACKEND_CHOICES")) == facts.KV4_MHA_BACKENDS
+    assert tuple(assigned(body, "KV4_ATTENTION_MLA_BACKEND_CHOICES")) == facts.KV4_MLA_BACKENDS
+
+
+def test_eagle_chain_rewrite(srt: Path) -> None:
+    text = ast.unparse(function(srt, "arg_groups/speculative_hook.py", "_handle_eagle_family"))
+    assert "speculative_num_draft_tokens=cfg.speculative_num_steps + 1" in text
