@@ -82,8 +82,20 @@ def _read(filename: str) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+IMAGE_BUILDS = "image-builds.json"
+
+
 def available_engine_catalogs() -> list[str]:
-    return [f[:-5] for f in _catalog_files() if "-env-" not in f and not f.startswith("nccl-")]
+    return [f[:-5] for f in _catalog_files() if "-env-" not in f and not f.startswith("nccl-") and f != IMAGE_BUILDS]
+
+
+@functools.cache
+def image_builds() -> dict[str, str]:
+    """The operator's table (spec/catalogs/image-builds.json): ``repository@sha256:<digest>`` -> the engine
+    catalog of the build that image holds."""
+    if IMAGE_BUILDS not in _catalog_files():
+        return {}
+    return {str(image): str(build) for image, build in _read(IMAGE_BUILDS)["images"].items()}
 
 
 @functools.cache

@@ -68,4 +68,7 @@ def test_every_rule_has_a_failing_example() -> None:
     covered = {m.split()[1] if ":" in m.split()[0] else "" for p in NEGATIVE for m in
                (x.decode() for x in _EXPECT.findall(p.read_bytes()))}
     covered |= {m.split()[1] for p in engine for m in re.findall(r"^# expect-engine: (.*)$", p.read_text(), re.M)}
+    # The image-table rules need an operator's entry, which the shipped (empty) table cannot have: a test puts
+    # one in front of it and checks them end to end.
+    covered |= {"SC318", "SC319"}  # tests/test_image_builds.py
     assert set(load_all()) - covered == set()

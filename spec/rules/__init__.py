@@ -88,6 +88,7 @@ def load_all() -> dict[str, Rule]:
         deployment,
         engine,
         fleet,
+        images,
         k8s,
         overlay,
         resolution,

@@ -241,16 +241,3 @@ def overlay_names(ctx: Context) -> Iterator[Hit]:
         elif name.startswith("B12X_") and name not in B12X_NAMES:
             yield Hit("SC311", ("engine", "env", name), f"the b12x runtime reads no {name}",
                       did_you_mean(name, list(B12X_NAMES)), at_key=True)
-
-
-@rule("SC312", "warning", "image pinned by tag only",
-      "A tag can be moved to another build at any time, so the SGLang the catalog describes (and the checks ran "
-      "against) may not be the one that starts. A digest names one build for good.",
-      "engine: {image: 'lmsysorg/sglang:dev-dsv41'}",
-      "engine: {image: 'lmsysorg/sglang:dev-dsv41@sha256:<the 64 hex digits of the build>'}")
-def image_pinned(ctx: Context) -> Iterator[Hit]:
-    image = ctx.profile.engine.image
-    if "@" not in image and ctx.profile.kubernetes is None:  # with the Kubernetes target SC505 says it
-        yield Hit("SC312", ("engine", "image"), f"{image} is pinned by tag only; the tag can move to another build",
-                  "append the digest the image has now: <image>@sha256:<64 hex digits> (`docker buildx imagetools "
-                  "inspect <image>` prints it)")

@@ -22,10 +22,10 @@ LONGER_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 def ep_divides_tp(ctx: Context) -> Iterator[Hit]:
     par = ctx.profile.engine.parallel
     if par.tp % par.ep:
-        choices = ep_choices(ctx)
+        *most, last = (str(c) for c in ep_choices(ctx))
+        named = f"{', '.join(most)} or {last}" if most else last
         yield Hit("SC201", ("engine", "parallel", "ep"), f"ep {par.ep} does not divide tp {par.tp}",
-                  f"use {' or '.join(str(c) for c in choices)}" if len(choices) <= 2 else
-                  f"use a divisor of {par.tp} ({', '.join(str(c) for c in choices)})")
+                  f"use {named}" if len(most) <= 1 else f"use a divisor of {par.tp}: {named}")
 
 
 @rule("SC202", "error", "speculative algorithm accepted by the model",
