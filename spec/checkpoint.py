@@ -21,6 +21,7 @@ class Checkpoint:
 
     file: str
     architecture: str | None
+    model_type: str | None
     attention_heads: int | None
     kv_heads: int | None
     mla: bool  # multi-head latent attention (kv_lora_rank): KV heads are not split by TP
@@ -79,6 +80,7 @@ def checkpoint(data: dict[str, Any], file: str) -> Checkpoint:
     heads = _int(text, "num_attention_heads")
     context, how = _context(text)
     method, quantization = _quantization(data.get("quantization_config", text.get("quantization_config")))
-    return Checkpoint(file, architecture, heads, _int(text, "num_key_value_heads") or heads,
+    model_type = data.get("model_type") if isinstance(data.get("model_type"), str) else None
+    return Checkpoint(file, architecture, model_type, heads, _int(text, "num_key_value_heads") or heads,
                       "kv_lora_rank" in text, context, how, method, quantization,
                       _int(text, "num_experts", "n_routed_experts", "num_local_experts"))

@@ -35,6 +35,18 @@ FP4_AUTO_RUNNER = ("modelopt_fp4", (11, 12), "flashinfer_cutlass")
 # --speculative-draft-model-path SGLang loads the target itself as the draft.
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
 NEEDS_DRAFT_MODEL = ("EAGLE3", "STANDALONE")
+# The same hook sets the draft of EAGLE and NEXTN to the target itself only for these architectures, whose
+# checkpoints carry their own MTP draft layers; any other one loads the whole target as the draft at boot
+# (ModelConfig.from_server_args).
+MTP_DRAFT_ARCHITECTURES = (
+    "DeepseekV32ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV4ForCausalLM", "Glm4MoeForCausalLM",
+    "Glm4MoeLiteForCausalLM", "GlmMoeDsaForCausalLM", "BailingMoeForCausalLM", "BailingMoeV2ForCausalLM",
+    "BailingMoeV2_5ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration", "HYV3ForCausalLM",
+    "HYV4ForCausalLM", "Qwen4ExpForConditionalGeneration",
+)
+# arg_groups/deepseek_v4_hook.py validate_deepseek_v41_features: a checkpoint of this model_type refuses every
+# speculative algorithm but these.
+SPECULATIVE_BY_MODEL_TYPE: dict[str, tuple[str, ...]] = {"deepseek_v41": ("DSPARK",)}
 
 # arg_groups/kv_cache_hook.py handle_kv4_compatibility and attention_hook.py, on an SM12x GPU:
 # (kv-cache dtype, attention backend) -> what SGLang does, measured with tests/profiles/negative/kv-*.yaml.
@@ -45,3 +57,6 @@ KV_BACKEND_REFUSALS = {
     ("nvfp4", "triton"): "NVFP4 prefill needs an FP8 E4M3 workspace or native NVFP4, which triton provides neither",
 }
 KV_BACKEND_REWRITES = {("fp8_e5m2", "fa3"): "triton"}  # FlashAttention3 takes only fp8_e4m3 among FP8 caches
+# The attention backend SGLang picks for a multi-head-attention model on GB10 when none is written (measured with
+# `check --engine`: an FP4 KV cache is refused "..., but got flashinfer").
+GB10_DEFAULT_MHA_BACKEND = "flashinfer"

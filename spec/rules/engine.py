@@ -10,7 +10,7 @@ from spark_compile.spec.envfile import env_value_problem
 from spark_compile.spec.hardware import FAMILIES
 from spark_compile.spec.rules import Context, Hit, rule
 from spark_compile.spec.rules.sglang_model import ep_choices
-from spark_compile.spec.sglang_facts import EAGLE_FAMILY
+from spark_compile.spec.sglang_facts import EAGLE_FAMILY, SPECULATIVE_BY_MODEL_TYPE
 
 # SGLang's get_context_length limit is lifted by this variable (model_config.py); the rule then defers.
 LONGER_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
@@ -29,14 +29,22 @@ def ep_divides_tp(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("SC202", "error", "speculative algorithm accepted by the model",
-      "DeepSeek-V4 (DeepseekV4ForCausalLM) accepts only EAGLE or DSPARK; SGLang refuses others at start.",
+      "DeepSeek-V4 (DeepseekV4ForCausalLM) accepts only EAGLE or DSPARK, and a DeepSeek-V4.1 checkpoint "
+      "(config.json model_type deepseek_v41) only DSPARK; SGLang refuses others at start.",
       "engine: {speculative: {algorithm: NGRAM}}", "engine: {speculative: {algorithm: DSPARK, dspark_block_size: 5}}")
 def algorithm_for_model(ctx: Context) -> Iterator[Hit]:
     family = FAMILIES.get(ctx.profile.model.architecture)
     algo = ctx.profile.engine.speculative.algorithm
-    if family and family.speculative is not None and algo != "none" and algo not in family.speculative:
+    model_type = ctx.checkpoint.model_type if ctx.checkpoint else None
+    if model_type in SPECULATIVE_BY_MODEL_TYPE:
+        accepted, who = SPECULATIVE_BY_MODEL_TYPE[model_type], f"{ctx.profile.model.architecture} ({model_type})"
+    elif family and family.speculative is not None:
+        accepted, who = family.speculative, family.architecture
+    else:
+        return
+    if algo != "none" and algo not in accepted:
         yield Hit("SC202", ("engine", "speculative", "algorithm"),
-                  f"{family.architecture} accepts speculative algorithms {', '.join(family.speculative)}, not {algo}",
+                  f"{who} accepts speculative algorithms {', '.join(accepted)}, not {algo}",
                   "pick one of them, or none")
 
 

@@ -18,10 +18,12 @@ from spark_compile.spec.sglang_facts import (
     EAGLE_FAMILY,
     EP_ONE_OR_TP_RUNNERS,
     FP4_AUTO_RUNNER,
+    GB10_DEFAULT_MHA_BACKEND,
     KV4_MHA_BACKENDS,
     KV4_MLA_BACKENDS,
     KV_BACKEND_REFUSALS,
     KV_BACKEND_REWRITES,
+    MTP_DRAFT_ARCHITECTURES,
     NEEDS_DRAFT_MODEL,
     REQUANTIZATION_METHODS,
 )
@@ -83,13 +85,15 @@ def eagle_chain_tokens(ctx: Context) -> Iterator[Hit]:
                   f"write num_draft_tokens: {spec.num_steps + 1}, or leave it unset")
 
 
-@rule("SC241", "error", "a trained draft model for EAGLE3 and STANDALONE",
-      "EAGLE3 and STANDALONE draft with a separate model; without --speculative-draft-model-path SGLang loads "
-      "the target itself as the draft (_handle_eagle_family), silently.",
+@rule("SC241", "error", "a draft model for speculative decoding",
+      "EAGLE3 and STANDALONE draft with a separate model, and so do EAGLE and NEXTN for an architecture whose "
+      "checkpoint has no MTP draft layers; without --speculative-draft-model-path SGLang loads the whole target as "
+      "the draft at boot (ModelConfig.from_server_args), silently.",
       "speculative: {algorithm: EAGLE3}", "speculative: {algorithm: EAGLE3, draft_model: /models/draft}")
 def needs_draft(ctx: Context) -> Iterator[Hit]:
     algorithm = ctx.profile.engine.speculative.algorithm
-    if algorithm in NEEDS_DRAFT_MODEL and draft_model(ctx.profile) is None:
+    bundled = algorithm in ("EAGLE", "NEXTN") and ctx.profile.model.architecture in MTP_DRAFT_ARCHITECTURES
+    if algorithm in (*EAGLE_FAMILY, *NEEDS_DRAFT_MODEL) and not bundled and draft_model(ctx.profile) is None:
         yield Hit("SC241", ("engine", "speculative", "algorithm"),
                   f"{algorithm} has no draft model: SGLang would load the target model as its own draft",
                   "set engine.speculative.draft_model to the draft's path in the container (mounted with "
@@ -146,9 +150,16 @@ def quantization_agrees(ctx: Context) -> Iterator[Hit]:
               f"remove it (SGLang reads the checkpoint's), or write {cp.quantization}")
 
 
-def _attention_backend(ctx: Context) -> str | None:
+def _attention_backend(ctx: Context) -> tuple[str | None, str]:
+    """(the attention backend SGLang runs, how it came to it)."""
     family = FAMILIES.get(ctx.profile.model.architecture)
-    return (family.attention_backend if family else None) or ctx.profile.engine.backends.attention
+    if family and family.attention_backend:
+        return family.attention_backend, f" ({family.architecture}'s own)"
+    if ctx.profile.engine.backends.attention:
+        return ctx.profile.engine.backends.attention, ""
+    if ctx.checkpoint is not None and not ctx.checkpoint.mla and HARDWARE[ctx.profile.hardware].sm == (12, 1):
+        return GB10_DEFAULT_MHA_BACKEND, " (SGLang's choice on GB10)"
+    return None, ""
 
 
 @rule("SC245", "error", "a KV cache dtype the attention backend serves",
@@ -158,7 +169,7 @@ def _attention_backend(ctx: Context) -> str | None:
       "engine: {backends: {attention: trtllm_mha}, args: {kv-cache-dtype: fp8_e4m3}}",
       "engine: {backends: {attention: flashinfer}, args: {kv-cache-dtype: fp8_e4m3}}")
 def kv_backend(ctx: Context) -> Iterator[Hit]:
-    dtype, backend = kv_cache_dtype(ctx.profile), _attention_backend(ctx)
+    dtype, (backend, how) = kv_cache_dtype(ctx.profile), _attention_backend(ctx)
     if dtype is None or backend is None or HARDWARE[ctx.profile.hardware].sm[0] != 12:
         return
     pair = (dtype.value, backend)
@@ -173,7 +184,7 @@ def kv_backend(ctx: Context) -> Iterator[Hit]:
         allowed = KV4_MLA_BACKENDS if ctx.checkpoint.mla else KV4_MHA_BACKENDS
         if backend not in allowed:
             yield Hit("SC245", dtype.path, f"an FP4 KV cache takes attention backend {', '.join(allowed)} "
-                      f"here, not {backend}", f"use attention backend {allowed[0]}")
+                      f"here, not {backend}{how}", f"set engine.backends.attention: {allowed[0]}")
 
 
 @rule("SC246", "warning", "a deprecated tool-call parser name",

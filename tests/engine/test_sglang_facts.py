@@ -81,3 +81,17 @@ def test_kv4_backend_lists(srt: Path) -> None:
 def test_eagle_chain_rewrite(srt: Path) -> None:
     text = ast.unparse(function(srt, "arg_groups/speculative_hook.py", "_handle_eagle_family"))
     assert "speculative_num_draft_tokens=cfg.speculative_num_steps + 1" in text
+
+
+def test_mtp_draft_architectures(srt: Path) -> None:
+    body = function(srt, "arg_groups/speculative_hook.py", "_handle_eagle_family")
+    lists = [[e.value for e in n.comparators[0].elts] for n in ast.walk(body) if isinstance(n, ast.Compare)
+             and isinstance(n.left, ast.Name) and n.left.id == "model_arch" and isinstance(n.comparators[0], ast.List)]
+    assert tuple(lists[0]) == facts.MTP_DRAFT_ARCHITECTURES
+
+
+def test_speculative_by_model_type(srt: Path) -> None:
+    text = ast.unparse(function(srt, "arg_groups/deepseek_v4_hook.py", "validate_deepseek_v41_features"))
+    assert "hf_config.model_type != 'deepseek_v41'" in text
+    assert "str(cfg.speculative_algorithm).upper() != 'DSPARK'" in text
+    assert facts.SPECULATIVE_BY_MODEL_TYPE == {"deepseek_v41": ("DSPARK",)}

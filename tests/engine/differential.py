@@ -1,0 +1,96 @@
+"""One-value mutants of every shipped profile and example, for the differential suite (test_differential.py).
+
+Each mutant extends a shipped profile and changes one typed engine setting (parallelism, speculative decoding,
+backends, graphs, limits, chat parsers, load format) or one raw engine arg the rules read (kv-cache-dtype,
+quantization, page-size) to a value SGLang's parser accepts; a value the parent already has is skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from conftest import ROOT
+
+SHIPPED = [ROOT / "spec" / "profiles" / "dsv41-4spark.yaml",
+           *sorted((ROOT / "spec" / "profiles" / "examples").glob("*.yaml"))]
+
+# (path under engine, values): every value is one SGLang 0.5.23's parser takes for the flag.
+MUTATIONS: list[tuple[tuple[str, ...], list[Any]]] = [
+    (("parallel", "tp"), [2, 8]),
+    (("parallel", "ep"), [1, 2, 3]),
+    (("speculative", "algorithm"), ["none", "EAGLE", "EAGLE3", "NEXTN", "NGRAM", "STANDALONE", "DSPARK"]),
+    (("speculative", "num_steps"), [1, 3]),
+    (("speculative", "eagle_topk"), [1, 4]),
+    (("speculative", "num_draft_tokens"), [4, 6]),
+    (("speculative", "dspark_block_size"), [3]),
+    (("backends", "attention"), ["flashinfer", "triton", "fa3", "trtllm_mha", "dsv4"]),
+    (("backends", "moe_runner"), ["auto", "triton", "flashinfer_cutlass", "cutlass"]),
+    (("backends", "fp8_gemm"), ["auto", "triton"]),
+    (("cuda_graph", "enabled"), [False]),
+    (("cuda_graph", "max_bs_decode"), [4]),
+    (("limits", "context_length"), [4096, 4194304]),
+    (("limits", "chunked_prefill_size"), [1000, 4096]),
+    (("limits", "mem_fraction_static"), [0.5, 1.5]),
+    (("limits", "max_running_requests"), [1]),
+    (("chat", "tool_call_parser"), ["glm45", "qwen25", "deepseekv3"]),
+    (("chat", "reasoning_parser"), ["qwen3"]),
+    (("load_format",), ["dummy"]),
+    (("trust_remote_code",), [True, False]),
+    (("args", "kv-cache-dtype"), ["fp8_e4m3", "fp8_e5m2", "bfloat16", "fp4_mx_block16"]),
+    (("args", "quantization"), ["fp8", "modelopt_fp4"]),
+    (("args", "page-size"), [64]),
+]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One mutant: its id (parent:engine.path=value), its parent and the YAML text that makes it."""
+
+    id: str
+    parent: Path
+    text: str
+
+
+def _get(data: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
+
+
+def _nest(path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {path[-1]: value}
+    for key in reversed(path[:-1]):
+        out = {key: out}
+    return out
+
+
+def _engine_of(parent: Path) -> dict[str, Any]:
+    """The parent's engine section with what it extends folded in (enough to skip unchanged values)."""
+    data = yaml.safe_load(parent.read_text(encoding="utf-8"))
+    engine: dict[str, Any] = {}
+    if "extends" in data:
+        engine = _engine_of((parent.parent / data["extends"]).resolve())
+    for key, value in (data.get("engine") or {}).items():
+        engine[key] = {**engine.get(key, {}), **value} if isinstance(value, dict) else value
+    return engine
+
+
+def mutants(where: Path) -> list[Mutant]:
+    """Every mutant, as YAML text meant to be written in ``where`` (two levels below the repository root)."""
+    out: list[Mutant] = []
+    for parent in SHIPPED:
+        engine = _engine_of(parent)
+        extends = Path("..", "..", *parent.relative_to(ROOT).parts).as_posix()
+        for path, values in MUTATIONS:
+            for value in values:
+                if _get(engine, path) == value:
+                    continue
+                body = yaml.safe_dump({"extends": extends, "engine": _nest(path, value)}, sort_keys=False)
+                shown = str(value).lower() if isinstance(value, bool) else value
+                out.append(Mutant(f"{parent.stem}:engine.{'.'.join(path)}={shown}", parent, body))
+    assert where.parent.parent == ROOT
+    return out
