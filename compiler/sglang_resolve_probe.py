@@ -11,7 +11,8 @@ Per rank it does what ``sglang serve`` does before it touches a GPU: ``prepare_s
 ``ServerArgs.resolve_once()`` (which runs ``arg_groups.pipeline.run_resolution_pipeline``), then
 ``check_server_args()``, then the model stage of boot: the ModelConfig SGLang builds (whose quantization, read
 from the checkpoint, replaces --quantization) and, under that quantization, the MoE-runner choice and its
-checks. It reports, per flag the argv wrote, the value SGLang resolved and which handlers declared it (only
+checks; then the draft worker's ModelConfig from the draft's own config.json (its quantization, its context
+limit). It reports, per flag the argv wrote, the value SGLang resolved and which handlers declared it (only
 when the resolution completed), or the error SGLang (or argparse) raised, with its own message. The GPU
 is simulated by answering torch's device queries (capability, count, memory, name) and ``platform.machine()``
 for the profile's hardware; CUDA-only binary packages missing here (sgl_kernel, flashinfer, torchvision) are
@@ -247,6 +248,25 @@ def _model_stage(server_args: Any, argv: list[str], result: dict[str, Any]) -> N
     if quantization is not None and quantization != server_args.quantization:
         result["stage"] = f"moe, with the checkpoint's quantization {quantization}"
         _boot_view(argv, quantization)
+    _draft_stage(server_args, result)
+
+
+def _draft_stage(server_args: Any, result: dict[str, Any]) -> None:
+    """The draft worker's ModelConfig, built from the draft's own config.json as the scheduler builds it at boot:
+    its quantization (reported as --speculative-draft-model-quantization's resolved value) and its checks (the
+    context length against the draft's own maximum)."""
+    from sglang.srt.configs.model_config import ModelConfig
+
+    draft, _ = _resolved(server_args, "speculative_draft_model_path")
+    target, _ = _resolved(server_args, "model_path")
+    if draft is None or draft == target:
+        return
+    result["stage"] = "model, the draft's"
+    config = ModelConfig.from_server_args(server_args, model_path=draft, is_draft_model=True)
+    result["draft"] = {"quantization": config.quantization, "context_length": config.context_len}
+    entry = result["written"].get("speculative_draft_model_quantization")
+    if entry is not None:
+        entry["boot"] = config.quantization
 
 
 def run_rank(request: dict[str, Any], base_env: dict[str, str]) -> dict[str, Any]:

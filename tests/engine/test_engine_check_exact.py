@@ -10,6 +10,7 @@ resolved all the same (tests/profiles/negative/eagle3-draft-tokens.yaml: its EAG
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -63,3 +64,31 @@ def test_an_absent_draft_costs_one_warning(found: dict[str, Any]) -> None:
                          "profile; the target was resolved without --speculative-draft-model-path"),
     ]
 
+
+
+def test_a_draft_with_its_config_is_resolved_beside_the_target(tmp_path: Path) -> None:
+    """The probe builds the draft worker's ModelConfig from the draft's own config.json (a one-layer EAGLE3 head
+    for Qwen3-30B-A3B, made for this test with a 2,048-token limit): a rewrite in the target and the draft's own
+    context check are both reported."""
+    from spark_compile.engine_check import hardware_request, run_probe
+
+    target, draft = tmp_path / "target", tmp_path / "draft"
+    for where, config in ((target, ROOT / "spec" / "profiles" / "examples" / "qwen3-30b-a3b.config.json"),
+                          (draft, PROFILES / "qwen3-eagle3-draft.config.json")):
+        where.mkdir()
+        (where / "config.json").write_text(config.read_text(encoding="utf-8"), encoding="utf-8")
+    spec = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/models/draft"]
+    argvs = [[*spec, "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens",
+              "6"], [*spec, "--context-length", "4096"]]
+    request = {"hardware": hardware_request("dgx-spark-gb10"), "jobs": [
+        {"paths": {"/models/repo": str(target), "/models/draft": str(draft)},
+         "ranks": [{"rank": 0, "env": {}, "argv": ["--model-path", "/models/repo", *argv]}]} for argv in argvs]}
+    [rewritten], [refused] = run_probe(engine_python(), request)["jobs"]
+    assert rewritten["outcome"] == "ok" and rewritten["draft"] == {"context_length": 2048, "quantization": None}
+    assert rewritten["written"]["speculative_num_draft_tokens"] == {
+        "option": "--speculative-num-draft-tokens", "value": 6, "resolved": 4, "sources": ["_handle_eagle_family"]}
+    assert (refused["outcome"], refused["stage"], refused["error"]) == (
+        "refused", "model, the draft's", "ValueError: Warning: Target model's context_length (4096) is greater than "
+        "the derived context_length (2048). This may lead to incorrect model outputs or CUDA errors. Note that the "
+        "derived context_length may differ from max_position_embeddings in the model's config. To allow overriding "
+        "this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
