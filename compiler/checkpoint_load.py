@@ -18,7 +18,10 @@ class ConfigError(ValueError):
 
 
 def read_config(path: Path) -> dict[str, Any]:
-    """A model config.json: a JSON object naming its architectures, at most MAX_CONFIG_BYTES."""
+    """A model config.json: a JSON object naming its architectures, at most MAX_CONFIG_BYTES, in a regular file
+    (never a FIFO or device a profile could name to hang the check)."""
+    if not path.is_file():
+        raise ConfigError(f"{path} is not a readable JSON file")
     try:
         with path.open("rb") as handle:
             raw = handle.read(MAX_CONFIG_BYTES + 1)

@@ -178,9 +178,13 @@ def _cannot_run(exc: BaseException) -> bool:
     return any("/torch/cuda/" in f.filename or "/triton/" in f.filename for f in frames)
 
 
+def _printable(text: str) -> str:
+    """One line, control characters shown as escapes: SGLang's messages can quote values from the argv."""
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in " ".join(text.split()))
+
+
 def _message(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or "(no message)"
-    return f"{type(exc).__name__}: {text}"
+    return f"{type(exc).__name__}: {_printable(str(exc)) or '(no message)'}"
 
 
 class _Warnings(logging.Handler):
@@ -298,7 +302,7 @@ def run_rank(request: dict[str, Any], base_env: dict[str, str]) -> dict[str, Any
         _model_stage(server_args, argv, result)
         result["stage"] = None
     except _RefusalError as exc:
-        result.update(outcome="refused", error=f"argparse: {' '.join(str(exc).split())}")
+        result.update(outcome="refused", error=f"argparse: {_printable(str(exc))}")
     except BaseException as exc:
         outcome = "not_run" if _cannot_run(exc) else "refused"
         result.update(outcome=outcome, error=_message(exc))

@@ -6,6 +6,7 @@ SGLang 0.5.23 derives each value is named beside it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,12 @@ from typing import Any
 CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
                        "max_position_embeddings")
 DEFAULT_CONTEXT = 2048  # get_context_length's answer when no key is present
+# A name from config.json reaches messages (and terminals) only if it looks like one.
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,80}")
+
+
+def _name(value: Any) -> str | None:
+    return value if isinstance(value, str) and _NAME.fullmatch(value) else None
 
 
 @dataclass(frozen=True)
@@ -60,10 +67,11 @@ def _context(data: dict[str, Any]) -> tuple[int, str]:
 
 def _quantization(config: Any) -> tuple[str | None, str | None]:
     """(quant_method, the name SGLang runs): ModelOpt checkpoints name their algorithm in quant_algo."""
-    if not isinstance(config, dict) or not isinstance(config.get("quant_method"), str):
+    method = _name(config.get("quant_method")) if isinstance(config, dict) else None
+    if method is None:
         return None, None
-    method = str(config["quant_method"]).lower()
-    algo = str(config.get("quant_algo", "")).upper()
+    method = method.lower()
+    algo = (_name(config.get("quant_algo")) or "").upper()
     if method == "modelopt":
         return method, {"NVFP4": "modelopt_fp4", "FP8": "modelopt_fp8", "MIXED_PRECISION": "modelopt_mixed"}.get(
             algo, method)
@@ -75,12 +83,11 @@ def checkpoint(data: dict[str, Any], file: str) -> Checkpoint:
     text = data.get("text_config") if isinstance(data.get("text_config"), dict) else data
     assert isinstance(text, dict)
     architectures = data.get("architectures")
-    architecture = architectures[0] if isinstance(architectures, list) and architectures and \
-        isinstance(architectures[0], str) else None
+    architecture = _name(architectures[0]) if isinstance(architectures, list) and architectures else None
     heads = _int(text, "num_attention_heads")
     context, how = _context(text)
     method, quantization = _quantization(data.get("quantization_config", text.get("quantization_config")))
-    model_type = data.get("model_type") if isinstance(data.get("model_type"), str) else None
+    model_type = _name(data.get("model_type"))
     return Checkpoint(file, architecture, model_type, heads, _int(text, "num_key_value_heads") or heads,
                       "kv_lora_rank" in text, context, how, method, quantization,
                       _int(text, "num_experts", "n_routed_experts", "num_local_experts"))

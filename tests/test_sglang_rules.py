@@ -4,6 +4,8 @@ and the hints that must lead to a value SGLang accepts."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 from test_fixes import findings
 
@@ -59,3 +61,19 @@ def test_ep_hints_name_values_the_moe_runner_takes() -> None:
     assert hints("tests/profiles/negative/ep-not-dividing.yaml", "SC201") == ["use a divisor of 4: 1, 2 or 4"]
     assert hints("tests/profiles/negative/ep-not-dividing-nvfp4.yaml", "SC201") == ["use 1 or 4"]
     assert hints("tests/profiles/negative/ep-nvfp4-moe-runner.yaml", "SC243") == ["use ep: 4 (or 1)"]
+
+
+def test_names_from_config_json_reach_messages_only_when_they_look_like_names() -> None:
+    hostile = checkpoint({"architectures": ["X\x1b[2J"], "model_type": "a b",
+                          "quantization_config": {"quant_method": "fp8\n"}}, "c")
+    assert (hostile.architecture, hostile.model_type, hostile.quant_method) == (None, None, None)
+
+
+def test_a_config_json_that_is_not_a_regular_file_is_not_opened(tmp_path: Path) -> None:
+    fifo = tmp_path / "config.fifo"
+    os.mkfifo(fifo)  # opening it would block the check forever
+    profile = ROOT / "tests" / "profiles" / "negative" / "config-json-unreadable.yaml"
+    name = os.path.relpath(fifo, profile.parent)
+    text = f"extends: ../../../spec/profiles/examples/single-node.yaml\nmodel: {{config_json: '{name}'}}\n"
+    [finding] = [f for f in findings(profile, text) if f.rule == "SC247"]  # type: ignore[attr-defined]
+    assert finding.message.endswith("config.fifo is not a readable JSON file: the config.json rules did not run")
