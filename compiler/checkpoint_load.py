@@ -9,6 +9,7 @@ from typing import Any
 from spark_compile.resolve import Resolved
 from spark_compile.spec.checkpoint import Checkpoint, checkpoint
 from spark_compile.spec.core_model import Profile
+from spark_compile.spec.engine_values import draft_model
 
 MAX_CONFIG_BYTES = 1 << 20
 
@@ -48,3 +49,15 @@ def committed_checkpoint(resolved: Resolved, profile: Profile) -> tuple[Checkpoi
         return checkpoint(read_config(path), str(profile.model.config_json)), ""
     except ConfigError as why:
         return None, str(why)
+
+
+def committed_draft(resolved: Resolved, profile: Profile) -> tuple[Checkpoint | None, str]:
+    """The separate draft model's committed config.json facts, as committed_checkpoint does for the target."""
+    draft = draft_model(profile)
+    if draft is None or draft.config_json is None or draft.config_path is None:
+        return None, ""
+    path = committed_path(resolved, draft.config_json, draft.config_path)
+    try:
+        return checkpoint(read_config(path), draft.config_json), ""
+    except ConfigError as why:
+        return None, f"the draft's {why}"

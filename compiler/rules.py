@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from spark_compile.checkpoint_load import committed_checkpoint
+from spark_compile.checkpoint_load import committed_checkpoint, committed_draft
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.resolve import Resolved
@@ -23,7 +23,9 @@ def rule_findings(resolved: Resolved, profile: Profile, plan: LaunchPlan) -> lis
     """Every rule's findings, placed at the profile line each names, in source order."""
     load_all()
     checkpoint, problem = committed_checkpoint(resolved, profile)
-    context = Context(profile, plan, lambda path: path in resolved.origins, checkpoint, problem)
+    draft, draft_problem = committed_draft(resolved, profile)
+    context = Context(profile, plan, lambda path: path in resolved.origins, checkpoint,
+                      "; ".join(p for p in (problem, draft_problem) if p), draft)
     findings = [
         _redacted(locate(resolved, hit.path, hit.rule, RULES[hit.rule].severity, hit.message, hit.hint,
                          at_key=hit.at_key), hit.redact)

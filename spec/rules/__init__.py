@@ -54,6 +54,7 @@ class Context:
     present: Callable[[Path], bool]  # whether a path was written in the profile (not a model default)
     checkpoint: Checkpoint | None = None
     checkpoint_problem: str = ""
+    draft_checkpoint: Checkpoint | None = None  # a separate draft model's committed config.json
 
 
 Check = Callable[[Context], Iterator[Hit]]

@@ -133,7 +133,7 @@ def mem_fraction(ctx: Context) -> Iterator[Hit]:
       "--context-length above the model's own maximum is refused by SGLang (unless "
       "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1) or produces garbage past the trained length. The maximum is "
       "model.max_context_length, or what SGLang derives from the committed config.json (its first context key, "
-      "times the rope scaling factor), whichever is lower.",
+      "times the rope scaling factor), or from a separate draft model's, whichever is lowest.",
       "model: {max_context_length: 1048576}\nengine: {limits: {context_length: 2097152}}",
       "engine: {limits: {context_length: 524288}}")
 def context_length(ctx: Context) -> Iterator[Hit]:
@@ -143,9 +143,13 @@ def context_length(ctx: Context) -> Iterator[Hit]:
     limits = []
     if ctx.profile.model.max_context_length is not None:
         limits.append((ctx.profile.model.max_context_length, ""))
-    cp = ctx.checkpoint
-    if cp is not None and str(ctx.profile.engine.env.get(LONGER_CONTEXT_ENV, "0")).lower() not in ("1", "true"):
-        limits.append((cp.context_length, f" ({cp.file}: {cp.context_source})"))
+    if str(ctx.profile.engine.env.get(LONGER_CONTEXT_ENV, "0")).lower() not in ("1", "true"):
+        if ctx.checkpoint is not None:
+            cp = ctx.checkpoint
+            limits.append((cp.context_length, f" ({cp.file}: {cp.context_source})"))
+        if ctx.draft_checkpoint is not None:  # the draft worker's ModelConfig judges the same length at boot
+            cp = ctx.draft_checkpoint
+            limits.append((cp.context_length, f" (the draft model's {cp.file}: {cp.context_source})"))
     if limits:
         limit, source = min(limits, key=lambda item: item[0])
         if value > limit:
