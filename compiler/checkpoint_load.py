@@ -18,10 +18,18 @@ class ConfigError(ValueError):
     """A config.json that cannot be used; the message says why."""
 
 
+def is_regular(path: Path) -> bool:
+    """A regular file (a name too long or otherwise unusable is not one)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def read_config(path: Path) -> dict[str, Any]:
     """A model config.json: a JSON object naming its architectures, at most MAX_CONFIG_BYTES, in a regular file
     (never a FIFO or device a profile could name to hang the check)."""
-    if not path.is_file():
+    if not is_regular(path):
         raise ConfigError(f"{path} is not a readable JSON file")
     try:
         with path.open("rb") as handle:

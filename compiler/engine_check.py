@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spark_compile.checkpoint_load import ConfigError, committed_path, read_config
+from spark_compile.checkpoint_load import ConfigError, committed_path, is_regular, read_config
 from spark_compile.compile import Validated
 from spark_compile.findings import Finding
 from spark_compile.spec.engine_values import DraftModel, draft_model
@@ -69,7 +69,7 @@ def _same(wrote: Any, resolved: Any) -> bool:
 def _beside_profile(validated: Validated, name: str, at: YamlPath) -> Path:
     """A committed file named relative to the profile file that names it, or NotRunError."""
     path = committed_path(validated.resolved, name, at)
-    if not path.is_file():
+    if not is_regular(path):
         raise NotRunError(f"{dotted_path(at)} names {path}, which is not a file here", at)
     return path
 
@@ -84,7 +84,7 @@ def config_json(validated: Validated) -> Path:
     if model.config_json is not None:
         return _beside_profile(validated, str(model.config_json), ("model", "config_json"))
     path = Path(str(model.holder_repo or model.repo)) / "snapshots" / str(model.snapshot) / "config.json"
-    if not path.is_file():
+    if not is_regular(path):
         raise NotRunError(f"no config.json: {path} is not on this machine and model.config_json is unset "
                           "(commit a copy of the checkpoint's config.json beside the profile and name it there)",
                           ("model", "config_json"))
