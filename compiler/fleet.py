@@ -8,7 +8,7 @@ folder's README are rendered.
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_compile import __version__
 from spark_compile.fleet_data import (
@@ -24,7 +24,9 @@ from spark_compile.fleet_data import (
 from spark_compile.launch_plan import LaunchPlan, RankPlan
 from spark_compile.quoting import bash_words
 from spark_compile.render import SCRIPT_MODE, Artifact, environment
-from spark_compile.spec.core_model import Profile
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
 
 FLEET_DIR = "fleet"
 STATIC_SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "window.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py",

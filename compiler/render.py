@@ -22,7 +22,7 @@ from spark_compile.plan import ENGINE_SECRETS, secrets_dir
 if TYPE_CHECKING:
     import jinja2
 
-    from spark_compile.spec.core_model import Profile
+    from spark_compile.spec.model import Profile
 
 SCRIPT_MODE = 0o755
 FILE_MODE = 0o644
