@@ -31,7 +31,7 @@ def _steps(root: Path, check: bool) -> list[tuple[str, list[str], Path | None]]:
     """(what, command, file its stdout is written to) for each step."""
     flag = ["--check"] if check else []
     python = [sys.executable, "-m"]
-    steps = [
+    steps: list[tuple[str, list[str], Path | None]] = [
         ("spec/overlay_section.py", [*python, "spark_compile.spec.generators.make_overlay_section", *flag], None),
         ("the NCCL catalog", [*python, "spark_compile.spec.generators.make_nccl_catalog", *flag], None),
     ]
