@@ -3,7 +3,7 @@
 spec/model.py is the only declaration of the profile. Importing and building its pydantic classes costs
 nearly half of a cold `check` (README, Speed), so the check path validates with a pydantic-core
 SchemaValidator over ``Profile.__pydantic_core_schema__``, frozen to JSON once (spec/core_schema.py) and
-kept in the user's cache (spec/core_cache.py) under a key of the pydantic and pydantic-core versions and
+kept in the user's cache (spec/user_cache.py) under a key of the pydantic and pydantic-core versions and
 the bytes of every module the model is built from: any change to them is a new key, so a stale schema is
 never read. On a miss the model is imported and the schema frozen again, which is also what runs when the
 cache cannot be used at all. Sections are read-only records (spec/record.py) with the model's field names;
@@ -21,13 +21,15 @@ from typing import TYPE_CHECKING, Any, cast
 import pydantic_core
 from pydantic_core import SchemaValidator
 
-from spark_compile.spec import core_cache
+from spark_compile.spec import user_cache
 from spark_compile.spec.core_schema import SchemaFormatError, Thawed, freeze, thaw
 from spark_compile.spec.record import Record
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import Profile
 
+PREFIX = "core-schema-"
+KEEP = 16  # schema files kept: one per model version and pydantic install in use, the oldest dropped first
 # Every module that importing spec/model.py runs (a test holds this list to the real import closure),
 # and the freezer, whose output format is part of the cached text.
 MODEL_MODULES = (
@@ -65,6 +67,11 @@ def cache_key() -> str:
     return digest.hexdigest()
 
 
+def file_name(key: str) -> str:
+    """The cache file of the schema frozen under ``key``."""
+    return f"{PREFIX}{key}.json"
+
+
 def frozen_model() -> str:
     """The model's core schema, frozen: this imports pydantic's model machinery."""
     from spark_compile.spec.model import Profile as ProfileModel
@@ -77,22 +84,22 @@ def frozen_model() -> str:
 
 def load(directory: Path | None) -> Thawed:
     """The frozen schema from the cache in ``directory`` when it holds this key, else built and stored."""
-    key = cache_key()
-    text = core_cache.read(directory, key) if directory else None
-    if text is not None:
+    name = file_name(cache_key())
+    data = user_cache.read(directory, name) if directory else None
+    if data is not None:
         try:
-            return thaw(text)
-        except SchemaFormatError:
+            return thaw(data.decode("utf-8"))
+        except (SchemaFormatError, UnicodeDecodeError):
             pass  # not a schema this code wrote (edited by hand, or damaged): rebuilt below
     text = frozen_model()
     if directory:
-        core_cache.write(directory, key, text)
+        user_cache.write(directory, name, text.encode("utf-8"), prefix=PREFIX, keep=KEEP)
     return thaw(text)
 
 
 @cache
 def _thawed() -> Thawed:
-    return load(core_cache.cache_dir())
+    return load(user_cache.cache_dir())
 
 
 @cache

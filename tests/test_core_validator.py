@@ -1,6 +1,6 @@
 """The check path's validator (spec/core_validator.py) is the pydantic model, only faster: on every shipped and
 test profile, every section's defaults and every one-value mutation of three profiles, both give the same
-profile or the same errors. The cache it keeps is tested in tests/test_core_cache.py."""
+profile or the same errors. The cache it keeps is tested in tests/test_user_cache.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The check path's schema cache (spec/core_cache.py, spec/core_validator.py): used only when it is this
-model's, this pydantic's, intact and the user's own; otherwise the validator is built from the model again,
-with the same answers."""
+"""The per-user cache (spec/user_cache.py) and what it keeps: the check path's schema (spec/core_validator.py),
+used only when it is this model's, this pydantic's, intact and the user's own (otherwise the validator is
+built from the model again, with the same answers), and Jinja's compiled templates, under the same rules."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ import pytest
 from pydantic_core import SchemaValidator
 
 from spark_compile.resolve import resolve
-from spark_compile.spec import core_cache, core_validator
+from spark_compile.spec import core_validator, user_cache
 from spark_compile.spec.core_schema import SchemaFormatError, Thawed, thaw
 from spark_compile.spec.record import as_data
 
-from conftest import REFERENCE_PROFILE
+from conftest import REFERENCE_PROFILE, run_cli
 
 OTHER_UID = 54321
 
@@ -45,7 +45,11 @@ def _answer(thawed: Thawed) -> Any:
 
 
 def _cache_file(directory: Path) -> Path:
-    return directory / core_cache.file_name(core_validator.cache_key())
+    return directory / core_validator.file_name(core_validator.cache_key())
+
+
+def _read(directory: Path) -> bytes | None:
+    return user_cache.read(directory, core_validator.file_name(core_validator.cache_key()))
 
 
 def _rewrite(path: Path, body: str) -> None:
@@ -68,20 +72,20 @@ def test_a_cold_cache_is_filled_private_and_then_used(tmp_path: Path, builds: li
 
 def test_the_cache_directory_follows_xdg_cache_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert core_cache.cache_dir() == tmp_path / "spark-compile"
+    assert user_cache.cache_dir() == tmp_path / "spark-compile"
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")  # not absolute: ignored, as the XDG spec says
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert core_cache.cache_dir() == tmp_path / "home" / ".cache" / "spark-compile"
+    assert user_cache.cache_dir() == tmp_path / "home" / ".cache" / "spark-compile"
 
 
 def test_a_damaged_file_is_rebuilt(tmp_path: Path, builds: list[int]) -> None:
     core_validator.load(tmp_path)
     path = _cache_file(tmp_path)
     path.write_bytes(path.read_bytes()[:-100])  # torn: the digest no longer matches
-    assert core_cache.read(tmp_path, core_validator.cache_key()) is None
+    assert _read(tmp_path) is None
     core_validator.load(tmp_path)
     assert builds == [1, 1]
-    assert core_cache.read(tmp_path, core_validator.cache_key()) is not None  # written again, whole
+    assert _read(tmp_path) is not None  # written again, whole
 
 
 @pytest.mark.parametrize("name", ["_err", "_shown", "re", "SECRET_VALUE", "os.system", "__import__",
@@ -94,7 +98,7 @@ def test_a_cache_naming_anything_but_a_check_is_refused(tmp_path: Path, builds: 
     assert '{"$check":"name"}' in body
     _rewrite(path, body.replace('{"$check":"name"}', json.dumps({"$check": name}), 1))
     with pytest.raises(SchemaFormatError, match=r"is not a check of spark_compile\.spec\.checks"):
-        thaw(core_cache.read(tmp_path, core_validator.cache_key()) or "")
+        thaw((_read(tmp_path) or b"").decode())
     rebuilt = core_validator.load(tmp_path)
     assert builds == [1, 1]
     assert _answer(rebuilt)["name"] == "dsv41-4spark"
@@ -114,29 +118,29 @@ def test_a_file_others_can_write_or_own_is_not_read(tmp_path: Path, builds: list
     core_validator.load(tmp_path)
     path = _cache_file(tmp_path)
     path.chmod(0o622)
-    assert core_cache.read(tmp_path, core_validator.cache_key()) is None
+    assert _read(tmp_path) is None
     path.chmod(0o600)
     if os.geteuid() == 0:  # only root can give a file away; the suite runs as root on CI
         os.chown(path, OTHER_UID, -1)
-        assert core_cache.read(tmp_path, core_validator.cache_key()) is None
+        assert _read(tmp_path) is None
         os.chown(tmp_path, OTHER_UID, -1)
         os.chown(path, os.geteuid(), -1)
-        assert core_cache.read(tmp_path, core_validator.cache_key()) is None
+        assert _read(tmp_path) is None
         os.chown(tmp_path, os.geteuid(), -1)
-    assert core_cache.read(tmp_path, core_validator.cache_key()) is not None
+    assert _read(tmp_path) is not None
 
 
 def test_a_symlinked_file_or_directory_is_not_followed(tmp_path: Path) -> None:
     real = tmp_path / "real"
     core_validator.load(real)
-    name = core_cache.file_name(core_validator.cache_key())
+    name = core_validator.file_name(core_validator.cache_key())
     linked = tmp_path / "linked"
     linked.mkdir(mode=0o700)
     (linked / name).symlink_to(real / name)
-    assert core_cache.read(linked, core_validator.cache_key()) is None
+    assert _read(linked) is None
     (tmp_path / "dirlink").symlink_to(real)
-    assert core_cache.read(tmp_path / "dirlink", core_validator.cache_key()) is None
-    assert core_cache.read(real, core_validator.cache_key()) is not None
+    assert _read(tmp_path / "dirlink") is None
+    assert _read(real) is not None
 
 
 def test_an_unwritable_cache_still_gives_the_answer(tmp_path: Path, builds: list[int]) -> None:
@@ -147,14 +151,13 @@ def test_an_unwritable_cache_still_gives_the_answer(tmp_path: Path, builds: list
     assert builds == [1, 1]
 
 
-def test_old_files_are_pruned(tmp_path: Path) -> None:
-    for index in range(core_cache.KEEP + 3):
-        core_cache.write(tmp_path, f"k{index:02d}", "{}")
-        os.utime(tmp_path / core_cache.file_name(f"k{index:02d}"), ns=(index * 10**9, index * 10**9))
-    core_cache.write(tmp_path, "newest", "{}")
-    kept = sorted(p.name for p in tmp_path.iterdir())
-    assert len(kept) == core_cache.KEEP
-    assert core_cache.file_name("newest") in kept and core_cache.file_name("k00") not in kept
+def test_old_files_of_a_kind_are_pruned(tmp_path: Path) -> None:
+    user_cache.write(tmp_path, "other-kind", b"{}", prefix="other-", keep=1)
+    for index in range(5):
+        user_cache.write(tmp_path, f"k-{index}", b"{}", prefix="k-", keep=3)
+        os.utime(tmp_path / f"k-{index}", ns=(index * 10**9, index * 10**9))
+    user_cache.write(tmp_path, "k-newest", b"{}", prefix="k-", keep=3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k-3", "k-4", "k-newest", "other-kind"]
 
 
 def test_the_key_covers_every_module_the_model_is_built_from() -> None:
@@ -181,3 +184,21 @@ def test_the_key_changes_with_any_model_source(monkeypatch: pytest.MonkeyPatch, 
 
     monkeypatch.setattr(core_validator, "_origin", edited)
     assert core_validator.cache_key() != before
+
+
+def test_compiled_templates_are_kept_private_and_change_no_output(tmp_path: Path) -> None:
+    """Jinja's compiled templates (code) live in the same private cache; with or without them, and with a
+    cache directory others could write (refused), a compile writes the same files."""
+    outputs = []
+    cache = tmp_path / "cache"
+    for run in ("cold", "warm", "refused"):
+        if run == "refused":
+            (cache / "spark-compile").chmod(0o777)
+        out = tmp_path / run
+        result = run_cli("compile", str(REFERENCE_PROFILE), "--out", str(out), env={"XDG_CACHE_HOME": str(cache)})
+        assert result.returncode == 0, result.stderr
+        outputs.append({p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
+    assert outputs[0] == outputs[1] == outputs[2]
+    compiled = sorted((cache / "spark-compile").glob("jinja-*"))
+    assert len(compiled) >= 8  # one per template the reference profile uses
+    assert {p.stat().st_mode & 0o777 for p in compiled} == {0o600}

@@ -1,9 +1,12 @@
-"""The per-user cache of the frozen core schema (spec/core_schema.py): files named by a content key.
+"""The per-user cache of spark-compile: files named by a key of their content's sources, in
+$XDG_CACHE_HOME/spark-compile (default ~/.cache/spark-compile).
 
-The cache holds data, never code, and is trusted only as far as its owner: a directory or file that is a
-symlink, not the user's own, or writable by group or others is neither read nor written. Each file starts
-with the SHA-256 of its body; a torn or edited file fails that check and is rebuilt. Any failure here means
-"no cache": the caller builds from the model instead, so the cache can make a run faster, never different.
+It holds the frozen core schema (spec/core_validator.py) and Jinja's compiled templates (render.py), and is
+trusted only as far as its owner: a directory or file that is a symlink, not the user's own, or writable by
+group or others is neither read nor written, so no other user can put code or data in a run. Each file
+starts with the SHA-256 of its body; a torn or edited file fails that check and reads as missing. Any
+failure here means "no cache": the caller builds from the source instead, so the cache can make a run
+faster, never different.
 """
 
 from __future__ import annotations
@@ -14,8 +17,6 @@ import os
 import stat
 from pathlib import Path
 
-PREFIX = "core-schema-"
-KEEP = 16  # files kept per user: one per model version and pydantic install in use, oldest dropped first
 MAX_BYTES = 8 << 20
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -28,10 +29,6 @@ def cache_dir() -> Path | None:
     except (RuntimeError, KeyError):
         return None
     return root / "spark-compile"
-
-
-def file_name(key: str) -> str:
-    return f"{PREFIX}{key}.json"
 
 
 def _private(status: os.stat_result) -> bool:
@@ -50,13 +47,13 @@ def _open_dir(directory: Path) -> int | None:
     return None
 
 
-def read(directory: Path, key: str) -> str | None:
-    """The body stored under ``key``, if the file is private and intact."""
+def read(directory: Path, name: str) -> bytes | None:
+    """The body of the file ``name``, if the file is private and intact."""
     dir_fd = _open_dir(directory)
     if dir_fd is None:
         return None
     try:
-        fd = os.open(file_name(key), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
         with os.fdopen(fd, "rb") as handle:
             status = os.fstat(handle.fileno())
             if not stat.S_ISREG(status.st_mode) or not _private(status):
@@ -69,12 +66,12 @@ def read(directory: Path, key: str) -> str | None:
     digest, newline, body = data.partition(b"\n")
     if not newline or digest.decode("ascii", "replace") != hashlib.sha256(body).hexdigest():
         return None
-    return body.decode("utf-8", "replace")
+    return body
 
 
-def write(directory: Path, key: str, body: str) -> None:
-    """Store ``body`` under ``key`` atomically (best effort: a cache that cannot be written is skipped)."""
-    data = body.encode("utf-8")
+def write(directory: Path, name: str, data: bytes, *, prefix: str, keep: int) -> None:
+    """Store ``data`` as ``name`` atomically, keeping the newest ``keep`` files whose names start with
+    ``prefix`` (best effort: a cache that cannot be written is skipped)."""
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError:
@@ -82,13 +79,13 @@ def write(directory: Path, key: str, body: str) -> None:
     dir_fd = _open_dir(directory)
     if dir_fd is None:
         return
-    temp = f".{file_name(key)}.{os.getpid()}.tmp"
+    temp = f".{name}.{os.getpid()}.tmp"
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
         with os.fdopen(fd, "wb") as handle:
             handle.write(hashlib.sha256(data).hexdigest().encode("ascii") + b"\n" + data)
-        os.replace(temp, file_name(key), src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        _prune(dir_fd)
+        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        _prune(dir_fd, prefix, keep)
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temp, dir_fd=dir_fd)
@@ -96,11 +93,11 @@ def write(directory: Path, key: str, body: str) -> None:
         os.close(dir_fd)
 
 
-def _prune(dir_fd: int) -> None:
-    """Drop the oldest cache files beyond KEEP."""
+def _prune(dir_fd: int, prefix: str, keep: int) -> None:
+    """Drop the oldest files of ``prefix`` beyond ``keep``."""
     entries = []
     for name in os.listdir(dir_fd):
-        if name.startswith(PREFIX):
+        if name.startswith(prefix):
             entries.append((os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mtime_ns, name))
-    for _, name in sorted(entries, reverse=True)[KEEP:]:
+    for _, name in sorted(entries, reverse=True)[keep:]:
         os.unlink(name, dir_fd=dir_fd)
