@@ -7,7 +7,7 @@ folder's README are rendered.
 
 from __future__ import annotations
 
-from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spark_compile import __version__
@@ -38,7 +38,11 @@ WATCHDOG_RUN_MARGIN = 1800
 
 def static_script(name: str) -> bytes:
     """One of the package's static fleet scripts, as shipped."""
-    return resources.files("spark_compile.templates").joinpath("fleet", "static", name).read_bytes()
+    # Package data beside the templates package, as render.py finds it (importlib.resources would import
+    # zipfile and its readers on every compile for nothing).
+    from spark_compile import templates
+
+    return Path(templates.__file__).with_name(FLEET_DIR).joinpath("static", name).read_bytes()
 
 
 def unit_exec_lines(rank: RankPlan) -> list[str]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import types
-from dataclasses import dataclass
 from typing import Any
 
 from spark_compile.spec import checks
@@ -26,13 +25,14 @@ class SchemaFormatError(ValueError):
     """Text that is not a frozen profile schema: a name outside spec/checks.py, a malformed node."""
 
 
-@dataclass(frozen=True)
 class Thawed:
     """A core schema ready for pydantic-core, and each section's own schema by model name."""
 
-    schema: dict[str, Any]
-    config: dict[str, Any]
-    sections: dict[str, dict[str, Any]]
+    # A plain class: a dataclass costs a millisecond of start-up on every `check`.
+    __slots__ = ("config", "schema", "sections")
+
+    def __init__(self, schema: dict[str, Any], config: dict[str, Any], sections: dict[str, dict[str, Any]]):
+        self.schema, self.config, self.sections = schema, config, sections
 
 
 def freeze(schema: dict[str, Any], config: dict[str, Any]) -> str:
