@@ -115,8 +115,10 @@ def validate_profile(data: object) -> Profile:
     return cast("Profile", _validator().validate_python(data))
 
 
+@cache
 def section_defaults(name: str) -> Any:
-    """The section model ``name`` with every field at its default, as the model's ``Section()`` builds it."""
+    """The section model ``name`` with every field at its default, as the model's ``Section()`` builds it
+    (one read-only record per process)."""
     thawed = _thawed()
     own = thawed.sections[name]
     schema = {**thawed.schema, "schema": own} if thawed.schema["type"] == "definitions" else own
