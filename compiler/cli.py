@@ -9,7 +9,6 @@ Everything printed passes through one redaction step (spark_compile.secrets.reda
 from __future__ import annotations
 
 import argparse
-import gc
 import io
 import json
 import os
@@ -33,8 +32,6 @@ from spark_compile.findings import Finding, has_errors
 
 if TYPE_CHECKING:
     from spark_compile.compile import Validated
-
-GC_YOUNG_THRESHOLD = 20_000
 
 ROOT_HELP = "a directory `extends:` may also lead into (default: only the profile's repository)"
 TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
@@ -316,9 +313,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     # pydantic looks for plugins through importlib.metadata on first model build (~35 ms on a pre-commit
     # hot path); the compiler uses none.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    # A run is short and allocates mostly while importing (classes, dataclasses, regexes): the default
-    # young-generation threshold (700) collects dozens of times for no garbage, 5-9% of a cold compile's CPU.
-    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Redacting(stdout), _Redacting(stderr)
     try:
