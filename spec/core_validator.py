@@ -23,7 +23,6 @@ from pydantic_core import SchemaValidator
 
 from spark_compile.spec import user_cache
 from spark_compile.spec.core_schema import SchemaFormatError, Thawed, freeze, thaw
-from spark_compile.spec.record import Record
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import Profile
@@ -124,9 +123,3 @@ def section_defaults(name: str) -> Any:
     schema = {**thawed.schema, "schema": own} if thawed.schema["type"] == "definitions" else own
     config = (own["schema"] if own["type"] == "function-after" else own)["config"]
     return SchemaValidator(cast(Any, schema), config).validate_python({})
-
-
-def records() -> dict[str, type[Record]]:
-    """The record class of each of the model's sections, by name."""
-    return {name: (node["schema"] if node["type"] == "function-after" else node)["cls"]
-            for name, node in sorted(_thawed().sections.items())}
