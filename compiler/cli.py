@@ -184,7 +184,7 @@ def cmd_schema(_: argparse.Namespace) -> int:
 
 def cmd_rules(_: argparse.Namespace) -> int:
     """List every rule: id, severity, summary."""
-    from spark_compile.spec.rules import load_all
+    from spark_compile.rules import load_all
 
     for rule in sorted(load_all().values(), key=lambda r: r.id):
         sys.stdout.write(f"{rule.id}  {rule.severity:<7}  {rule.summary}\n")
@@ -193,7 +193,7 @@ def cmd_rules(_: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Print one rule's documentation with its bad and good examples."""
-    from spark_compile.spec.rules import load_all
+    from spark_compile.rules import load_all
     from spark_compile.spec.suggest import did_you_mean
 
     rules = load_all()

@@ -14,7 +14,7 @@ from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.plan import build_plan
 from spark_compile.resolve import Resolved
-from spark_compile.rules import rule_findings
+from spark_compile.rules.stage import rule_findings
 from spark_compile.validate import schema
 
 if TYPE_CHECKING:

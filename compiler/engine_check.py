@@ -175,7 +175,7 @@ def _where(ranks: tuple[int, ...], total: int) -> str:
 
 def _finding(validated: Validated, path: YamlPath, rule: str, message: str, hint: str,
              *, at_key: bool = False) -> Finding:
-    from spark_compile.spec.rules import RULES, load_all
+    from spark_compile.rules import RULES, load_all
 
     load_all()
     return locate(validated.resolved, path, rule, RULES[rule].severity, message, hint, at_key=at_key)

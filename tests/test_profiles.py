@@ -61,7 +61,7 @@ def test_shipped_profile_warns_only_of_its_tag(path: Path) -> None:
 
 
 def test_every_rule_has_a_failing_example() -> None:
-    from spark_compile.spec.rules import load_all
+    from spark_compile.rules import load_all
 
     # The SC6xx findings come from `check --engine`; their examples are the engine tests' profiles.
     engine = sorted((ROOT / "tests" / "engine" / "profiles").glob("*.yaml"))
