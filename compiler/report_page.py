@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.artifact_diff import ProfileDiff
-from spark_compile.compile import Validated
-from spark_compile.diff import diff_profiles, load_checked
+from spark_compile.diff import diff_profiles, load_side
 from spark_compile.diff_format import ARROW, ranks_text, show
 from spark_compile.errors import EXIT_OK, InputError
 from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted
+from spark_compile.pipeline import Planned
 from spark_compile.secrets import redact
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def environment() -> jinja2.Environment:
                               undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
-def where_set(validated: Validated, path: ProfilePath) -> str:
+def where_set(validated: Planned, path: ProfilePath) -> str:
     """``file:line`` of the profile value at ``path``; a value derived from a whole section (or the nearest
     one that holds it) says so, since no single line set it; else the default."""
     origins = validated.resolved.origins
@@ -111,8 +111,8 @@ def _defaults(kind: str) -> dict[str, str]:
     return {var.name: "-" if var.default is None else str(var.default) for var in catalog.variables}
 
 
-def _settings(validated: Validated, file: str, kind: str) -> dict[str, SettingRow]:
-    plan = validated.planned()[1]
+def _settings(validated: Planned, file: str, kind: str) -> dict[str, SettingRow]:
+    plan = validated.plan
     defaults = _defaults(kind)
     rows: dict[str, SettingRow] = {}
     for rank in plan.ranks:
@@ -197,9 +197,9 @@ def _mark_layers(new: list[dict[str, Any]], old: list[dict[str, Any]]) -> None:
             row["was"] = f"[{previous['lo']}, {previous['hi']})" if moved and previous else ""
 
 
-def build_page(new: Validated, old: Validated | None = None, against: str = "") -> Page:
+def build_page(new: Planned, old: Planned | None = None, against: str = "") -> Page:
     """The page's content (pure apart from rendering the two sides' files for the diff)."""
-    profile, plan = new.planned()
+    profile, plan = new.profile, new.plan
     order = ", ".join(f"rank {r}" for r in plan.start_order)
     facts = [("profile", profile.name), ("release", profile.release or "-"),
              ("description", profile.description or "-"), ("image", plan.image),
@@ -212,7 +212,7 @@ def build_page(new: Validated, old: Validated | None = None, against: str = "") 
         tables.append((file, listed))
     page = Page(f"{profile.name} ({profile.release or 'no release'})", facts, _ranks(plan), _layers(plan), tables)
     if old is not None:
-        old_plan = old.planned()[1]
+        old_plan = old.plan
         page.ranks = _mark_ranks(page.ranks, _ranks(old_plan))
         _mark_layers(page.layers, _layers(old_plan))
         _add_diff(page, diff_profiles(old, new), against)
@@ -237,8 +237,8 @@ def render_page(page: Page) -> str:
 
 def run_report(profile: str, against: str | None, output: Path | None) -> int:
     """Write the page to OUTPUT (or stdout)."""
-    new = load_checked(profile)
-    old = load_checked(against) if against else None
+    new = load_side(profile)
+    old = load_side(against) if against else None
     text = render_page(build_page(new, old, against or ""))
     if output is None:
         sys.stdout.write(text)

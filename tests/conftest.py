@@ -28,7 +28,7 @@ def run_cli(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> 
 
 @pytest.fixture(scope="session")
 def reference_plan() -> object:
-    from spark_compile.compile import validate
+    from spark_compile.pipeline import validate
     from spark_compile.plan import build_plan
     from spark_compile.resolve import resolve
 

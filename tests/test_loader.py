@@ -73,10 +73,11 @@ def test_three_level_chain_reports_the_whole_route(tmp_path: Path) -> None:
     middle = _child(tmp_path, "engine:\n  port: 8888\n")
     leaf = tmp_path / "leaf.yaml"
     leaf.write_text("extends: child.yaml\nengine:\n  dist_init_port: 8888\n")
-    from spark_compile.compile import validate
+    from spark_compile.pipeline import Rejected, validate
 
     validated = validate(resolve(leaf))
     [finding] = [f for f in validated.findings if f.rule != "SC312"]  # SC312: the reference's tag-only image
     assert (finding.rule, finding.position.file, finding.position.line) == ("SC210", str(leaf), 3)
-    port = validated.resolved.origin(("engine", "port"))
+    assert isinstance(validated, Rejected) and validated.planned is not None  # a rule refused it, not the schema
+    port = validated.planned.resolved.origin(("engine", "port"))
     assert (port.spot.value.file, port.via) == (str(middle), (str(leaf),))

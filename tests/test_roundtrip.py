@@ -66,18 +66,14 @@ def _set(data: dict[str, Any], path: tuple[str | int, ...], value: Any) -> None:
 
 
 def _compile(data: dict[str, Any], workdir: Path) -> tuple[list[Any], Any]:
-    from spark_compile.cli import load_and_validate
     from spark_compile.compile import artifacts
-    from spark_compile.findings import Finding
+    from spark_compile.pipeline import Rejected, run
 
     profile = workdir / "profile.yaml"
     profile.write_text(yaml.safe_dump(data, allow_unicode=True))
-    outcome = load_and_validate(profile)
-    if isinstance(outcome, Finding):
-        return [outcome], None
-    errors = [f for f in outcome.findings if f.severity == "error"]
-    if errors:
-        return errors, None
+    outcome = run(profile)
+    if isinstance(outcome, Rejected):
+        return [f for f in outcome.findings if f.severity == "error"], None
     return [], artifacts(outcome, workdir / "generated")
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from spark_compile.artifact_diff import Grouped, ProfileDiff
-from spark_compile.compile import validate
 from spark_compile.diff import diff_profiles
+from spark_compile.pipeline import validate
 from spark_compile.resolve import resolve
 
 from conftest import REFERENCE_PROFILE, ROOT, run_cli
