@@ -339,8 +339,7 @@ def previous_stack_is_another_unit(ctx: Context) -> Iterator[Hit]:
     previous = ctx.profile.operations.previous_stack
     if previous is None or previous.unit is None:
         return
-    own = ctx.plan.unit_name
-    watchdog = own.removesuffix(".service").rstrip("@") + "-watchdog"
+    own, watchdog = ctx.plan.unit_name, ctx.plan.fleet.watchdog_unit
     if previous.unit in (own, f"{watchdog}.service", f"{watchdog}.timer"):
         yield Hit(("operations", "previous_stack", "unit"),
                   f"the previous stack's unit {previous.unit} is this release's own",
