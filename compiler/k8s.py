@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import LaunchPlan, Mount, ProfilePath, RankPlan
+from spark_compile.quoting import env_file
 from spark_compile.spec.hardware import HARDWARE
 
 if TYPE_CHECKING:
@@ -272,22 +273,11 @@ def service(profile: Profile, conf: Settings) -> dict[str, Any]:
     }
 
 
-def env_file_text(pairs: tuple[tuple[str, str], ...]) -> str:
-    """One env file of the ConfigMap: NAME=value lines, read literally by the entrypoint (as docker does)."""
-    from spark_compile.spec.envfile import env_value_problem
-
-    for name, value in pairs:
-        problem = env_value_problem(value)
-        if problem is not None:
-            raise ValueError(f"env value of {name} {problem}")
-    return "".join(f"{name}={value}\n" for name, value in pairs)
-
-
 def configmap(plan: LaunchPlan, conf: Settings, entrypoint: str) -> dict[str, Any]:
     """The ConfigMap: the entrypoint and every rank's env files, keys sorted."""
     data = {ENTRYPOINT: entrypoint}
     for rank in plan.ranks:
-        data.update((key, env_file_text(pairs)) for key, pairs in config_env(rank).items())
+        data.update((key, env_file(pairs)) for key, pairs in config_env(rank).items())
     size = sum(len(key) + len(value.encode()) for key, value in data.items())
     if size > CONFIGMAP_LIMIT:
         from spark_compile.errors import InputError

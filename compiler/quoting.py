@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
 
 from spark_compile.errors import UnquotableError
 from spark_compile.spec.envfile import env_value_problem
@@ -122,16 +123,10 @@ def env_file_value(value: str) -> str:
     return value
 
 
-def yaml_scalar(value: str) -> str:
-    """A YAML double-quoted scalar (JSON's string syntax is valid YAML, with every non-ASCII escaped)."""
-    import json
-
-    return json.dumps(value, ensure_ascii=True)
-
-
-def html_text(value: str) -> str:
-    """Text inside an HTML element or attribute."""
-    return html.escape(value, quote=True)
+def env_file(pairs: Iterable[tuple[str, str]]) -> str:
+    """The NAME=value lines of an env file, for every target (docker and systemd on a node, the Kubernetes
+    entrypoint); a value one of them would read differently is refused."""
+    return "".join(f"{name}={env_file_value(value)}\n" for name, value in pairs)
 
 
 def markdown_text(value: str) -> str:

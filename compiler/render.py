@@ -99,7 +99,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(sh=quoting.bash_word, sh_command=sh_command, systemd=quoting.systemd_exec_arg,
                        systemd_exec=quoting.systemd_command, systemd_path=quoting.systemd_path_setting,
-                       systemd_text=quoting.systemd_text, envfile=quoting.env_file_value,
+                       systemd_text=quoting.systemd_text, envfile=quoting.env_file,
                        heredoc=quoting.heredoc_line, md=quoting.markdown_text, md_code=quoting.markdown_code,
                        tojson_sorted=lambda v: json.dumps(v, indent=2, sort_keys=True))
     return env

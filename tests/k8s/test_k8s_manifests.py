@@ -211,3 +211,18 @@ def test_every_shipped_example_compiles_to_valid_objects(example: str, tmp_path:
     script = tmp_path / "entrypoint.sh"
     script.write_text(objs["configmap.yaml"]["data"]["entrypoint.sh"])
     assert shellcheck(script) == ""
+
+
+def test_every_target_writes_env_files_with_the_one_writer() -> None:
+    """The ConfigMap's env files and the nodes' come from quoting.env_file: a value either consumer would read
+    differently is refused as a finding (exit 1), never a ValueError (exit 3)."""
+    from spark_compile import k8s, quoting, render
+    from spark_compile.errors import EXIT_FINDINGS, UnquotableError
+
+    assert k8s.env_file is quoting.env_file is render.environment().filters["envfile"]
+    assert quoting.env_file([("A", "1"), ("B", "x y")]) == "A=1\nB=x y\n"
+    with pytest.raises(UnquotableError) as refused:
+        quoting.env_file([("A", "1"), ("B", 'say "hi"')])
+    assert refused.value.exit_code == EXIT_FINDINGS
+    assert str(refused.value) == ("'say \"hi\"' cannot be written for an env file: contains a quote or backslash: "
+                                  "systemd unquotes and unescapes it, docker keeps it as written")
