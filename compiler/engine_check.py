@@ -307,8 +307,3 @@ def engine_findings_many(profiles: list[Planned], python: str | None = None,
             for i, ranks in zip(members, result["jobs"], strict=True):
                 out[i] = _verdict(profiles[i], str(result["sglang"]), ranks)
     return out
-
-
-def engine_findings(validated: Planned, python: str | None = None) -> list[Finding]:
-    """SGLang's own verdict on every rank of one schema-valid profile, as findings."""
-    return engine_findings_many([validated], python)[0]

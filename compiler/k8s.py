@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -314,29 +313,3 @@ def manifests(plan: LaunchPlan, profile: Profile, entrypoint: str) -> dict[str, 
         "leaderworkerset.yaml": leaderworkerset(plan, profile, conf, config_digest(config)),
         "kustomization.yaml": kustomization(),
     }
-
-
-def _flatten(value: Any, prefix: str, into: dict[str, str]) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _flatten(item, f"{prefix}.{key}" if prefix else str(key), into)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _flatten(item, f"{prefix}[{index}]", into)
-    else:
-        into[prefix] = value if isinstance(value, str) else json.dumps(value)
-
-
-def diff_items(plan: LaunchPlan, profile: Profile) -> dict[tuple[str, str], str]:
-    """The LeaderWorkerSet and Service, leaf by leaf, for `spark-compile diff` (empty when the target is off).
-    The ConfigMap's env files are the ranks' env files, which the diff already shows per rank."""
-    if profile.kubernetes is None:
-        return {}
-    conf = settings(profile)
-    items: dict[tuple[str, str], str] = {}
-    for name, obj in (("leaderworkerset.yaml", leaderworkerset(plan, profile, conf, "")),
-                      ("service.yaml", service(profile, conf))):
-        leaves: dict[str, str] = {}
-        _flatten(obj, "", leaves)
-        items.update(((f"k8s/{name}", path), value) for path, value in leaves.items() if CONFIG_HASH not in path)
-    return items

@@ -25,7 +25,6 @@ from spark_compile.launch_plan import (
 from spark_compile.spec.core_model import Profile
 from spark_compile.spec.overlay_types import derived_engram_max_ids
 
-ENV_FILES = ("engine.env", "nccl.env", "overlay.env")
 RUNTIME_ENV = "runtime.env"
 FLEET_DIR = "fleet"
 SECRETS_MOUNT = "/run/spark-secrets"  # where the engine config with the API key appears in the container

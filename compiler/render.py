@@ -1,7 +1,8 @@
 """Stage: render the plan into files ({relative path: bytes}) through Jinja2 templates.
 
-One environment per process, StrictUndefined; templates format the plan and decide nothing (the fleet's
-scripts are static files driven by generated data, see spark_compile.fleet).
+Every template (the artifacts' and the review page's) loads through environment(), StrictUndefined;
+templates format the plan and decide nothing (the fleet's scripts are static files driven by generated
+data, see spark_compile.fleet).
 """
 
 from __future__ import annotations
@@ -60,9 +61,9 @@ def sh_command(argv: list[str] | tuple[str, ...], first: str = "", indent: str =
     return f"{first}{body}"
 
 
-def _bytecode_cache() -> Any:
+def _bytecode_cache(autoescape: bool) -> Any:
     """Compiled templates kept between runs (a compile is a short process: compiling 12 templates each time
-    would double its cost). Best effort: an unwritable cache only costs speed, never output."""
+    would double its cost), apart for autoescaped code. Best effort: an unwritable cache only costs speed."""
     import jinja2
 
     class QuietCache(jinja2.FileSystemBytecodeCache):
@@ -75,7 +76,7 @@ def _bytecode_cache() -> Any:
                 super().dump_bytecode(bucket)
 
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    directory = os.path.join(base, "spark-compile", f"jinja-{__version__}")
+    directory = os.path.join(base, "spark-compile", f"jinja-{__version__}" + "-html" * autoescape)
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
     except OSError:
@@ -83,9 +84,19 @@ def _bytecode_cache() -> Any:
     return QuietCache(directory)
 
 
+def _redacted(value: Any) -> Any:
+    """Every value the review page prints passes redaction; markup a template built itself is already done."""
+    import markupsafe
+
+    from spark_compile.secrets import redact
+
+    return redact(value) if isinstance(value, str) and not isinstance(value, markupsafe.Markup) else value
+
+
 @functools.cache
-def environment() -> jinja2.Environment:
-    """The one Jinja environment: templates from the package, StrictUndefined, our filters."""
+def environment(autoescape: bool = False) -> jinja2.Environment:
+    """The Jinja environment of the package's templates: StrictUndefined, our filters. autoescape=True is
+    the review page's: every value HTML-escaped and redacted by construction."""
     import jinja2
 
     # The templates are package data beside their package's __init__ (in a checkout and a wheel alike);
@@ -94,8 +105,9 @@ def environment() -> jinja2.Environment:
 
     root = Path(templates.__file__).parent
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(root)), undefined=jinja2.StrictUndefined, autoescape=False,
-        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
+        loader=jinja2.FileSystemLoader(str(root)), undefined=jinja2.StrictUndefined, autoescape=autoescape,
+        finalize=_redacted if autoescape else None, keep_trailing_newline=True, trim_blocks=True,
+        lstrip_blocks=True, bytecode_cache=_bytecode_cache(autoescape),
     )
     env.filters.update(sh=quoting.bash_word, sh_command=sh_command, systemd=quoting.systemd_exec_arg,
                        systemd_exec=quoting.systemd_command, systemd_path=quoting.systemd_path_setting,
@@ -132,11 +144,6 @@ def _rank_context(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> dict[st
             "deploy": profile.deploy,
             "fabric_kind": profile.fleet.fabric.kind if profile.fleet.fabric else "single-node",
             **secrets_context(profile)}
-
-
-def render_unit(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> bytes:
-    """The rank's systemd unit alone (the fleet launcher quotes its Exec lines)."""
-    return _render("unit.service.j2", **_rank_context(plan, profile, rank))
 
 
 def rank_artifacts(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> list[Artifact]:

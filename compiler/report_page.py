@@ -1,18 +1,16 @@
 """`spark-compile report PROFILE [--against OLD]`: one self-contained static HTML page to review a deployment.
 
 Topology, the Engram partition per rank, the overlay and NCCL settings with their defaults and where the profile
-set each one, and with --against the changes highlighted. The page's template has its own Jinja environment
-with autoescape on, so every value is HTML-escaped by construction; nothing on the page loads from the network.
+set each one, and with --against the changes highlighted. The page's template loads with autoescape on (and
+redaction), so every value is HTML-escaped by construction; nothing on the page loads from the network.
 """
 
 from __future__ import annotations
 
-import functools
 import sys
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spark_compile.artifact_diff import ProfileDiff
 from spark_compile.diff import diff_profiles, load_side
@@ -20,10 +18,6 @@ from spark_compile.diff_format import ARROW, ranks_text, show
 from spark_compile.errors import EXIT_OK, InputError
 from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted
 from spark_compile.pipeline import Planned
-from spark_compile.secrets import redact
-
-if TYPE_CHECKING:
-    import jinja2
 
 TEMPLATE = "report.html.j2"
 # The env files whose variables the page lists, with where each variable's default comes from.
@@ -64,21 +58,6 @@ class Page:
     against: str = ""
     profile_changes: list[tuple[str, str, str]] = field(default_factory=list)
     artifact_changes: list[tuple[str, str, str]] = field(default_factory=list)
-
-
-@functools.cache
-def environment() -> jinja2.Environment:
-    """The page's Jinja environment: autoescape on for every template it loads, every value redacted."""
-    import jinja2
-    import markupsafe
-
-    def finalize(value: Any) -> Any:
-        # Every value printed passes redaction; markup built by the template itself (a macro) is already done.
-        return redact(value) if isinstance(value, str) and not isinstance(value, markupsafe.Markup) else value
-
-    root = resources.files("spark_compile.templates")
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(root)), autoescape=True, finalize=finalize,
-                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
 def where_set(validated: Planned, path: ProfilePath) -> str:
@@ -232,7 +211,9 @@ def _add_diff(page: Page, result: ProfileDiff, against: str) -> None:
 
 def render_page(page: Page) -> str:
     """The HTML text: deterministic for the same page."""
-    return environment().get_template(TEMPLATE).render(page=page, arrow=ARROW)
+    from spark_compile.render import environment
+
+    return environment(autoescape=True).get_template(TEMPLATE).render(page=page, arrow=ARROW)
 
 
 def run_report(profile: str, against: str | None, output: Path | None) -> int:
