@@ -12,16 +12,6 @@ from pydantic_core import PydanticCustomError
 
 from spark_compile.spec.secret_patterns import SECRET_VALUE
 
-_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
-_IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$")
-_DOCKER_SIZE = re.compile(r"^[1-9][0-9]*[bkmgBKMG]?$")
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-_SSH = re.compile(r"^(?:[a-z_][a-z0-9_.-]{0,31}@)?[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")
-_IMAGE = re.compile(
-    r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-    r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
-)
-_SAFE_TEXT = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")
 # A path component: letters, digits and . _ + @ = - only. No quote, '$', '%', '\\', ':' or ',' can reach
 # bash, systemd (specifiers, variables), docker -v (':' separates fields) or an env file.
 _PATH_PART = r"[A-Za-z0-9._+@=-]{1,255}"
@@ -38,10 +28,6 @@ ULIMIT_NAMES = ("core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", 
                 "rss", "rtprio", "rttime", "sigpending", "stack")
 INT64_MAX = (1 << 63) - 1
 MAX_SECONDS = 7 * 24 * 3600  # a week: past any boot, stop or probe, and inside what systemd accepts
-# Linux RDMA device names (ib_device.name): up to 63 characters, no '/' or whitespace; vendors use
-# [A-Za-z0-9_.-] (mlx5_0, rocep1s0f0, roceP2p1s0f0, irdma0).
-_RDMA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-_SNAPSHOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def _err(kind: str, message: str, **ctx: object) -> PydanticCustomError:
