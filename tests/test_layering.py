@@ -1,4 +1,4 @@
-"""How the source folders fit together, read from the code itself: no import cycle between folders.
+"""How the source fits together, read from the code itself: no import cycle between folders, no dead symbol.
 
 A folder is one of the source folders pyproject.toml maps to a package (compiler/ is spark_compile, spec/ is
 spark_compile.spec, ...); a subfolder belongs to its folder. Every import counts: at module level, inside a
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,3 +104,68 @@ def test_folder_of_reads_the_package_map() -> None:
     assert [folder_of(m) for m in ("spark_compile.spec.model", "spark_compile.rules.k8s", "spark_compile",
                                    "spark_compile.overlay.hooks.x", "jinja2")] == \
         ["spec", "compiler", "compiler", "overlay", None]
+
+
+# Where a caller may be besides the source folders: the benchmarks, the CI scripts, the package metadata (entry
+# points), the templates (filters, the fleet's own scripts). Never tests/: a symbol only a test calls is dead.
+CALLER_FILES = ("bench/*.py", ".ci/*", "pyproject.toml", "templates/**/*.j2", "templates/**/*.py",
+                "templates/**/*.sh")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _references(tree: ast.AST) -> Iterator[str]:
+    """Every name a module reads: names, attributes, imported names, and the words of its strings (a module
+    or function named in a string is reached by import_module or getattr)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            yield node.id
+        elif isinstance(node, ast.Attribute):
+            yield node.attr
+        elif isinstance(node, ast.alias):
+            yield node.name.rsplit(".", 1)[-1]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield from _WORD.findall(node.value)
+
+
+def public_definitions(tree: ast.Module) -> Iterator[tuple[str, int]]:
+    """The public names a module defines at its top level; a decorated function is registered by its
+    decorator (a rule's check), so its decorator is its caller."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and not (
+                isinstance(node, ast.FunctionDef) and node.decorator_list):
+            yield node.name, node.lineno
+        elif isinstance(node, ast.Assign):
+            yield from ((t.id, node.lineno) for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            yield node.target.id, node.lineno
+
+
+def dead_symbols(root: Path) -> list[str]:
+    """`file:line: name` of each public top-level symbol of the source folders that nothing outside tests/
+    reads (its own module's uses count)."""
+    defined: list[tuple[str, Path, int]] = []
+    read = Counter[str]()
+    for path in sorted(path for folder in ("compiler", "spec", "overlay") for path in (root / folder).rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        read.update(_references(tree))
+        defined += [(name, path, line) for name, line in public_definitions(tree) if not name.startswith("_")]
+    for pattern in CALLER_FILES:
+        for path in root.glob(pattern):
+            text = path.read_text()
+            read.update(_references(ast.parse(text)) if path.suffix == ".py" else _WORD.findall(text))
+    return [f"{path.relative_to(root)}:{line}: {name}" for name, path, line in defined if not read[name]]
+
+
+def test_no_dead_public_symbol() -> None:
+    assert dead_symbols(ROOT) == []
+
+
+def test_dead_symbols_are_found(tmp_path: Path) -> None:
+    (tmp_path / "compiler").mkdir()
+    (tmp_path / "compiler" / "a.py").write_text(
+        "import b\nUSED = 1\nUNUSED = 2\ndef run():\n    return USED + b.helper()\n"
+        "def orphan():\n    pass\n@rule('SC1')\ndef check():\n    pass\nNAMED = 'x'\nLOADED = 'NAMED'\n")
+    (tmp_path / "compiler" / "b.py").write_text("def helper():\n    return 1\n")
+    (tmp_path / "pyproject.toml").write_text('scripts = {x = "a:run"}\n')
+    assert dead_symbols(tmp_path) == ["compiler/a.py:3: UNUSED", "compiler/a.py:6: orphan",
+                                      "compiler/a.py:12: LOADED"]

@@ -16,7 +16,7 @@ from typing import Any
 
 from overlay_support import GB10_DEFAULTS_OFF, MASTER_ON, last_json, make_modules, make_overlay, run_python
 
-from spark_compile.overlay.hooks import hooked_by, inline_system, served_aliases, sm_family_gate
+from spark_compile.overlay.hooks import MARK, inline_system, served_aliases, sm_family_gate
 
 # triton 3.x's shape: CompiledKernel._init_handles loads the binary through driver.active.utils.load_binary
 # on first use of .run; here the driver refuses a configurable number of loads.
@@ -324,7 +324,7 @@ def test_sm_family_gate_widens_the_exact_sm120_checks() -> None:
     common.is_cuda = lambda: True  # type: ignore[attr-defined]
     common.is_sm120 = lambda: False  # type: ignore[attr-defined]
     sm_family_gate.apply(common, {})
-    assert common.is_sm120() is True and hooked_by(common.is_sm120) == "sm_family_gate"
+    assert common.is_sm120() is True and getattr(common.is_sm120, MARK, None) == "sm_family_gate"
     loader_utils = ModuleType("sglang.srt.model_loader.utils")
     sms = iter([121, 120, 90, 130])
     loader_utils.get_device_sm = lambda: next(sms)  # type: ignore[attr-defined]
