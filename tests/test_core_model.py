@@ -223,7 +223,7 @@ def test_sections_left_out_take_the_models_defaults(reference: dict[str, Any], s
 def test_records_are_read_only(reference: dict[str, Any]) -> None:
     profile = core_model.validate_profile(reference)
     with pytest.raises(AttributeError, match="read-only"):
-        profile.name = "other"  # type: ignore[misc]
+        profile.name = "other"
     assert profile == core_model.validate_profile(reference)
     assert hash(profile.fleet.nodes[0]) == hash(core_model.validate_profile(reference).fleet.nodes[0])
     assert vars(profile).keys() == set(core_model.Profile.FIELDS)

@@ -20,7 +20,8 @@ def test_yaml_1_1_booleans_stay_strings() -> None:
 
 def test_every_value_keeps_its_position() -> None:
     doc = parse_text("engine:\n  port: 8210\n  args: [a, b]\n", "p.yaml")
-    assert (doc.spots[("engine", "port")].key.line, doc.spots[("engine", "port")].value.column) == (2, 9)
+    port = doc.spots[("engine", "port")]
+    assert port.key is not None and (port.key.line, port.value.column) == (2, 9)
     assert doc.spots[("engine", "args", 1)].value.column == 13
 
 

@@ -20,7 +20,7 @@ from support.tools import bash_argv, docker_env_file, systemd_environment
 TEXT = st.text(
     alphabet=st.one_of(
         st.sampled_from(list(" \t\n\"'\\$`;&|*?<>(){}[]#~=%!,:@/.-_")),
-        st.characters(codec="utf-8", exclude_categories=("Cs",)),
+        st.characters(codec="utf-8", exclude_categories=["Cs"]),
     ),
     max_size=24,
 )
@@ -87,7 +87,7 @@ def _install(files: list[Any], rank_dir: str, target: Path) -> None:
 
 @pytest.fixture(scope="module")
 def base_data() -> dict[str, Any]:
-    data = yaml.safe_load(REFERENCE_PROFILE.read_text())
+    data: dict[str, Any] = yaml.safe_load(REFERENCE_PROFILE.read_text())
     data["fleet"]["fabric"]["gid_index"] = 3  # no runtime.env: the script runs standalone
     return data
 
