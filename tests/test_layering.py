@@ -169,3 +169,14 @@ def test_dead_symbols_are_found(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('scripts = {x = "a:run"}\n')
     assert dead_symbols(tmp_path) == ["compiler/a.py:3: UNUSED", "compiler/a.py:6: orphan",
                                       "compiler/a.py:12: LOADED"]
+
+
+def test_every_rule_module_registers() -> None:
+    """load_all() imports every module of compiler/rules/ (a rule module it missed would never run)."""
+    import sys
+
+    from spark_compile.rules import load_all
+
+    load_all()
+    modules = {p.stem for p in (ROOT / "compiler" / "rules").glob("*.py")} - {"__init__", "stage"}
+    assert {m for m in modules if f"spark_compile.rules.{m}" not in sys.modules} == set()
