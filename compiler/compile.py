@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING
 from spark_compile.errors import EXIT_OK
 
 if TYPE_CHECKING:
+    from spark_compile.launch_plan import LaunchPlan
     from spark_compile.pipeline import Planned
     from spark_compile.render import Artifact
+    from spark_compile.spec.core_model import Profile
 
 SCHEMA_FILE = "profile.schema.json"
 
@@ -38,12 +40,12 @@ def source_digests(validated: Planned, out_root: Path) -> list[tuple[str, str]]:
     return digests
 
 
-def rendered_files(validated: Planned) -> list[Artifact]:
-    """Every file of the profile's directory except MANIFEST.json, rendered in memory (plan → render)."""
+def rendered_files(plan: LaunchPlan, profile: Profile) -> list[Artifact]:
+    """Every file of the profile's directory except MANIFEST.json, rendered in memory (plan → render);
+    Planned.files holds them once per profile."""
     from spark_compile.fleet import fleet_artifacts
     from spark_compile.render import render_plan
 
-    profile, plan = validated.profile, validated.plan
     extra = fleet_artifacts(plan, profile)
     if profile.kubernetes is not None:
         from spark_compile.k8s_render import k8s_artifacts
@@ -56,7 +58,7 @@ def artifacts(validated: Planned, out_root: Path) -> list[Artifact]:
     """Every file of the profile's directory, MANIFEST.json included."""
     from spark_compile.render import manifest
 
-    files = rendered_files(validated)
+    files = validated.files
     return [*files, manifest(files, source_digests(validated, out_root), validated.profile.name)]
 
 

@@ -141,10 +141,8 @@ def _renamer(old: Resolved, changes: list[ProfileChange]) -> Renamer:
 
 
 def _side(validated: Planned) -> Side:
-    from spark_compile.compile import rendered_files
-
     plan = validated.plan
-    return Side({f.path: f.content for f in rendered_files(validated)},
+    return Side({f.path: f.content for f in validated.files},
                 {rank.directory: rank.rank for rank in plan.ranks})
 
 
@@ -201,10 +199,8 @@ def diff_profiles(old: Planned, new: Planned, *, unified: bool = False) -> Profi
 
 def unified_diff(old: Planned, new: Planned, renamed: dict[str, str] | None = None) -> str:
     """The unified diff of every rendered file of the two profiles; renamed files are paired."""
-    from spark_compile.compile import rendered_files
-
-    a = {f.path: f.content.decode() for f in rendered_files(old)}
-    b = {f.path: f.content.decode() for f in rendered_files(new)}
+    a = {f.path: f.content.decode() for f in old.files}
+    b = {f.path: f.content.decode() for f in new.files}
     pairs = dict(renamed or {})
     pairs.update({path: path for path in a if path in b and path not in pairs})
     targets = set(pairs.values())

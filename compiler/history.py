@@ -126,15 +126,13 @@ def _profile_column(result: ProfileDiff) -> tuple[str, ...]:
 
 
 def _row(path: Path, parent: Path | None, validated: dict[Path, Planned]) -> Release:
-    from spark_compile.compile import rendered_files
-
     new = validated[path]
     release = new.profile.release or path.stem
     total = len(new.plan.ranks)
     if parent is None:
         settings = len([k for k in new.resolved.origins if k])
         return Release(release, path.name, None, (f"first of its chain: {settings} values set",),
-                       (f"{len(rendered_files(new))} files for {total} rank{'s' * (total != 1)}",))
+                       (f"{len(new.files)} files for {total} rank{'s' * (total != 1)}",))
     result = diff_profiles(validated[parent], new)
     parent_release = validated[parent].profile.release or parent.stem
     return Release(release, path.name, parent_release, _profile_column(result), _artifact_column(result, total))

@@ -7,6 +7,7 @@ findings report and maps to exit 1, whatever the command.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from spark_compile.load import LoadError
 from spark_compile.resolve import DocumentReader, Resolved, resolve
 
 if TYPE_CHECKING:
+    from spark_compile.render import Artifact
     from spark_compile.spec.core_model import Profile
 
 
@@ -30,6 +32,14 @@ class Planned:
     profile: Profile
     plan: LaunchPlan
     findings: list[Finding]
+
+    @functools.cached_property
+    def files(self) -> list[Artifact]:
+        """Every file of the profile's directory except MANIFEST.json, rendered once (a diff and history
+        compare each profile with two others)."""
+        from spark_compile.compile import rendered_files
+
+        return rendered_files(self.plan, self.profile)
 
 
 @dataclass(frozen=True)
