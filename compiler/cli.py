@@ -32,7 +32,7 @@ from spark_compile.errors import (
 from spark_compile.findings import Finding, has_errors
 
 if TYPE_CHECKING:
-    from spark_compile.pipeline import Planned
+    from spark_compile.pipeline import Outcome, Planned
 
 ROOT_HELP = "a directory `extends:` may also lead into (default: only the profile's repository)"
 TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
@@ -116,9 +116,25 @@ def _planned(path: Path, targets: Sequence[str] = (), root: Path | None = None) 
     return outcome
 
 
+def _with_engine_findings(outcomes: list[Outcome], python: str | None) -> list[list[Finding]]:
+    """Each profile's findings with SGLang's own verdict added (every profile that passed the schema)."""
+    from spark_compile.engine_check import engine_findings_many
+    from spark_compile.pipeline import Planned, Rejected
+
+    per_profile = [list(o.findings) for o in outcomes]
+    typed = [o.planned if isinstance(o, Rejected) else o for o in outcomes]
+    checked = [(i, p) for i, p in enumerate(typed) if isinstance(p, Planned)]
+    notes: list[str] = []
+    verdicts = engine_findings_many([p for _, p in checked], python, notes)
+    sys.stderr.write("".join(f"{note}\n" for note in notes))
+    for (i, _), extra in zip(checked, verdicts, strict=True):
+        per_profile[i] = sorted(per_profile[i] + extra, key=Finding.sort_key)
+    return per_profile
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """Validate every profile named; print all findings; exit 1 on errors (or warnings with --strict)."""
-    from spark_compile.pipeline import Outcome, Planned, Rejected, run
+    from spark_compile.pipeline import Planned, run
 
     outcomes: list[Outcome] = []
     unreadable = 0
@@ -128,17 +144,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         except InputError as exc:  # report it and go on: every other file still gets its findings
             sys.stderr.write(f"spark-compile: error: {exc}\n")
             unreadable += 1
-    per_profile = [list(o.findings) for o in outcomes]
-    if args.engine:
-        from spark_compile.engine_check import engine_findings_many
-
-        typed = [o.planned if isinstance(o, Rejected) else o for o in outcomes]
-        checked = [(i, p) for i, p in enumerate(typed) if isinstance(p, Planned)]
-        notes: list[str] = []
-        verdicts = engine_findings_many([p for _, p in checked], args.engine_python, notes)
-        sys.stderr.write("".join(f"{note}\n" for note in notes))
-        for (i, _), extra in zip(checked, verdicts, strict=True):
-            per_profile[i] = sorted(per_profile[i] + extra, key=Finding.sort_key)
+    per_profile = _with_engine_findings(outcomes, args.engine_python) if args.engine else \
+        [o.findings for o in outcomes]
     findings = [f for found in per_profile for f in found]
     if outcomes:
         sys.stdout.write(render(findings, args.format, len(outcomes)))
