@@ -90,6 +90,9 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("profile")
     report.add_argument("--against", default=None, help="an older profile (path or GITREV:path) to highlight")
     report.add_argument("-o", "--output", type=Path, default=None, help="the HTML file (default: stdout)")
+    # Listed for --help only: `run` hands `catalog ...` to the catalog generator's own parser before this one.
+    sub.add_parser("catalog", add_help=False,
+                   help="build the engine catalogs from SGLang (`catalog sglang --python PY` or `--source DIR`)")
     return parser
 
 
@@ -199,7 +202,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     rules = load_all()
     rule = rules.get(args.rule.upper())
     if rule is None:
-        hint = did_you_mean(args.rule.upper(), sorted(rules))
+        # Rule ids share their prefix and digits: only a one-character slip (SC230 for SC203) is a real match.
+        hint = did_you_mean(args.rule.upper(), sorted(rules), cutoff=0.8)
         raise UsageError(f"no rule {args.rule!r}" + (f"; {hint}" if hint else "") + " (see `spark-compile rules`)")
     bad = "\n".join("    " + line for line in rule.bad.splitlines())
     good = "\n".join("    " + line for line in rule.good.splitlines())
