@@ -52,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("profile", type=Path)
     comp.add_argument("--out", type=Path, default=None, help="output root (default: generated/ beside spec/)")
     comp.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
+    comp.add_argument("--force", action="store_true",
+                      help="replace an output directory another profile of the same name wrote")
     _target_option(comp)
     check = sub.add_parser("check", help="validate profiles; with --generated also compare committed output")
     check.add_argument("profiles", type=Path, nargs="+")
@@ -224,7 +226,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from spark_compile.compile import compile_profile
 
     validated = _validated_or_exit(args.profile, targets=args.target, root=args.root)
-    return compile_profile(validated, args.profile, args.out)
+    return compile_profile(validated, args.profile, args.out, force=args.force)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
