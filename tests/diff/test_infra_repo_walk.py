@@ -56,9 +56,11 @@ class Infra:
         result = run_cli(profile, cwd=self.repo)
         assert result.returncode == 0, result.stdout + result.stderr
 
-    def commit(self, message: str) -> subprocess.CompletedProcess[str]:
+    def commit(self, message: str) -> tuple[int, str]:
+        """git commit through the installed hooks: the exit code and everything printed (hooks use stderr)."""
         self.git("add", "-A")
-        return self.git("commit", "-m", message)
+        result = self.git("commit", "-m", message)
+        return result.returncode, result.stdout + result.stderr
 
     def edit(self, old: str, new: str) -> None:
         path = self.repo / PROFILE
@@ -70,25 +72,31 @@ class Infra:
 def test_infra_repo_walk(tmp_path: Path) -> None:
     infra = Infra(tmp_path)
     infra.compile(PROFILE)
-    first = infra.commit("first release")
-    assert first.returncode == 0, first.stdout + first.stderr
-    assert re.search(r"spark-compile check\.+Passed", first.stdout), first.stdout
+    code, out = infra.commit("first release")
+    assert code == 0, out
+    for hook in ("spark-compile check", "spark-compile drift", "spark-compile diff against HEAD"):
+        assert re.search(rf"{hook}\.+Passed", out), out
 
     infra.edit("parallel: {tp: 4, ep: 4}", "parallel: {tp: 3, ep: 4}")
-    bad = infra.commit("a bad edit")
-    assert bad.returncode != 0
-    assert "SC401 error: tp 3 does not fit 4 node(s) x 1 GPU(s) of dgx-spark-gb10: expected tp 4" in bad.stdout
-    assert "HEAD" in infra.git("log", "-1", "--format=%s%n%D").stdout  # nothing was committed
-    assert infra.git("log", "-1", "--format=%s").stdout.strip() == "first release"
+    code, out = infra.commit("a bad edit")
+    assert code != 0
+    assert re.search(r"spark-compile check\.+Failed", out), out
+    assert "SC401 error: tp 3 does not fit 4 node(s) x 1 GPU(s) of dgx-spark-gb10: expected tp 4" in out
+    assert infra.git("log", "-1", "--format=%s").stdout.strip() == "first release"  # nothing was committed
 
     infra.edit("parallel: {tp: 3, ep: 4}", "parallel: {tp: 4, ep: 4}")
     infra.edit("max_running_requests: 16", "max_running_requests: 24")
-    stale = infra.commit("release: 24 requests, not recompiled")
-    assert stale.returncode != 0 and "drift: " in stale.stdout, stale.stdout
+    code, out = infra.commit("release: 24 requests, not recompiled")
+    assert code != 0 and re.search(r"spark-compile drift\.+Failed", out), out
+    # The request cap reaches each rank's argv, the fleet's per-rank flags and the plan (and so the manifest).
+    stale = [f"profiles/generated/dsv41-4spark/{path}: differs from what {PROFILE} produces"
+             for path in (*(f"{rank}-spark-{rank}/docker-run.sh" for rank in range(4)), "MANIFEST.json",
+                          "fleet/fleet.env", "plan.json")]
+    assert "\n".join([*stale, f"drift: 7 files stale; run `spark-compile` on {PROFILE} and commit the result"]) in out
     infra.compile(PROFILE)
-    good = infra.commit("release: 24 requests")
-    assert good.returncode == 0, good.stdout + good.stderr
-    assert "engine.limits.max_running_requests: 16 → 24" in good.stdout
+    code, out = infra.commit("release: 24 requests")
+    assert code == 0, out
+    assert "engine.limits.max_running_requests: 16 → 24" in out
 
     (infra.repo / "profiles" / "k8s.yaml").write_text(
         "extends: dsv41-4spark.yaml\nname: dsv41-k8s\nkubernetes: {}\n")
@@ -96,5 +104,6 @@ def test_infra_repo_walk(tmp_path: Path) -> None:
         "args: [profiles/dsv41-4spark.yaml]", "args: [profiles/dsv41-4spark.yaml, profiles/k8s.yaml]"))
     infra.compile("profiles/k8s.yaml")
     assert list((infra.repo / "profiles" / "generated" / "dsv41-k8s" / "k8s").glob("*.yaml"))
-    k8s = infra.commit("a Kubernetes target")
-    assert k8s.returncode == 0, k8s.stdout + k8s.stderr
+    code, out = infra.commit("a Kubernetes target")
+    assert code == 0, out
+    assert "profiles/k8s.yaml: new profile (not in HEAD)" in out
