@@ -13,6 +13,15 @@ from spark_compile.spec import checks
 from spark_compile.spec.record import Record
 
 
+class ReleaseNotes(Record):
+    """What a release is, for `history` and the review page: read from the profile that writes it, never inherited."""
+
+    FIELDS = ('date', 'reason', 'link')
+    date: str
+    reason: str
+    link: str | None
+
+
 class Fabric(Record):
     """The network every rank talks over: RoCE, InfiniBand, or plain TCP sockets."""
 
@@ -504,6 +513,7 @@ class Profile(Record):
         'name',
         'release',
         'description',
+        'release_notes',
         'extends',
         'fleet',
         'hardware',
@@ -520,6 +530,7 @@ class Profile(Record):
     name: str
     release: str | None
     description: str | None
+    release_notes: ReleaseNotes | None
     extends: str | None
     fleet: Fleet
     hardware: str
@@ -542,6 +553,47 @@ class SecretRef(Record):
     env: str | None
 
 
+_RELEASE_NOTES: dict[str, Any] = {
+    'type': 'model',
+    'cls': ReleaseNotes,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'date': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'str',
+                    'pattern': '^20[0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$',
+                },
+            },
+            'reason': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'function-after',
+                    'function': {'type': 'no-info', 'function': checks._text},
+                    'schema': {'type': 'str'},
+                },
+            },
+            'link': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {'type': 'str', 'pattern': '^https://[!-~]{1,500}$'},
+                    },
+                    'default': None,
+                },
+            },
+        },
+        'model_name': 'ReleaseNotes',
+        'computed_fields': [],
+    },
+    'custom_init': False,
+    'root_model': False,
+    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'ReleaseNotes'},
+    'ref': 'ReleaseNotes',
+}
 _FABRIC: dict[str, Any] = {
     'type': 'model',
     'cls': Fabric,
@@ -3027,6 +3079,14 @@ _PROFILE: dict[str, Any] = {
                     'default': None,
                 },
             },
+            'release_notes': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'nullable', 'schema': _RELEASE_NOTES},
+                    'default': None,
+                },
+            },
             'extends': {
                 'type': 'model-field',
                 'schema': {
@@ -3192,6 +3252,7 @@ _CONFIG: dict[str, Any] = {'extra_fields_behavior': 'forbid', 'strict': True, 't
 VALIDATOR = SchemaValidator(cast(Any, _SCHEMA), cast(Any, _CONFIG))
 _SECTIONS: dict[type[Record], dict[str, Any]] = {
     Profile: _PROFILE,
+    ReleaseNotes: _RELEASE_NOTES,
     Fleet: _FLEET,
     Fabric: _FABRIC,
     Node: _NODE,
