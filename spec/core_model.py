@@ -247,9 +247,10 @@ class Container(Record):
 class Nccl(Record):
     """NCCL and gloo environment."""
 
-    FIELDS = ('preset', 'extra')
+    FIELDS = ('preset', 'extra', 'debug')
     preset: Literal['trim', 'default']
     extra: dict[str, str | int]
+    debug: Literal['WARN', 'INFO', 'TRACE', 'VERSION', 'off']
 
 
 class OverlaySection(Record):
@@ -1806,6 +1807,17 @@ _NCCL: dict[str, Any] = {
                         },
                     },
                     'default': {},
+                },
+            },
+            'debug': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'literal',
+                        'expected': ['WARN', 'INFO', 'TRACE', 'VERSION', 'off'],
+                    },
+                    'default': 'WARN',
                 },
             },
         },

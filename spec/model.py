@@ -42,6 +42,7 @@ from spark_compile.spec.fields import (
     UlimitValue,
     Word,
 )
+from spark_compile.spec.nccl_presets import NCCL_DEBUG_DEFAULT
 from spark_compile.spec.operations_model import ImageCheck, PreviousStack, Verify, Window
 from spark_compile.spec.overlay_section import OverlaySection
 
@@ -347,6 +348,11 @@ class Nccl(Section):
     extra: dict[EnvName, EnvValue] = Field(
         {},
         description="Further NCCL_* variables, checked against the NCCL catalog.",
+    )
+    debug: Literal["WARN", "INFO", "TRACE", "VERSION", "off"] = Field(
+        NCCL_DEBUG_DEFAULT,
+        description="NCCL_DEBUG: WARN (production's: NCCL's warnings in the journal for a postmortem), INFO, "
+        "TRACE or VERSION; off writes no NCCL_DEBUG (NCCL's own default, silent).",
     )
 
 

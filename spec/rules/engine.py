@@ -199,12 +199,12 @@ def set_both_ways(ctx: Context) -> Iterator[Hit]:
 @rule("SC214", "warning", "variable in the wrong section",
       "NCCL_*/GLOO_* belong in nccl.extra and SPARK_* in the overlay section, where they are typed and "
       "checked; engine.env is for the engine's own variables.",
-      "engine: {env: {NCCL_DEBUG: WARN}}", "nccl: {extra: {NCCL_DEBUG: WARN}}")
+      "engine: {env: {NCCL_IB_TIMEOUT: '22'}}", "nccl: {extra: {NCCL_IB_TIMEOUT: '22'}}")
 def env_section(ctx: Context) -> Iterator[Hit]:
     for name in ctx.profile.engine.env:
         if name.startswith(("NCCL_", "GLOO_")):
             yield Hit("SC214", ("engine", "env", name), f"{name} is an NCCL/gloo variable in engine.env",
-                      "move it to nccl.extra", at_key=True)
+                      "set nccl.debug instead" if name == "NCCL_DEBUG" else "move it to nccl.extra", at_key=True)
         elif name.startswith("SPARK_"):
             flag = FLAGS_BY_NAME.get(name)
             if flag is not None:  # a SPARK_* name the overlay does not know is SC311's finding, not a second one

@@ -128,6 +128,7 @@ FIELDS: dict[str, Callable[[str], Body]] = {
     "container.mounts.[].target": lambda v: {"container": {"mounts": [{"source": "/srv/extra", "target": v}]}},
     "container.restart": _at("container", "restart"),
     "nccl.preset": _at("nccl", "preset"),
+    "nccl.debug": _at("nccl", "debug"),
     "nccl.extra.*": lambda v: {"nccl": {"extra": {"NCCL_HOSTID": v}}},
     "nccl.extra.<key>": lambda v: {"nccl": {"extra": {v: "x"}}},
     "overlay.engram_mode": _at("overlay", "engram_mode"),

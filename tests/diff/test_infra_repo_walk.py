@@ -1,5 +1,5 @@
 """An infra repository's first day, through pre-commit's own installer and git's own commit: the README's
-`.pre-commit-config.yaml` example as pasted (only `repo:`/`rev:` pointed at this checkout's HEAD), a first
+`.pre-commit-config.yaml` example as pasted (only `repo:`/`rev:` pointed at a snapshot of this checkout), a first
 commit, a bad edit refused, a release change accepted, and a Kubernetes profile whose k8s/*.yaml are output."""
 
 from __future__ import annotations
@@ -26,6 +26,22 @@ def _readme_example() -> str:
     return found.group(1)
 
 
+def _snapshot_of_this_checkout(dest: Path) -> tuple[Path, str]:
+    """This checkout's files as they are (uncommitted edits too), committed into a repository of their own:
+    pre-commit installs hooks from a commit, and the test must see the code under test."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    env = {**os.environ, **ENV}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "snapshot"]):
+        subprocess.run(["git", *args], cwd=dest, env=env, check=True, capture_output=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=dest, capture_output=True, text=True, check=True)
+    return dest, head.stdout.strip()
+
+
 class Infra:
     """A git repository with the README's hooks installed by pre-commit."""
 
@@ -38,9 +54,8 @@ class Infra:
         (self.repo / "profiles").mkdir(parents=True)
         for name in ("dsv41-4spark.yaml", "dsv41-flash.config.json"):
             shutil.copy(ROOT / "spec" / "profiles" / name, self.repo / "profiles" / name)
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        config = _readme_example().replace("https://example.invalid/spark-compile.git", str(ROOT))
+        source, head = _snapshot_of_this_checkout(tmp_path / "spark-compile")
+        config = _readme_example().replace("https://example.invalid/spark-compile.git", str(source))
         self.config = self.repo / ".pre-commit-config.yaml"
         self.config.write_text(config.replace("rev: v0.2.0", f"rev: {head}"))
         self.git("init", "-q")
