@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_compile.resolve import Resolved
 from spark_compile.spec.checkpoint import Checkpoint, checkpoint
-from spark_compile.spec.core_model import Profile
 from spark_compile.spec.engine_values import draft_model
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
 
 MAX_CONFIG_BYTES = 1 << 20
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from spark_compile.checkpoint_load import ConfigError, committed_path, is_regular, read_config
-from spark_compile.compile import Validated
 from spark_compile.findings import Finding
+from spark_compile.pipeline import Planned
 from spark_compile.spec.engine_values import DraftModel, draft_model
 from spark_compile.spec.generators.catalog_extract import default_engine_python
 from spark_compile.validate import locate
@@ -66,7 +66,7 @@ def _same(wrote: Any, resolved: Any) -> bool:
     return wrote == resolved or _show(wrote) == _show(resolved)
 
 
-def _beside_profile(validated: Validated, name: str, at: YamlPath) -> Path:
+def _beside_profile(validated: Planned, name: str, at: YamlPath) -> Path:
     """A committed file named relative to the profile file that names it, or NotRunError."""
     path = committed_path(validated.resolved, name, at)
     if not is_regular(path):
@@ -78,9 +78,9 @@ def dotted_path(at: YamlPath) -> str:
     return ".".join(str(part) for part in at)
 
 
-def config_json(validated: Validated) -> Path:
+def config_json(validated: Planned) -> Path:
     """The checkpoint's config.json the profile names, or NotRunError saying where it was looked for."""
-    model = validated.planned()[0].model
+    model = validated.profile.model
     if model.config_json is not None:
         return _beside_profile(validated, str(model.config_json), ("model", "config_json"))
     path = Path(str(model.holder_repo or model.repo)) / "snapshots" / str(model.snapshot) / "config.json"
@@ -91,7 +91,7 @@ def config_json(validated: Validated) -> Path:
     return path
 
 
-def draft_config_json(validated: Validated, draft: DraftModel) -> Path:
+def draft_config_json(validated: Planned, draft: DraftModel) -> Path:
     """The draft model's committed config.json, or NotRunError saying what to commit."""
     if draft.config_json is None or draft.config_path is None:
         raise NotRunError(f"the draft model {draft.container_path} is a container path and no config.json of it "
@@ -118,10 +118,10 @@ def hardware_request(name: str) -> dict[str, Any]:
             "gpu_name": hw.gpu_name or hw.name, "unified": hw.unified_memory, "machine": hw.cpu_arch}
 
 
-def probe_job(validated: Validated, model_dir: Path, draft_dir: Path | None = None) -> dict[str, Any]:
+def probe_job(validated: Planned, model_dir: Path, draft_dir: Path | None = None) -> dict[str, Any]:
     """One profile's part of the probe's request: the container-to-local path map, every rank's argv and env.
     A draft model with no config.json here (``draft_dir`` None) is left out of the argv."""
-    profile, plan = validated.planned()
+    profile, plan = validated.profile, validated.plan
     snapshot = f"{profile.model.container_repo}/snapshots/{profile.model.snapshot}"
     paths = {snapshot: str(model_dir)}
     draft = draft_model(profile)
@@ -135,17 +135,17 @@ def probe_job(validated: Validated, model_dir: Path, draft_dir: Path | None = No
     return {"paths": paths, "ranks": ranks}
 
 
-def _stage_models(validated: Validated, model_dir: Path) -> tuple[dict[str, Any], list[Finding]]:
+def _stage_models(validated: Planned, model_dir: Path) -> tuple[dict[str, Any], list[Finding]]:
     """Write the target's (and the draft's) config.json where the probe reads them; the probe job, and an
     SC603 when the draft's checks cannot run (the target is resolved all the same)."""
     (model_dir / "config.json").write_text(model_config(config_json(validated)), encoding="utf-8")
-    draft = draft_model(validated.planned()[0])
+    draft = draft_model(validated.profile)
     if draft is None:
         return probe_job(validated, model_dir), []
     try:
         text = model_config(draft_config_json(validated, draft), draft.path)
     except NotRunError as why:
-        build = validated.planned()[0].engine.catalog
+        build = validated.profile.engine.catalog
         return probe_job(validated, model_dir), [_finding(
             validated, why.path, "SC603", f"engine checks of the draft model for {build} did not run: {why}; the "
             f"target was resolved without {DRAFT_FLAG}", "commit the draft's config.json beside the profile and "
@@ -192,9 +192,9 @@ def rewrites(ranks: list[dict[str, Any]]) -> list[Rewrite]:
     return list(merged.values())
 
 
-def flag_path(validated: Validated, option: str, rank: int | None = None) -> YamlPath:
+def flag_path(validated: Planned, option: str, rank: int | None = None) -> YamlPath:
     """The profile path that set ``option`` in the plan's argv (the plan records it with the option)."""
-    plan = validated.planned()[1]
+    plan = validated.plan
     ranks = [r for r in plan.ranks if r.rank == rank] or list(plan.ranks)
     options = ranks[0].engine_options if ranks else ()
     path: YamlPath = next((tuple(o.source) for o in options if o.flag == option), ("engine",))
@@ -213,17 +213,17 @@ def _where(ranks: tuple[int, ...], total: int) -> str:
         "on ranks " + ", ".join(str(r) for r in ranks)
 
 
-def _finding(validated: Validated, path: YamlPath, rule: str, message: str, hint: str,
+def _finding(validated: Planned, path: YamlPath, rule: str, message: str, hint: str,
              *, at_key: bool = False) -> Finding:
-    from spark_compile.spec.rules import RULES, load_all
+    from spark_compile.rules import RULES, load_all
 
     load_all()
     return locate(validated.resolved, path, rule, RULES[rule].severity, message, hint, at_key=at_key)
 
 
-def _rewrite_findings(validated: Validated, build: str, found: list[Rewrite], total: int,
+def _rewrite_findings(validated: Planned, build: str, found: list[Rewrite], total: int,
                       resolved_everywhere: bool) -> list[Finding]:
-    accepted = validated.planned()[0].engine.accept_rewrites
+    accepted = validated.profile.engine.accept_rewrites
     out: list[Finding] = []
     for rw in found:
         name = rw.option.removeprefix("--")
@@ -251,16 +251,16 @@ def _rewrite_findings(validated: Validated, build: str, found: list[Rewrite], to
 IMPLIED_AT: dict[str, YamlPath] = {"--speculative-draft-model-path": ("engine", "speculative", "algorithm")}
 
 
-def _implied_findings(validated: Validated, build: str, ranks: list[dict[str, Any]]) -> list[Finding]:
+def _implied_findings(validated: Planned, build: str, ranks: list[dict[str, Any]]) -> list[Finding]:
     """A setting the profile left out that SGLang filled in (the draft model: with the target itself). A draft
     the profile names but this machine lacks is left out of the argv on purpose: nothing to report then."""
-    if draft_model(validated.planned()[0]) is not None:
+    if draft_model(validated.profile) is not None:
         return []
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     for rank in ranks:
         for entry in rank.get("implied", {}).values():
             seen.setdefault((entry["option"], _show(entry["resolved"])), entry)
-    target = f"{validated.planned()[0].model.container_repo}/snapshots/{validated.planned()[0].model.snapshot}"
+    target = f"{validated.profile.model.container_repo}/snapshots/{validated.profile.model.snapshot}"
     out = []
     for (option, value), entry in seen.items():
         what = f"the target model {value}" if value == target else value
@@ -285,7 +285,7 @@ def _mention(error: str, dest: str, entry: dict[str, Any]) -> int:
     return min(hits) if hits else -1
 
 
-def _error_path(validated: Validated, rank: dict[str, Any], error: str) -> YamlPath:
+def _error_path(validated: Planned, rank: dict[str, Any], error: str) -> YamlPath:
     """The profile path of the written flag SGLang's message names first."""
     named = [(at, entry["option"]) for dest, entry in rank["written"].items()
              if (at := _mention(error, dest, entry)) >= 0]
@@ -294,7 +294,7 @@ def _error_path(validated: Validated, rank: dict[str, Any], error: str) -> YamlP
     return flag_path(validated, min(named)[1], rank["rank"])
 
 
-def _refusal_findings(validated: Validated, build: str, ranks: list[dict[str, Any]]) -> list[Finding]:
+def _refusal_findings(validated: Planned, build: str, ranks: list[dict[str, Any]]) -> list[Finding]:
     grouped: dict[tuple[str, str, str], list[int]] = {}
     for rank in ranks:
         if rank["outcome"] != "ok":
@@ -314,14 +314,14 @@ def _refusal_findings(validated: Validated, build: str, ranks: list[dict[str, An
     return out
 
 
-def _not_run(validated: Validated, why: NotRunError) -> list[Finding]:
-    build = validated.planned()[0].engine.catalog
+def _not_run(validated: Planned, why: NotRunError) -> list[Finding]:
+    build = validated.profile.engine.catalog
     return [_finding(validated, why.path, "SC603", f"engine checks for {build} did not run: {why}",
                      "run `check --engine` where the engine venv and the model's config.json are")]
 
 
-def _verdict(validated: Validated, version: str, ranks: list[dict[str, Any]]) -> list[Finding]:
-    build = validated.planned()[0].engine.catalog
+def _verdict(validated: Planned, version: str, ranks: list[dict[str, Any]]) -> list[Finding]:
+    build = validated.profile.engine.catalog
     if f"sglang-{version}" != build:
         return _not_run(validated, NotRunError(f"the engine interpreter runs sglang-{version}, but engine.catalog "
                                           f"selects {build}; point ENGINE_PYTHON at a venv with {build}"))
@@ -342,7 +342,7 @@ def run_note(hardware: str, result: dict[str, Any]) -> str:
             "(a step that calls one is reported as SC603)")
 
 
-def engine_findings_many(profiles: list[Validated], python: str | None = None,
+def engine_findings_many(profiles: list[Planned], python: str | None = None,
                          notes: list[str] | None = None) -> list[list[Finding]]:
     """SGLang's own verdict on every rank of each schema-valid profile: one probe run per hardware kind.
     ``notes`` receives one line per probe run saying what was simulated."""
@@ -360,7 +360,7 @@ def engine_findings_many(profiles: list[Validated], python: str | None = None,
                 model_dir = Path(tmp) / str(index)
                 model_dir.mkdir()
                 jobs[index], early[index] = _stage_models(validated, model_dir)
-                groups.setdefault(validated.planned()[0].hardware, []).append(index)
+                groups.setdefault(validated.profile.hardware, []).append(index)
             except NotRunError as why:
                 out[index] = _not_run(validated, why)
         for hardware, members in groups.items():
@@ -377,8 +377,3 @@ def engine_findings_many(profiles: list[Validated], python: str | None = None,
             for i, ranks in zip(members, result["jobs"], strict=True):
                 out[i] = sorted(early[i] + _verdict(profiles[i], str(result["sglang"]), ranks), key=Finding.sort_key)
     return out
-
-
-def engine_findings(validated: Validated, python: str | None = None) -> list[Finding]:
-    """SGLang's own verdict on every rank of one schema-valid profile, as findings."""
-    return engine_findings_many([validated], python)[0]

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import EngramPlan, EnvVar, ProfilePath
 from spark_compile.overlay.registry import FLAGS
 from spark_compile.overlay.values import format_rows
-from spark_compile.spec.core_model import Profile
 from spark_compile.spec.envfile import env_text
 from spark_compile.spec.hardware import FAMILIES, HARDWARE
 from spark_compile.spec.nccl_presets import NCCL_NODE_TAIL, NCCL_PRESETS, NCCL_RDMA_TAIL, NCCL_SINGLE_GPU_TAIL
 from spark_compile.spec.overlay_types import flag_value
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
 
 Variables = tuple[EnvVar, ...]
 
@@ -71,6 +73,8 @@ def nccl_env(profile: Profile, gid_index: int | None) -> Variables:
     rdma = fabric is not None and fabric.kind != "tcp"
     base += [EnvVar(name, value, ("fleet", "fabric", "kind")) for name, value in (NCCL_RDMA_TAIL if rdma else ())]
     base += [EnvVar(name, value, ("nccl",)) for name, value in NCCL_NODE_TAIL]
+    if profile.nccl.debug != "off":
+        base.append(EnvVar("NCCL_DEBUG", profile.nccl.debug, ("nccl", "debug")))
     hardware = HARDWARE.get(profile.hardware)
     if hardware is not None and hardware.gpus_per_node == 1:
         base += [EnvVar(name, value, ("hardware",)) for name, value in NCCL_SINGLE_GPU_TAIL]

@@ -8,8 +8,11 @@ a typed field changes one function here and no rule.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from spark_compile.spec.core_model import Profile
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
+
 
 YamlPath = tuple[str | int, ...]
 

@@ -75,29 +75,30 @@ def test_a_config_json_that_is_not_a_regular_file_is_not_opened(tmp_path: Path) 
     profile = ROOT / "tests" / "profiles" / "negative" / "config-json-unreadable.yaml"
     name = os.path.relpath(fifo, profile.parent)
     text = f"extends: ../../../spec/profiles/examples/single-node.yaml\nmodel: {{config_json: '{name}'}}\n"
-    [finding] = [f for f in findings(profile, text) if f.rule == "SC247"]  # type: ignore[attr-defined]
-    assert finding.message.endswith("config.fifo is not a readable JSON file: the config.json rules did not run")
+    [finding] = [f for f in findings(profile, text) if getattr(f, "rule", "") == "SC247"]
+    assert getattr(finding, "message", "").endswith(
+        "config.fifo is not a readable JSON file: the config.json rules did not run")
 
 
 def test_the_context_limit_of_a_separate_draft_counts() -> None:
     """SGLang's draft worker judges --context-length against the draft's own maximum at boot (test_engine_check_
     exact.py shows it refusing 4096 over a 2,048-token EAGLE3 head); SC209 reads the draft's committed config."""
-    import os as _os
+    from spark_compile.pipeline import Rejected, run
+    from spark_compile.rules import Context
+    from spark_compile.rules.engine import context_length
 
-    from spark_compile.cli import load_and_validate
-    from spark_compile.spec.rules import Context
-    from spark_compile.spec.rules.engine import context_length
-
-    here = _os.getcwd()
-    _os.chdir(ROOT)
+    here = os.getcwd()
+    os.chdir(ROOT)
     try:
-        validated = load_and_validate(Path("tests/profiles/negative/context-over-config-json.yaml"))
+        outcome = run(Path("tests/profiles/negative/context-over-config-json.yaml"))
     finally:
-        _os.chdir(here)
-    profile, plan = validated.planned()  # type: ignore[union-attr]
+        os.chdir(here)
+    planned = outcome.planned if isinstance(outcome, Rejected) else outcome
+    assert planned is not None
     draft = checkpoint(json.loads((ROOT / "tests" / "engine" / "profiles" / "qwen3-eagle3-draft.config.json")
                                   .read_text()), "qwen3-eagle3-draft.config.json")
-    hits = list(context_length(Context(profile, plan, lambda _: True, None, "", draft)))
-    assert [(h.path, h.message) for h in hits] == [
+    ctx = Context(planned.profile, planned.plan, lambda _: True)
+    ctx.__dict__["_checkpoints"] = (None, draft, "")  # as if the draft's config.json were committed
+    assert [(h.path, h.message) for h in context_length(ctx)] == [
         (("engine", "limits", "context_length"), "context_length 65536 exceeds the model's maximum 2048 (the draft "
          "model's qwen3-eagle3-draft.config.json: max_position_embeddings)")]

@@ -5,7 +5,7 @@ server_args.py) and of configs/model_config.py that refuses (``raise``, ``assert
 (``declare_resolution``, a registered model-family override or post-process pass) a setting, with the
 settings it reads and how spark-compile covers it: the static rules that repeat it (STATIC below), and whether
 `check --engine` runs it.
-``python -m spark_compile.spec.generators.sglang_judgements SGLANG_DIR [--out spec/catalogs] [--check]`` writes
+``python -m spark_compile.spec.generators.sglang_judgements (SGLANG_DIR | --python PY) [--out DIR] [--check]`` writes
 the table (or, with --check, exits 1 when the committed one differs); tests/engine/test_judgements.py runs the
 check against the installed SGLang.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,14 +207,25 @@ def table_path(version: str, out: Path | None = None) -> Path:
     return (out or default_catalog_dir()) / f"sglang-judgements-{version}.md"
 
 
+def package_of(python: str) -> Path:
+    """The sglang package directory of an interpreter, found without importing sglang."""
+    code = "import importlib.util; print(importlib.util.find_spec('sglang').submodule_search_locations[0])"
+    proc = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    return Path(proc.stdout.strip())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sglang_judgements", description=__doc__.splitlines()[0])
-    parser.add_argument("package", type=Path, help="the installed sglang package directory")
+    parser.add_argument("package", type=Path, nargs="?", help="the installed sglang package directory")
+    parser.add_argument("--python", help="an engine interpreter whose sglang to read (instead of PACKAGE)")
     parser.add_argument("--version", default="0.5.23")
     parser.add_argument("--out", type=Path, help="catalog directory (default: the package's spec/catalogs)")
     parser.add_argument("--check", action="store_true", help="compare with the committed table instead")
     args = parser.parse_args(argv)
-    text = render(args.version, sites(args.package, catalog_dests(args.version)))
+    if (args.package is None) == (args.python is None):
+        parser.error("name the sglang package directory or --python, one of the two")
+    package = args.package or package_of(args.python)
+    text = render(args.version, sites(package, catalog_dests(args.version)))
     path = table_path(args.version, args.out)
     if args.check:
         same = path.is_file() and path.read_text(encoding="utf-8") == text

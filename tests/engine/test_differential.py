@@ -16,13 +16,17 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 from differential import SHIPPED, Mutant, mutants
 
 from conftest import ROOT
 from sglang_parse import engine_python
+
+if TYPE_CHECKING:
+    from spark_compile.findings import Finding
+    from spark_compile.pipeline import Outcome, Planned
 
 pytestmark = pytest.mark.engine
 
@@ -42,7 +46,7 @@ LISTED: dict[str, str] = {}
 
 
 @dataclass
-class Outcome:
+class Verdict:
     """One mutant's verdicts."""
 
     mutant: Mutant
@@ -67,28 +71,34 @@ class Outcome:
         return ""
 
 
-def _validate(paths: list[Path]) -> list[Any]:
-    from spark_compile.cli import load_and_validate
+def _validate(paths: list[Path]) -> list[Outcome]:
+    from spark_compile.pipeline import run
 
     here = os.getcwd()
     os.chdir(ROOT)
     try:
-        return [load_and_validate(p.relative_to(ROOT)) for p in paths]
+        return [run(p.relative_to(ROOT)) for p in paths]
     finally:
         os.chdir(here)
 
 
-def _static(validated: Any) -> set[tuple[str, str, str]]:
-    found = [validated] if not hasattr(validated, "findings") else validated.findings
-    return {(f.rule, f.severity, f.message) for f in found}
+def _planned(outcome: Outcome) -> Planned | None:
+    from spark_compile.pipeline import Rejected
+
+    return outcome.planned if isinstance(outcome, Rejected) else outcome
 
 
-def _spots(findings: list[Any], rules: tuple[str, ...] | None = None) -> set[tuple[str, str, int]]:
+def _static(outcome: Outcome) -> set[tuple[str, str, str]]:
+    return {(f.rule, f.severity, f.message) for f in outcome.findings}
+
+
+def _spots(findings: list[Finding], rules: tuple[str, ...] | None = None) -> set[tuple[str, str, int]]:
     return {(f.message, f.position.file, f.position.line) for f in findings if rules is None or f.rule in rules}
 
 
+
 @pytest.fixture(scope="module")
-def outcomes() -> list[Outcome]:
+def outcomes() -> list[Verdict]:
     from spark_compile.engine_check import engine_findings_many
 
     work = Path(tempfile.mkdtemp(prefix="mutants-", dir=ROOT / "tests"))
@@ -100,7 +110,7 @@ def outcomes() -> list[Outcome]:
             path.write_text(mutant.text, encoding="utf-8")
             paths.append(path)
         validated = _validate([*SHIPPED, *paths])
-        planned = [v for v in validated if getattr(v, "profile", None) is not None]
+        planned = [p for p in map(_planned, validated) if p is not None]
         here = os.getcwd()
         os.chdir(ROOT)
         try:
@@ -110,23 +120,26 @@ def outcomes() -> list[Outcome]:
     finally:
         shutil.rmtree(work)
 
-    def of(v: Any) -> tuple[set[tuple[str, str, str]], set[tuple[str, str]]]:
-        return _static(v), {(f.rule, f.message) for f in engine.get(id(v), [])}
+    def verdict(v: Outcome) -> list[Finding]:
+        p = _planned(v)
+        return engine.get(id(p), []) if p is not None else []
+
+    def of(v: Outcome) -> tuple[set[tuple[str, str, str]], set[tuple[str, str]]]:
+        return _static(v), {(f.rule, f.message) for f in verdict(v)}
 
     base = {parent: (of(v), v) for parent, v in zip(SHIPPED, validated, strict=False)}
     out = []
     for mutant, v in zip(corpus, validated[len(SHIPPED):], strict=True):
         static, found = of(v)
         (parent_static, parent_engine), parent = base[mutant.parent]
-        new_static = {s[1:] for s in _spots(getattr(v, "findings", []))} - \
-            {s[1:] for s in _spots(parent.findings)}
-        new_engine = {s[1:] for s in _spots(engine.get(id(v), []), ("SC601", "SC602"))} - \
-            {s[1:] for s in _spots(engine.get(id(parent), []), ("SC601", "SC602"))}
-        out.append(Outcome(mutant, static - parent_static, found - parent_engine, bool(new_static & new_engine)))
+        new_static = {s[1:] for s in _spots(v.findings)} - {s[1:] for s in _spots(parent.findings)}
+        new_engine = {s[1:] for s in _spots(verdict(v), ("SC601", "SC602"))} - \
+            {s[1:] for s in _spots(verdict(parent), ("SC601", "SC602"))}
+        out.append(Verdict(mutant, static - parent_static, found - parent_engine, bool(new_static & new_engine)))
     return out
 
 
-def test_check_and_sglang_agree_on_every_mutant(outcomes: list[Outcome], capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_and_sglang_agree_on_every_mutant(outcomes: list[Verdict], capsys: pytest.CaptureFixture[str]) -> None:
     verdicts = Counter(o.sglang for o in outcomes)
     disagreements = {o.mutant.id: o.disagreement() for o in outcomes if o.disagreement()}
     judged = [o for o in outcomes if o.sglang in ("refuses", "rewrites")]

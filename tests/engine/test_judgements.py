@@ -48,8 +48,8 @@ def test_the_table_lists_every_judgement_of_the_installed_sglang(package: Path) 
 
 
 def test_static_coverage_names_real_sites_and_rules(package: Path) -> None:
+    from spark_compile.rules import load_all
     from spark_compile.spec.generators.sglang_judgements import BEYOND, STATIC, catalog_dests, functions, sites
-    from spark_compile.spec.rules import load_all
 
     found = {site.where for site in sites(package, catalog_dests(VERSION))}
     assert set(STATIC) <= found

@@ -85,7 +85,7 @@ def test_eagle_chain_rewrite(srt: Path) -> None:
 
 def test_mtp_draft_architectures(srt: Path) -> None:
     body = function(srt, "arg_groups/speculative_hook.py", "_handle_eagle_family")
-    lists = [[e.value for e in n.comparators[0].elts] for n in ast.walk(body) if isinstance(n, ast.Compare)
+    lists = [ast.literal_eval(n.comparators[0]) for n in ast.walk(body) if isinstance(n, ast.Compare)
              and isinstance(n.left, ast.Name) and n.left.id == "model_arch" and isinstance(n.comparators[0], ast.List)]
     assert tuple(lists[0]) == facts.MTP_DRAFT_ARCHITECTURES
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from spark_compile.rules import Context, Hit, rule
 from spark_compile.spec.catalog import IMAGE_BUILDS, image_builds
-from spark_compile.spec.rules import Context, Hit, rule
 
 TABLE = f"spec/catalogs/{IMAGE_BUILDS}"
 
@@ -37,7 +37,7 @@ def listed(image: str) -> str:
 def image_pinned(ctx: Context) -> Iterator[Hit]:
     image = ctx.profile.engine.image
     if "@" not in image and ctx.profile.kubernetes is None:  # with the Kubernetes target SC505 says it
-        yield Hit("SC312", ("engine", "image"), f"{image} is pinned by tag only; the tag can move to another build "
+        yield Hit(("engine", "image"), f"{image} is pinned by tag only; the tag can move to another build "
                   f"(checked as {ctx.profile.engine.catalog}, engine.catalog)",
                   "append the digest the image has now: <image>@sha256:<64 hex digits> (`docker buildx imagetools "
                   f"inspect <image>` prints it), and list it with its build in {TABLE}")
@@ -53,7 +53,7 @@ def image_build(ctx: Context) -> Iterator[Hit]:
     build = image_builds().get(listed(image)) if "@" in image else None
     if build is not None and build != catalog:
         at = ("engine", "catalog") if ctx.present(("engine", "catalog")) else ("engine", "image")
-        yield Hit("SC318", at, f"{TABLE} lists {listed(image)} as {build}, but engine.catalog selects {catalog}",
+        yield Hit(at, f"{TABLE} lists {listed(image)} as {build}, but engine.catalog selects {catalog}",
                   f"set engine.catalog: {build}")
 
 
@@ -69,6 +69,6 @@ def image_unknown(ctx: Context) -> Iterator[Hit]:
     table = image_builds()
     known = [key for key in table if key.split("@", 1)[0] == repository(image)]
     if known and listed(image) not in table:
-        yield Hit("SC319", ("engine", "image"), f"{TABLE} lists {len(known)} build(s) of {repository(image)} but "
+        yield Hit(("engine", "image"), f"{TABLE} lists {len(known)} build(s) of {repository(image)} but "
                   f"not this digest; checked as {ctx.profile.engine.catalog} (engine.catalog)",
                   f"add \"{listed(image)}\": \"<its build, e.g. {ctx.profile.engine.catalog}>\" to {TABLE}")

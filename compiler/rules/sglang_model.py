@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from spark_compile.rules import Context, Hit, rule
 from spark_compile.spec.engine_values import draft_model, kv_cache_dtype, quantization
-from spark_compile.spec.hardware import FAMILIES, HARDWARE
-from spark_compile.spec.rules import Context, Hit, rule
 from spark_compile.spec.sglang_facts import (
     COMPATIBLE_QUANTIZATION,
     DEPRECATED_TOOL_CALL_PARSERS,
@@ -56,7 +55,7 @@ def moe_runner(ctx: Context) -> tuple[str, str]:
     """(the MoE runner SGLang uses, why): the written one, or SGLang's choice for `auto`."""
     written = ctx.profile.engine.backends.moe_runner or "auto"
     quant, majors, chosen = FP4_AUTO_RUNNER
-    sm_major = HARDWARE[ctx.profile.hardware].sm[0]
+    sm_major = ctx.hardware.sm[0]
     if written == "auto" and run_quantization(ctx) == quant and sm_major in majors:
         return chosen, f"SGLang's choice for {quant} on {ctx.profile.hardware}"
     return written, "engine.backends.moe_runner"
@@ -79,7 +78,7 @@ def eagle_chain_tokens(ctx: Context) -> Iterator[Hit]:
     spec = ctx.profile.engine.speculative
     if spec.algorithm in EAGLE_FAMILY and spec.eagle_topk == 1 and spec.num_steps is not None \
             and spec.num_draft_tokens is not None and spec.num_draft_tokens != spec.num_steps + 1:
-        yield Hit("SC240", ("engine", "speculative", "num_draft_tokens"),
+        yield Hit(("engine", "speculative", "num_draft_tokens"),
                   f"with eagle_topk 1 SGLang verifies num_steps + 1 = {spec.num_steps + 1} draft tokens and "
                   f"replaces num_draft_tokens {spec.num_draft_tokens}",
                   f"write num_draft_tokens: {spec.num_steps + 1}, or leave it unset")
@@ -94,7 +93,7 @@ def needs_draft(ctx: Context) -> Iterator[Hit]:
     algorithm = ctx.profile.engine.speculative.algorithm
     bundled = algorithm in ("EAGLE", "NEXTN") and ctx.profile.model.architecture in MTP_DRAFT_ARCHITECTURES
     if algorithm in (*EAGLE_FAMILY, *NEEDS_DRAFT_MODEL) and not bundled and draft_model(ctx.profile) is None:
-        yield Hit("SC241", ("engine", "speculative", "algorithm"),
+        yield Hit(("engine", "speculative", "algorithm"),
                   f"{algorithm} has no draft model: SGLang would load the target model as its own draft",
                   "set engine.speculative.draft_model to the draft's path in the container (mounted with "
                   "container.mounts)")
@@ -112,11 +111,11 @@ def heads_split(ctx: Context) -> Iterator[Hit]:
         return
     at = ("engine", "parallel", "tp")
     if cp.attention_heads % tp:
-        yield Hit("SC242", at, f"tp {tp} does not divide the {cp.attention_heads} attention heads of {cp.file}",
+        yield Hit(at, f"tp {tp} does not divide the {cp.attention_heads} attention heads of {cp.file}",
                   f"use a tp that divides {cp.attention_heads} ({_divisors(cp.attention_heads)}), with as many "
                   "GPUs")
     elif not cp.mla and cp.kv_heads and (cp.kv_heads % tp if cp.kv_heads >= tp else tp % cp.kv_heads):
-        yield Hit("SC242", at, f"tp {tp} and the {cp.kv_heads} KV heads of {cp.file} do not divide one another",
+        yield Hit(at, f"tp {tp} and the {cp.kv_heads} KV heads of {cp.file} do not divide one another",
                   f"use a tp that divides {cp.kv_heads} or a multiple of it that divides {cp.attention_heads}")
 
 
@@ -130,7 +129,7 @@ def ep_for_runner(ctx: Context) -> Iterator[Hit]:
     par = ctx.profile.engine.parallel
     runner, why = moe_runner(ctx)
     if par.tp % par.ep == 0 and par.ep not in ep_choices(ctx):
-        yield Hit("SC243", ("engine", "parallel", "ep"),
+        yield Hit(("engine", "parallel", "ep"),
                   f"the MoE runner {runner} ({why}) takes ep 1 or ep = tp {par.tp}, not {par.ep}",
                   f"use ep: {par.tp} (or 1)")
 
@@ -144,7 +143,7 @@ def quantization_agrees(ctx: Context) -> Iterator[Hit]:
     written, cp = quantization(ctx.profile), ctx.checkpoint
     if written is None or cp is None or cp.quant_method is None or _keeps(ctx, written.value):
         return
-    yield Hit("SC244", written.path,
+    yield Hit(written.path,
               f"--quantization {written.value} contradicts the quantization_config of {cp.file} ({cp.quant_method}, "
               f"which SGLang runs as {cp.quantization})",
               f"remove it (SGLang reads the checkpoint's), or write {cp.quantization}")
@@ -152,12 +151,12 @@ def quantization_agrees(ctx: Context) -> Iterator[Hit]:
 
 def _attention_backend(ctx: Context) -> tuple[str | None, str]:
     """(the attention backend SGLang runs, how it came to it)."""
-    family = FAMILIES.get(ctx.profile.model.architecture)
+    family = ctx.family
     if family and family.attention_backend:
         return family.attention_backend, f" ({family.architecture}'s own)"
     if ctx.profile.engine.backends.attention:
         return ctx.profile.engine.backends.attention, ""
-    if ctx.checkpoint is not None and not ctx.checkpoint.mla and HARDWARE[ctx.profile.hardware].sm == (12, 1):
+    if ctx.checkpoint is not None and not ctx.checkpoint.mla and ctx.hardware.sm == (12, 1):
         return GB10_DEFAULT_MHA_BACKEND, " (SGLang's choice on GB10)"
     return None, ""
 
@@ -170,20 +169,20 @@ def _attention_backend(ctx: Context) -> tuple[str | None, str]:
       "engine: {backends: {attention: flashinfer}, args: {kv-cache-dtype: fp8_e4m3}}")
 def kv_backend(ctx: Context) -> Iterator[Hit]:
     dtype, (backend, how) = kv_cache_dtype(ctx.profile), _attention_backend(ctx)
-    if dtype is None or backend is None or HARDWARE[ctx.profile.hardware].sm[0] != 12:
+    if dtype is None or backend is None or ctx.hardware.sm[0] != 12:
         return
     pair = (dtype.value, backend)
     if pair in KV_BACKEND_REFUSALS:
-        yield Hit("SC245", dtype.path, f"SGLang refuses kv-cache-dtype {dtype.value} with attention backend "
+        yield Hit(dtype.path, f"SGLang refuses kv-cache-dtype {dtype.value} with attention backend "
                   f"{backend}: {KV_BACKEND_REFUSALS[pair]}",
                   "use another attention backend (unset: SGLang picks one that serves it)")
     elif pair in KV_BACKEND_REWRITES:
-        yield Hit("SC245", dtype.path, f"with kv-cache-dtype {dtype.value} SGLang replaces attention backend "
+        yield Hit(dtype.path, f"with kv-cache-dtype {dtype.value} SGLang replaces attention backend "
                   f"{backend} by {KV_BACKEND_REWRITES[pair]}", "use kv-cache-dtype fp8_e4m3 with fa3")
     elif dtype.value == "fp4_mx_block16" and ctx.checkpoint is not None:
         allowed = KV4_MLA_BACKENDS if ctx.checkpoint.mla else KV4_MHA_BACKENDS
         if backend not in allowed:
-            yield Hit("SC245", dtype.path, f"an FP4 KV cache takes attention backend {', '.join(allowed)} "
+            yield Hit(dtype.path, f"an FP4 KV cache takes attention backend {', '.join(allowed)} "
                       f"here, not {backend}{how}", f"set engine.backends.attention: {allowed[0]}")
 
 
@@ -195,7 +194,7 @@ def deprecated_parser(ctx: Context) -> Iterator[Hit]:
     parser = ctx.profile.engine.chat.tool_call_parser
     if parser in DEPRECATED_TOOL_CALL_PARSERS:
         new = DEPRECATED_TOOL_CALL_PARSERS[parser]
-        yield Hit("SC246", ("engine", "chat", "tool_call_parser"),
+        yield Hit(("engine", "chat", "tool_call_parser"),
                   f"tool_call_parser {parser} is deprecated in {ctx.profile.engine.catalog}; SGLang runs {new}",
                   f"write {new}")
 
@@ -206,5 +205,5 @@ def deprecated_parser(ctx: Context) -> Iterator[Hit]:
       "model: {config_json: missing.json}", "model: {config_json: dsv41-flash.config.json}")
 def config_readable(ctx: Context) -> Iterator[Hit]:
     if ctx.checkpoint_problem:
-        yield Hit("SC247", ("model", "config_json"), f"{ctx.checkpoint_problem}: the config.json rules did not run",
+        yield Hit(("model", "config_json"), f"{ctx.checkpoint_problem}: the config.json rules did not run",
                   "commit the checkpoint's config.json beside the profile and name it here")
