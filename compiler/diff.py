@@ -233,7 +233,6 @@ def run_since(rev: str, paths: list[str], *, fmt: str = "text") -> int:
     """Each path against itself at ``rev`` (the pre-commit hook): prints every diff; exits 0 (it informs),
     1 when a side has errors, 2 when a side cannot be read."""
     from spark_compile.diff_format import FORMATS
-
     from spark_compile.report import render
 
     if rev.startswith("-") or not rev:
