@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from conftest import REFERENCE_PROFILE, ROOT, run_cli
 from spark_compile import audit
+
+from conftest import REFERENCE_PROFILE, ROOT, run_cli
 from support.docker_engine import create_request, image_record, inspect_record
 
 GENERATED = ROOT / "generated" / "dsv41-4spark"
@@ -217,6 +218,6 @@ def test_json_format_for_monitoring(tmp_path: Path) -> None:
 def test_usage(tmp_path: Path) -> None:
     assert audit_cli(tmp_path / "absent")[0] == 2
     assert shipped(tmp_path, "--format", "yaml")[0] == 64
-    code, out, err = audit_cli(tmp_path / "absent")
+    err = audit_cli(tmp_path / "absent")[2]
     assert err.endswith(f"spark-compile: error: {tmp_path / 'absent'}: not a folder of captures (launch.sh audit "
                    "--save DIR or launch.sh postmortem DIR writes one)\n"), err

@@ -27,7 +27,7 @@ BARE_CREATE = Path(__file__).resolve().parents[1] / "fixtures" / "docker" / "bar
 DEFAULT_SHM = 64 * 1024 * 1024
 UNITS = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 # The serving image's own config (a CUDA base image's), merged into every container's Env.
-IMAGE_ENV = ("PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+IMAGE_ENV = ("PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
              "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility", "LANG=C.UTF-8")
 VALUE_OPTIONS = {"--name", "--restart", "--network", "--ipc", "--cap-add", "--cap-drop", "--gpus", "--shm-size",
                  "--memory", "--memory-swap", "--ulimit", "--device", "--oom-score-adj", "-v", "--env-file", "-e",
@@ -100,7 +100,8 @@ def _apply(body: dict[str, Any], option: str, value: str, env_file: Callable[[st
         raise ValueError(f"docker stand-in: unsupported option {option}")
 
 
-def create_request(argv: list[str], env_file: Callable[[str], list[str]] = env_file_lines) -> tuple[str, dict[str, Any]]:
+def create_request(argv: list[str],
+                   env_file: Callable[[str], list[str]] = env_file_lines) -> tuple[str, dict[str, Any]]:
     """`docker run OPTIONS IMAGE ARGS...` (argv after `run`) -> (the ?name= of the request, its JSON body)."""
     body = json.loads(BARE_CREATE.read_text())
     extra_env: dict[str, str] = {}
@@ -135,9 +136,10 @@ def image_id(ref: str, build: str = "") -> str:
 
 def image_record(ref: str, build: str = "") -> dict[str, Any]:
     """`docker image inspect REF` of the stand-in serving image (a build label makes another image)."""
-    repo = ref.split("@")[0].rsplit(":", 1)[0] if ":" in ref.split("/")[-1] else ref.split("@")[0]
+    tagged = ref.partition("@")[0]
+    repo = tagged.rpartition(":")[0] if ":" in tagged.rpartition("/")[2] else tagged
     digest = "sha256:" + hashlib.sha256(f"manifest|{ref}|{build}".encode()).hexdigest()
-    return {"Id": image_id(ref, build), "RepoTags": [ref.split("@")[0]], "RepoDigests": [f"{repo}@{digest}"],
+    return {"Id": image_id(ref, build), "RepoTags": [tagged], "RepoDigests": [f"{repo}@{digest}"],
             "Created": "2026-01-01T00:00:00Z", "Architecture": "arm64", "Os": "linux",
             "Config": {"Env": list(IMAGE_ENV), "Entrypoint": None, "Cmd": ["/bin/bash"], "WorkingDir": "/sgl-workspace",
                        "User": "", "Labels": None}}
