@@ -83,6 +83,11 @@ def _apply(body: dict[str, Any], option: str, value: str, env_file: Callable[[st
     listed: dict[str, tuple[str, Callable[[str], Any]]] = {
         "--cap-add": ("CapAdd", _cap), "--cap-drop": ("CapDrop", _cap), "--ulimit": ("Ulimits", _ulimit),
         "--device": ("Devices", _device), "-v": ("Binds", str), "--security-opt": ("SecurityOpt", str)}
+    if option == "--network":
+        # The CLI sends no endpoint for the host network (seen with CLI 28.2); other networks are not modelled.
+        if value != "host":
+            raise ValueError(f"docker stand-in: network {value} is not modelled")
+        body["NetworkingConfig"]["EndpointsConfig"] = {}
     if option in scalar:
         key, convert = scalar[option]
         host[key] = convert(value)
