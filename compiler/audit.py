@@ -222,10 +222,9 @@ class _Rank:
             elif got is None:
                 wanted = "set" if var["value"] is None or var["secret"] else shown(var["value"])
                 self.add(subject, "unset", wanted, var["source"])
-            elif var["value"] is not None and got != var["value"]:
-                hide = var["secret"] or self.secret(name, got)
-                self.add(subject, REDACTED if hide else shown(got), REDACTED if hide else shown(var["value"]),
-                         var["source"])
+            elif var["value"] is not None and not var["secret"] and got != var["value"]:
+                hide = self.secret(name, got)
+                self.add(subject, REDACTED if hide else shown(got), shown(var["value"]), var["source"])
 
     def argv(self, document: dict[str, Any]) -> None:
         plan = self.plan["argv"]

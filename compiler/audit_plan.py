@@ -8,17 +8,17 @@ comparison, shared by `launch.sh audit` and `spark-compile audit`) reads it.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.errors import InputError
-from spark_compile.fleet_data import UNIT_DIR, home_path, watchdog_unit_base
+from spark_compile.fleet_data import UNIT_DIR, home_path, secret_names, secret_values, watchdog_unit_base
 from spark_compile.launch_plan import LaunchPlan, Option, RankPlan, dotted
 from spark_compile.render import Artifact
 from spark_compile.spec.core_model import Profile
-from spark_compile.spec.secret_patterns import SECRET_NAME, SECRET_VALUE, secret_name
 
 if TYPE_CHECKING:
     from spark_compile.compile import Validated
@@ -127,10 +127,11 @@ def engine_argv(rank: RankPlan) -> dict[str, Any]:
 
 
 def env_entries(rank: RankPlan, profile: Profile) -> list[dict[str, Any]]:
-    """The container's environment: each env file's variables, then what the node adds at start."""
-    secrets = set(profile.secrets.env)
+    """The container's environment: each env file's variables, then what the node adds at start. A secret
+    (a name the node redacts) is compared by its presence only."""
+    secrets, redacted = set(profile.secrets.env), re.compile(secret_names(profile), re.IGNORECASE)
     entries = [{"name": var.name, "value": var.value, "source": dotted(var.source),
-                "secret": var.name in secrets or secret_name(var.name)} for var in rank.variables]
+                "secret": bool(redacted.search(var.name))} for var in rank.variables]
     for name in rank.runtime_env:
         source = "secrets.env" if name in secrets else "fleet.fabric.gid_index"
         entries.append({"name": name, "value": None, "source": source, "secret": name in secrets})
@@ -158,7 +159,7 @@ def audit_plan(plan: LaunchPlan, profile: Profile, files: Sequence[Artifact]) ->
         "unit": plan.unit_name, "image": {"ref": plan.image, "digest": digest, "source": "engine.image"},
         "watchdog": {"enabled": profile.operations.watchdog.enabled, "source": "operations.watchdog.enabled",
                      "timer": f"{watchdog_unit_base(plan)}.timer", "lock": f"{log_dir}/watchdog.lock"},
-        "secret_name": SECRET_NAME.pattern, "secret_value": SECRET_VALUE.pattern, "ranks": ranks,
+        "secret_name": secret_names(profile), "secret_value": secret_values(), "ranks": ranks,
     }
 
 

@@ -360,6 +360,7 @@ class Watchdog(Record):
         'ready_timeout_seconds',
         'relaunch_limit',
         'reset_after_seconds',
+        'audit',
     )
     enabled: bool
     interval_seconds: int
@@ -369,6 +370,7 @@ class Watchdog(Record):
     ready_timeout_seconds: int
     relaunch_limit: int
     reset_after_seconds: int
+    audit: bool
 
 
 class Smoke(Record):
@@ -2314,6 +2316,14 @@ _WATCHDOG: dict[str, Any] = {
                     'type': 'default',
                     'schema': {'type': 'int', 'ge': 1},
                     'default': 86400,
+                },
+            },
+            'audit': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'bool'},
+                    'default': False,
                 },
             },
         },

@@ -221,3 +221,16 @@ def test_usage(tmp_path: Path) -> None:
     err = audit_cli(tmp_path / "absent")[2]
     assert err.endswith(f"spark-compile: error: {tmp_path / 'absent'}: not a folder of captures (launch.sh audit "
                    "--save DIR or launch.sh postmortem DIR writes one)\n"), err
+
+
+def test_a_node_redacts_secrets_before_its_capture_leaves_it(tmp_path: Path) -> None:
+    """node_audit_redacted (fleet-lib.sh) with fleet.env's patterns, on docker inspect JSON holding secrets."""
+    env = ['HF_TOKEN=hf_abc\\"def', "my_api_key=x", "NOTE=sk-" + "b" * 30, "PATH=/bin", "SPARK_ROCE_AR=1"]
+    inspect = tmp_path / "inspect.json"
+    inspect.write_text(json.dumps([{"Config": {"Env": env}}], indent=4))
+    script = 'source "$1" && node_audit_redacted "$audit_secret_names" "$audit_secret_values" cat "$2"'
+    result = subprocess.run(["bash", "-c", script, "audit", str(GENERATED / "fleet" / "fleet-lib.sh"), str(inspect)],
+                            capture_output=True, text=True, check=False, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [{"Config": {"Env": [
+        "HF_TOKEN=(redacted)", "my_api_key=(redacted)", "NOTE=(redacted)", "PATH=/bin", "SPARK_ROCE_AR=1"]}}]

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 from fleetbed import NODES, FleetBed, node_ip
-from test_fleet_ops import _missing
+from test_fleet_ops import _missing, wait_for
 
 pytestmark = pytest.mark.fleet
 
 OPERATIONS = """\
   health_timeout_seconds: 20
-  watchdog: {interval_seconds: 300}
+  watchdog: {interval_seconds: 5, fail_threshold: 2, probe_timeout_seconds: 2, ready_timeout_seconds: 20,
+             audit: true}
 """
 MATCH = "fleet matches fleet-test production-1.7.1\n"
 
@@ -182,6 +183,37 @@ def test_spark_compile_audit_agrees_on_the_same_captures(bed: FleetBed, tmp_path
                                "--inspect", str(postmortem)], capture_output=True, text=True, timeout=120,
                               check=False)
     assert (compiled.returncode, compiled.stdout) == (0, MATCH)
+
+
+def test_the_watchdog_audits_a_relaunch_and_logs_each_difference(bed: FleetBed) -> None:
+    """operations.watchdog.audit: a hand edit that a relaunch carries into the container is a finding."""
+    log = bed.node_fs(0) / "logs" / "watchdog.log"
+    env_file = installed(bed, 2, "nccl.env")
+    before = env_file.read_bytes()
+    out = (bed.tmp / "watchdog-audit.out").open("w")
+    script = bed.tmp / "fs" / "etc" / "fleet-test" / "fleet" / "watchdog.sh"
+    watchdog = bed.on_head(["bash", str(script), "loop"], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for(log, r"armed: first fully passing check", 30)
+        env_file.write_bytes(before.replace(b"NCCL_DEBUG=WARN", b"NCCL_DEBUG=INFO"))
+        found = hashlib.sha256(env_file.read_bytes()).hexdigest()
+        planned = next(f["sha256"] for f in plan_files(bed, 2) if f["path"].endswith("/nccl.env"))
+        os.kill(bed.unit_pid(0), 9)
+        text = wait_for(log, r"audit FINDING: the relaunched fleet differs from the plan", 120)
+        relaunch = text.split("the fleet is healthy again\n", 1)[1]
+        findings = [line.split("]: ", 1)[1] for line in relaunch.splitlines()[:3]]
+        assert findings == [
+            f"  rank 2: file {bed.fs}/etc/fleet-test/nccl.env is sha256 {found[:12]}, plan says sha256 "
+            f"{planned[:12]} (generated 2-spark-2/nccl.env)",
+            '  rank 2: env NCCL_DEBUG is "INFO", plan says "WARN" (nccl)',
+            "audit FINDING: the relaunched fleet differs from the plan (the lines above; launch.sh audit)"]
+    finally:
+        watchdog.kill()
+        watchdog.wait(timeout=10)
+        out.close()
+        env_file.write_bytes(before)
+    restart(bed, 2)
+    assert audit(bed) == (0, MATCH)
 
 
 def test_usage_is_64(bed: FleetBed) -> None:

@@ -369,7 +369,8 @@ audit_rank() {
     if ((rank == 0 && watchdog_enabled)); then watchdog=("$watchdog_timer" "$watchdog_lock"); fi
     err=$(mktemp)
     { printf 'spark-audit 1\n'; audit_value rank "$rank"; audit_value node "${rank_nodes[$rank]}"; } >"$file.tmp"
-    remote "$rank" node_audit "$container" "$image" "$unit" "$unit_dir" "$install_dir" "${watchdog[@]}" \
+    remote "$rank" node_audit "$container" "$image" "$unit" "$unit_dir" "$install_dir" "$audit_secret_names" \
+        "$audit_secret_values" "${watchdog[@]}" \
         >>"$file.tmp" 2>"$err" || status=$?
     if ((status)); then
         { printf 'spark-audit 1\n'; audit_value rank "$rank"; audit_value node "${rank_nodes[$rank]}"

@@ -327,18 +327,30 @@ node_audit_run() {
     rm -f "$out" "$err"
 }
 
-# node_audit CONTAINER IMAGE UNIT UNIT_DIR INSTALL_DIR [TIMER LOCK]: what the audit compares, read on the
-# node: the container's and the image's docker inspect, the unit's state, the sha256 of the installed unit
-# and env files, and on the head the watchdog's timer and lock. Always exits 0 (each status is recorded).
+# node_audit_redacted NAMES VALUES COMMAND...: COMMAND's output with every JSON string "NAME=value" whose
+# NAME matches the ERE NAMES (any case) cut to "NAME=(redacted)", and every match of VALUES to (redacted):
+# a secret never leaves the node in a capture.
+node_audit_redacted() {
+    local names=$1 values=${2//\//\\/}
+    shift 2
+    "$@" | sed -E -e 's/"([A-Za-z0-9_]*('"$names"')[A-Za-z0-9_]*)=([^"\\]|\\.)*"/"\1=(redacted)"/gI' \
+        -e "s/$values/(redacted)/g"
+}
+
+# node_audit CONTAINER IMAGE UNIT UNIT_DIR INSTALL_DIR NAMES VALUES [TIMER LOCK]: what the audit compares,
+# read on the node: the container's and the image's docker inspect (secrets redacted, see above), the
+# unit's state, the sha256 of the installed unit and env files, and on the head the watchdog's timer and
+# lock. Always exits 0 (each status is recorded).
 node_audit() {
-    local container=$1 image=$2 unit=$3 unit_dir=$4 install=$5 timer=${6:-} lock=${7:-} id
+    local container=$1 image=$2 unit=$3 unit_dir=$4 install=$5 names=$6 values=$7 timer=${8:-} lock=${9:-} id
     # docker's Go template for the image id (split in two: this static file holds no template braces).
     local image_field='{''{.Image}}'
     node_audit_run host hostname
-    node_audit_run container as_root docker inspect --type container "$container"
-    node_audit_run image as_root docker image inspect "$image"
+    node_audit_run container node_audit_redacted "$names" "$values" as_root docker inspect --type container \
+        "$container"
+    node_audit_run image node_audit_redacted "$names" "$values" as_root docker image inspect "$image"
     if id=$(as_root docker inspect --type container --format "$image_field" "$container" 2>/dev/null); then
-        node_audit_run container_image as_root docker image inspect "$id"
+        node_audit_run container_image node_audit_redacted "$names" "$values" as_root docker image inspect "$id"
     fi
     node_audit_run unit_state systemctl is-active "$unit"
     node_audit_run sha256 as_root sha256sum "$unit_dir/$unit" "$install"/*.env
