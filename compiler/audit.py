@@ -188,8 +188,8 @@ class _Rank:
     def secret(self, name: str, value: str) -> bool:
         return bool(self.secret_name.search(name) or self.secret_value.search(value))
 
-    def fields(self, document: dict[str, Any]) -> None:
-        for field in self.plan["fields"]:
+    def fields(self, document: dict[str, Any], unset: list[dict[str, Any]]) -> None:
+        for field in [*self.plan["fields"], *unset]:
             label = ".".join(field["path"])
             found = _get(document, field["path"])
             if "items" in field:
@@ -371,7 +371,7 @@ def compare(plan: dict[str, Any], captures: dict[int, Capture], missing: str = "
             down.append(Down(rank, node, f"container {safe(plan['container'])} is not running ({what})"))
         else:
             container_image = capture.document("container_image")
-            check.fields(document)
+            check.fields(document, plan["unset"])
             check.env(document, container_image)
             check.argv(document)
             digest_check(check, plan["image"], container_image)

@@ -7,6 +7,7 @@ comparison, shared by `launch.sh audit` and `spark-compile audit`) reads it.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -86,13 +87,18 @@ _SCALARS: dict[str, tuple[tuple[str, ...], Callable[[str], Any]]] = {
 }
 
 
-def docker_fields(options: Sequence[Option], image: str) -> list[dict[str, Any]]:
-    """Every inspect field the plan's docker options decide, and the daemon's value for what they leave unset."""
+_dotted = functools.lru_cache(maxsize=None)(dotted)  # a few hundred distinct paths, asked once per rank
+
+
+@functools.lru_cache(maxsize=64)
+def docker_fields(options: tuple[Option, ...], image: str) -> list[dict[str, Any]]:
+    """Every inspect field the plan's docker options decide, and the daemon's value for sizes they leave
+    unset (ranks share their options but for mounts: computed once per distinct set, never changed)."""
     scalars: dict[tuple[str, ...], dict[str, Any]] = {}
     items: dict[str, dict[str, Any]] = {}
     for option in options:
         # docker's own restart policy stays "no" because systemd applies container.restart.
-        source = dotted(option.source) if option.source else "container.restart" if option.flag == "--restart" else ""
+        source = _dotted(option.source) if option.source else "container.restart" if option.flag == "--restart" else ""
         if option.flag in _SCALARS:
             path, convert = _SCALARS[option.flag]
             scalars[path] = {"path": list(path), "value": convert(option.values[0]), "source": source}
@@ -110,9 +116,8 @@ def docker_fields(options: Sequence[Option], image: str) -> list[dict[str, Any]]
     memory = scalars.get(("HostConfig", "Memory"), {"value": 0})["value"]
     scalars.setdefault(("HostConfig", "MemorySwap"), {"path": ["HostConfig", "MemorySwap"],
                                                       "value": 2 * memory, "source": ""})
-    unset = [{"path": ["HostConfig", name], "value": None, "source": ""} for name in UNSET]
     config = [{"path": ["Config", "Image"], "value": image, "source": "engine.image"}]
-    return [*scalars.values(), *items.values(), *unset, *config]
+    return [*scalars.values(), *items.values(), *config]
 
 
 def engine_argv(rank: RankPlan) -> dict[str, Any]:
@@ -120,7 +125,7 @@ def engine_argv(rank: RankPlan) -> dict[str, Any]:
     options: dict[str, dict[str, Any]] = {}
     for option in rank.engine_options:
         entry = options.setdefault(option.flag, {"flag": option.flag, "occurrences": [],
-                                                 "source": dotted(option.source)})
+                                                 "source": _dotted(option.source)})
         entry["occurrences"].append(list(option.values))
     return {"entrypoint": [rank.launcher[0]], "prefix": list(rank.launcher[1:]), "source": "engine.launcher",
             "options": list(options.values())}
@@ -130,7 +135,7 @@ def env_entries(rank: RankPlan, profile: Profile) -> list[dict[str, Any]]:
     """The container's environment: each env file's variables, then what the node adds at start. A secret
     (a name the node redacts) is compared by its presence only."""
     secrets, redacted = set(profile.secrets.env), re.compile(secret_names(profile), re.IGNORECASE)
-    entries = [{"name": var.name, "value": var.value, "source": dotted(var.source),
+    entries = [{"name": var.name, "value": var.value, "source": _dotted(var.source),
                 "secret": bool(redacted.search(var.name))} for var in rank.variables]
     for name in rank.runtime_env:
         source = "secrets.env" if name in secrets else "fleet.fabric.gid_index"
@@ -160,6 +165,8 @@ def audit_plan(plan: LaunchPlan, profile: Profile, files: Sequence[Artifact]) ->
         "watchdog": {"enabled": profile.operations.watchdog.enabled, "source": "operations.watchdog.enabled",
                      "timer": f"{watchdog_unit_base(plan)}.timer", "lock": f"{log_dir}/watchdog.lock"},
         "secret_name": secret_names(profile), "secret_value": secret_values(), "ranks": ranks,
+        # Settings the plan never makes, on every rank.
+        "unset": [{"path": ["HostConfig", name], "value": None, "source": ""} for name in UNSET],
     }
 
 
