@@ -234,3 +234,18 @@ def test_a_node_redacts_secrets_before_its_capture_leaves_it(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [{"Config": {"Env": [
         "HF_TOKEN=(redacted)", "my_api_key=(redacted)", "NOTE=(redacted)", "PATH=/bin", "SPARK_ROCE_AR=1"]}}]
+
+
+def test_captures_of_another_fleet_are_named(tmp_path: Path) -> None:
+    other = capture(1).replace(b"node 0 7\nspark-1\n", b"node 0 7\nspark-9\n")
+    extra = audit.MAGIC + section("rank", "7") + section("node", "spark-7")
+    directory = fleet(tmp_path, r1=other)
+    (directory / "rank7-spark-7.audit").write_bytes(extra)
+    assert both(directory) == (2, 'rank 1 (spark-1): the capture is of node "spark-9"\n'
+                                  "rank 7 (spark-7): captured, but the plan has no such rank\n")
+
+
+def test_a_hand_added_secret_flag_is_redacted(tmp_path: Path) -> None:
+    argv = [*PLAN["ranks"][0]["docker_argv"], "--api-key", "s3cr3t-value"]
+    assert both(fleet(tmp_path, r0=capture(0, container(0, argv)))) == (
+        1, "rank 0: engine flag --api-key (a secret) is (redacted), plan says unset (not in the profile)\n")

@@ -243,11 +243,15 @@ class _Rank:
         wanted = {option["flag"]: option for option in plan["options"]}
         for flag in sorted(set(wanted) | set(found)):
             option, got = wanted.get(flag), found.get(flag)
+            # A secret's flag is named with a word after it: a redactor reads the word after --api-key as its value.
+            named = self.secret_name.search(flag) is not None
+            subject = f"engine flag {safe(flag)}" + (" (a secret)" if named else "")
+            hide = named or any(self.secret(flag, " ".join(values)) for values in got or [])
             if option is None:
-                self.add(f"engine flag {safe(flag)}", flag_text(got or []), "unset", "")
+                self.add(subject, REDACTED if hide else flag_text(got or []), "unset", "")
             elif got != option["occurrences"]:
-                self.add(f"engine flag {safe(flag)}", flag_text(got) if got else "unset",
-                         flag_text(option["occurrences"]), option["source"])
+                self.add(subject, "unset" if not got else REDACTED if hide else flag_text(got),
+                         "set" if named else flag_text(option["occurrences"]), option["source"])
 
     def files(self, capture: Capture) -> None:
         sums: dict[str, str] = {}
@@ -315,8 +319,8 @@ def image_checks(plan: dict[str, Any], running: dict[int, str], tags: dict[int, 
     image, out = plan["image"], []
     if image["digest"] is None and running:
         counts = Counter(running.values())
-        common = max(counts, key=lambda image_id: (counts[image_id], -min(r for r, i in running.items()
-                                                                          if i == image_id)))
+        # The image most ranks run; of equally many, the lowest rank's (dicts keep rank order).
+        common = max(dict.fromkeys(running[rank] for rank in sorted(running)), key=counts.__getitem__)
         for rank, image_id in sorted(running.items()):
             if image_id != common:
                 out.append(Difference(rank, "image", shown(image_id), f"the other ranks' {shown(common)}",
@@ -351,8 +355,9 @@ def compare(plan: dict[str, Any], captures: dict[int, Capture], missing: str = "
     for rank_plan in plan["ranks"]:
         rank, node = rank_plan["rank"], rank_plan["node"]
         capture = captures.get(rank)
-        if capture is None:
-            down.append(Down(rank, node, missing))
+        if capture is None or capture.text("node") != node:
+            down.append(Down(rank, node, missing if capture is None else
+                             f"the capture is of node {shown(capture.text('node'))}"))
             continue
         if capture.status("unreachable") is not None:
             reason = capture.text("unreachable").strip().splitlines() or ["ssh failed"]
@@ -382,6 +387,9 @@ def compare(plan: dict[str, Any], captures: dict[int, Capture], missing: str = "
                 tags[rank] = tag_id
         differences += check.out
     differences += image_checks(plan, running, tags)
+    planned = {rank_plan["rank"] for rank_plan in plan["ranks"]}
+    down += [Down(rank, safe(capture.text("node")), "captured, but the plan has no such rank")
+             for rank, capture in sorted(captures.items()) if rank not in planned]
     return sorted(differences, key=lambda d: d.rank), down
 
 
