@@ -249,3 +249,17 @@ def test_a_hand_added_secret_flag_is_redacted(tmp_path: Path) -> None:
     argv = [*PLAN["ranks"][0]["docker_argv"], "--api-key", "s3cr3t-value"]
     assert both(fleet(tmp_path, r0=capture(0, container(0, argv)))) == (
         1, "rank 0: engine flag --api-key (a secret) is (redacted), plan says unset (not in the profile)\n")
+
+
+def test_an_image_pinned_by_digest_must_carry_it(tmp_path: Path) -> None:
+    plan = json.loads(json.dumps(EXPECTED))
+    pinned = "sha256:" + "ab" * 32
+    plan["image"]["digest"] = pinned
+    running = image_record(IMAGE)["RepoDigests"][0].split("@")[1]
+    captures = {rank: audit.parse_capture(capture(rank), f"rank {rank}") for rank in range(4)}
+    captures[2].sections["container_image"] = (0, json.dumps([{**image_record(IMAGE), "RepoDigests": [
+        f"aidendle94/sparkrun-sglang-dsv41-gb10@{pinned}"]}]).encode())
+    differences, down = audit.compare(plan, captures)
+    assert down == []
+    assert [d.line() for d in differences] == [
+        f'rank {rank}: image digest is "{running}", plan says "{pinned}" (engine.image)' for rank in (0, 1, 3)]

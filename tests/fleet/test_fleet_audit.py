@@ -19,6 +19,9 @@ import pytest
 from fleetbed import NODES, FleetBed, node_ip
 from test_fleet_ops import _missing, wait_for
 
+from support.docker_engine import inspect_record
+from support.tools import docker_create_request
+
 pytestmark = pytest.mark.fleet
 
 OPERATIONS = """\
@@ -73,6 +76,23 @@ def test_a_fleet_started_from_the_plan_audits_clean(bed: FleetBed) -> None:
     assert audit(bed) == (0, MATCH)
     code, out = audit(bed, "--format", "json")
     assert (code, json.loads(out)["status"], json.loads(out)["differences"]) == (0, "match", [])
+
+
+def test_the_stand_ins_record_is_dockers_for_the_same_docker_run(bed: FleetBed) -> None:
+    """The head's record against the real docker CLI's create request for the argv it was given (fake daemon)."""
+    argv = next(rec["argv"] for rec in reversed(bed.records(0)) if rec["tool"] == "docker"
+                and rec["argv"][:1] == ["run"] and "--node-rank" in rec["argv"])
+    # The env files as the node sees them: its T/fs is this machine's T/nodes/r0/fs.
+    local = [word.replace(str(bed.fs), str(bed.node_fs(0))) if word.startswith(str(bed.fs)) else word
+             for word in argv]
+    real = docker_create_request(["docker", *local])
+    data = json.loads(container_file(bed, 0).read_text())
+    record = data["inspect"]
+    expected = inspect_record(real["name"], real["body"], data["image"], pid=record["State"]["Pid"],
+                              hostname=record["Config"]["Hostname"], container_id=record["Id"])
+    # Binds and env files name the node's own paths (T/fs), as the node's docker was given them.
+    expected = json.loads(json.dumps(expected).replace(str(bed.node_fs(0)), str(bed.fs)))
+    assert record == expected
 
 
 def test_an_env_var_changed_in_a_running_container(bed: FleetBed) -> None:
