@@ -59,7 +59,7 @@ def capture(rank: int, record: dict[str, Any] | None = None, *, unit: str = "act
             timer: str = "active\n", lock: int = 0, tag_build: str = "", running_build: str = "") -> bytes:
     record = record or container(rank, build=running_build)
     parts = [audit.MAGIC, section("rank", str(rank)), section("node", f"spark-{rank}"),
-             section("host", f"spark-{rank}\n"), section("container", json.dumps([record])),
+             section("container", json.dumps([record])),
              section("image", json.dumps([image_record(IMAGE, tag_build)])),
              section("container_image", json.dumps([image_record(IMAGE, running_build)])),
              section("unit_state", unit, 0 if unit == "active\n" else 3), section("sha256", sha or sums(rank))]

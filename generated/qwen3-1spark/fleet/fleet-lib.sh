@@ -345,7 +345,6 @@ node_audit() {
     local container=$1 image=$2 unit=$3 unit_dir=$4 install=$5 names=$6 values=$7 timer=${8:-} lock=${9:-} id
     # docker's Go template for the image id (split in two: this static file holds no template braces).
     local image_field='{''{.Image}}'
-    node_audit_run host hostname
     node_audit_run container node_audit_redacted "$names" "$values" as_root docker inspect --type container \
         "$container"
     node_audit_run image node_audit_redacted "$names" "$values" as_root docker image inspect "$image"

@@ -394,12 +394,13 @@ audit_capture() {
 cmd_audit() {
     local fmt=text save="" dir status=0
     while (($#)); do
+        (($# >= 2)) || usage
         case $1 in
-            --format) fmt=${2:-}; shift ;;
-            --save) save=${2:-}; [ -n "$save" ] || usage; shift ;;
+            --format) fmt=$2 ;;
+            --save) save=$2; [ -n "$save" ] || usage ;;
             *) usage ;;
         esac
-        shift
+        shift 2
     done
     [[ $fmt == text || $fmt == json ]] || usage
     if [ -n "$save" ]; then
