@@ -334,14 +334,39 @@ def image_checks(plan: dict[str, Any], running: dict[int, str], tags: dict[int, 
 
 
 def digest_check(check: _Rank, image: dict[str, Any], running: dict[str, Any] | None) -> None:
-    digest = image["digest"]
-    if digest is None:
-        return
+    """A pinned digest must be among the running image's RepoDigests."""
     repo_digests = _get(running, ["RepoDigests"])
     digests = [d.split("@", 1)[1] for d in repo_digests if isinstance(d, str) and "@" in d] \
         if isinstance(repo_digests, list) else []
-    if digest not in digests:
-        check.add("image digest", shown(digests[0] if digests else None), shown(digest), image["source"])
+    if image["digest"] is not None and image["digest"] not in digests:
+        check.add("image digest", shown(digests[0] if digests else None), shown(image["digest"]), image["source"])
+
+
+def watchdog_check(check: _Rank, watchdog: dict[str, Any], capture: Capture) -> None:
+    """On the head, an enabled watchdog's timer is active and its lock is present."""
+    if not watchdog["enabled"]:
+        return
+    state = capture.text("watchdog_timer").strip() or "unknown"
+    if state != "active":
+        check.add(f"watchdog timer {safe(watchdog['timer'])}", shown(state), shown("active"), watchdog["source"])
+    if capture.status("watchdog_lock") != 0:
+        check.add(f"watchdog lock {safe(watchdog['lock'])}", "absent", "present",
+                  f"{watchdog['source']}; launch.sh start writes it")
+
+
+def container_check(check: _Rank, plan: dict[str, Any], capture: Capture) -> str | None:
+    """The running container against the plan; why it cannot be compared, if it is not running."""
+    document = capture.document("container")
+    if document is None or _get(document, ["State", "Running"]) is not True:
+        what = f"status {shown(_get(document, ['State', 'Status']))}" if document else \
+            safe(capture.text("container").strip()[-200:] or "no docker inspect")
+        return f"container {safe(plan['container'])} is not running ({what})"
+    container_image = capture.document("container_image")
+    check.fields(document, plan["unset"])
+    check.env(document, container_image)
+    check.argv(document)
+    digest_check(check, plan["image"], container_image)
+    return None
 
 
 def compare(plan: dict[str, Any], captures: dict[int, Capture], missing: str = "no capture") -> tuple[
@@ -368,21 +393,13 @@ def compare(plan: dict[str, Any], captures: dict[int, Capture], missing: str = "
         check.unit(capture, plan["unit"])
         if rank == 0:
             watchdog_check(check, plan["watchdog"], capture)
-        document = capture.document("container")
-        state = _get(document, ["State", "Status"])
-        if document is None or _get(document, ["State", "Running"]) is not True:
-            what = f"status {shown(state)}" if document else safe(capture.text("container").strip()[-200:] or
-                                                                  "no docker inspect")
-            down.append(Down(rank, node, f"container {safe(plan['container'])} is not running ({what})"))
+        not_running = container_check(check, plan, capture)
+        if not_running:
+            down.append(Down(rank, node, not_running))
         else:
-            container_image = capture.document("container_image")
-            check.fields(document, plan["unset"])
-            check.env(document, container_image)
-            check.argv(document)
-            digest_check(check, plan["image"], container_image)
-            if isinstance(document.get("Image"), str):
-                running[rank] = document["Image"]
-            tag_id = _get(capture.document("image"), ["Id"])
+            running_id, tag_id = _get(capture.document("container"), ["Image"]), _get(capture.document("image"), ["Id"])
+            if isinstance(running_id, str):
+                running[rank] = running_id
             if isinstance(tag_id, str):
                 tags[rank] = tag_id
         differences += check.out
@@ -391,17 +408,6 @@ def compare(plan: dict[str, Any], captures: dict[int, Capture], missing: str = "
     down += [Down(rank, safe(capture.text("node")), "captured, but the plan has no such rank")
              for rank, capture in sorted(captures.items()) if rank not in planned]
     return sorted(differences, key=lambda d: d.rank), down
-
-
-def watchdog_check(check: _Rank, watchdog: dict[str, Any], capture: Capture) -> None:
-    if not watchdog["enabled"]:
-        return
-    state = capture.text("watchdog_timer").strip() or "unknown"
-    if state != "active":
-        check.add(f"watchdog timer {safe(watchdog['timer'])}", shown(state), shown("active"), watchdog["source"])
-    if capture.status("watchdog_lock") != 0:
-        check.add(f"watchdog lock {safe(watchdog['lock'])}", "absent", "present",
-                  f"{watchdog['source']}; launch.sh start writes it")
 
 
 # -- the verdict ---------------------------------------------------------------------------------------------
