@@ -62,7 +62,8 @@ def test_dockers_record_of_the_generated_run_audits_clean(profile: str, rank_num
     record = inspect_record(real["name"], real["body"], image, pid=1, hostname="node", container_id="c" * 64)
     sums = "".join(f"{hashlib.sha256((generated / rank['directory'] / Path(f['path']).name).read_bytes()).hexdigest()}"
                    f"  {f['path']}\n" for f in expected["ranks"][rank_number]["files"])
-    capture = (audit.MAGIC + section("rank", str(rank_number)) + section("container", json.dumps([record]))
+    capture = (audit.MAGIC + section("rank", str(rank_number)) + section("node", rank["node"])
+               + section("container", json.dumps([record]))
                + section("image", json.dumps([image])) + section("container_image", json.dumps([image]))
                + section("unit_state", "active\n") + section("sha256", sums)
                + section("watchdog_timer", "active\n") + section("watchdog_lock", "1-2\n"))
