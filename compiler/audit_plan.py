@@ -29,9 +29,10 @@ AUDIT_FILE = "fleet/audit.json"
 # limit of twice the memory limit.
 DEFAULT_SHM = 64 * 1024 * 1024
 _UNITS = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
-# Settings the plan never makes: a hand-started container that has one differs from the plan.
+# Settings the plan never makes: a hand-started container that has one differs from the plan. (Not Runtime:
+# the daemon records its own default runtime there, runc or a node's nvidia.)
 UNSET = ("Privileged", "PidMode", "UsernsMode", "UTSMode", "SecurityOpt", "CapDrop", "ReadonlyRootfs", "Mounts",
-         "Tmpfs", "VolumesFrom", "Sysctls", "NanoCpus", "CpusetCpus", "CgroupParent", "Runtime")
+         "Tmpfs", "VolumesFrom", "Sysctls", "NanoCpus", "CpusetCpus", "CgroupParent")
 # Set by the docker flags the plan writes: an item list (id kind) or one value.
 ITEM_FIELDS = {"--cap-add": ("CapAdd", "self"), "--ulimit": ("Ulimits", "Name"),
                "--device": ("Devices", "PathInContainer"), "-v": ("Binds", "bind")}

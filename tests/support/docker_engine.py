@@ -10,7 +10,7 @@ Two halves, as in Docker:
   the real CLI's request for the reference rank, through the fake daemon.
 * :func:`inspect_record` is the daemon's half (moby 28): it fills what the request leaves unset
   (daemon_unix.go adaptContainerSettings: /dev/shm 64 MiB, swap twice the memory limit, private IPC and
-  cgroup namespaces), appends the image's Env entries whose names the container does not set
+  cgroup namespaces; at start, its default runtime's name), appends the image's Env entries whose names the container does not set
   (daemon/create.go merge), turns binds into Mounts, and adds the running State.
 """
 
@@ -175,6 +175,7 @@ def inspect_record(name: str, body: dict[str, Any], image: dict[str, Any], *, pi
         host["MemorySwap"] = 2 * host["Memory"]
     host["IpcMode"] = host.get("IpcMode") or "private"
     host["CgroupnsMode"] = host.get("CgroupnsMode") or "private"
+    host["Runtime"] = host.get("Runtime") or "runc"
     host["NetworkMode"] = "bridge" if host.get("NetworkMode") in (None, "", "default") else host["NetworkMode"]
     config = {key: copy.deepcopy(value) for key, value in body.items() if key not in ("HostConfig", "NetworkingConfig")}
     config["Env"] = _merged_env(body.get("Env"), image["Config"]["Env"])
