@@ -136,7 +136,7 @@ def test_docker_settings_changed_by_hand(tmp_path: Path) -> None:
     argv = list(PLAN["ranks"][0]["docker_argv"])
     at = argv.index("--shm-size")
     argv[at + 1] = "16g"
-    argv[at:at] = ["--privileged", "--cap-add", "SYS_ADMIN"]
+    argv[at:at] = ["--privileged", "--cap-add", "SYS_ADMIN", "--user", "1000"]
     bind = argv.index("/srv/engram-local/dsv41:/engram-local:ro")
     del argv[bind - 1:bind + 1]
     assert both(fleet(tmp_path, r0=capture(0, container(0, argv)))) == (1, (
@@ -144,7 +144,8 @@ def test_docker_settings_changed_by_hand(tmp_path: Path) -> None:
         'rank 0: HostConfig.CapAdd CAP_SYS_ADMIN is "CAP_SYS_ADMIN", plan says unset (not in the profile)\n'
         'rank 0: HostConfig.Binds /engram-local is unset, plan says "/srv/engram-local/dsv41:/engram-local:ro" '
         "(model.engram.local_dir)\n"
-        "rank 0: HostConfig.Privileged is true, plan says unset (not in the profile)\n"))
+        "rank 0: HostConfig.Privileged is true, plan says unset (not in the profile)\n"
+        "rank 0: Config.User is \"1000\", plan says the image's unset (not in the profile)\n"))
 
 
 def test_files_unit_and_watchdog(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ IMAGE_ENV = ("PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/bin:/usr
              "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility", "LANG=C.UTF-8")
 VALUE_OPTIONS = {"--name", "--restart", "--network", "--ipc", "--cap-add", "--cap-drop", "--gpus", "--shm-size",
                  "--memory", "--memory-swap", "--ulimit", "--device", "--oom-score-adj", "-v", "--env-file", "-e",
-                 "--entrypoint", "--pid", "--security-opt"}
+                 "--entrypoint", "--pid", "--security-opt", "--user"}
 BOOL_OPTIONS = {"--privileged": "Privileged", "--read-only": "ReadonlyRootfs", "--rm": "AutoRemove",
                 "--detach": None, "-d": None}
 
@@ -101,6 +101,8 @@ def _apply(body: dict[str, Any], option: str, value: str, env_file: Callable[[st
         extra_env[name] = text
     elif option == "--entrypoint":
         body["Entrypoint"] = [value]
+    elif option == "--user":
+        body["User"] = value
     elif option != "--name":
         raise ValueError(f"docker stand-in: unsupported option {option}")
 

@@ -365,6 +365,10 @@ def container_check(check: _Rank, plan: dict[str, Any], capture: Capture) -> str
     check.fields(document, plan["unset"])
     check.env(document, container_image)
     check.argv(document)
+    # The plan sets no --user: the container runs as its image says.
+    user, image_user = _get(document, ["Config", "User"]), _get(container_image, ["Config", "User"])
+    if container_image is not None and _empty(user) != _empty(image_user):
+        check.add("Config.User", unset_or_shown(user), f"the image's {unset_or_shown(image_user)}", "")
     digest_check(check, plan["image"], container_image)
     return None
 
