@@ -10,8 +10,8 @@ Two halves, as in Docker:
   the real CLI's request for the reference rank, through the fake daemon.
 * :func:`inspect_record` is the daemon's half (moby 28): it fills what the request leaves unset
   (daemon_unix.go adaptContainerSettings: /dev/shm 64 MiB, swap twice the memory limit, private IPC and
-  cgroup namespaces; at start, its default runtime's name), appends the image's Env entries whose names the container does not set
-  (daemon/create.go merge), turns binds into Mounts, and adds the running State.
+  cgroup namespaces; at start, its default runtime's name), appends the image's Env entries whose names
+  the container does not set (daemon/create.go merge), turns binds into Mounts, and adds the running State.
 """
 
 from __future__ import annotations
