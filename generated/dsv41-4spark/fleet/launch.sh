@@ -361,8 +361,8 @@ audit_value() {
     printf '%s 0 %s\n%s\n' "$1" "${#2}" "$2"
 }
 
-# audit_rank RANK DIR: the rank's capture, DIR/rankN-NODE.audit; a node ssh cannot reach gets an
-# "unreachable" section holding ssh's last words.
+# audit_rank RANK DIR: the rank's capture, DIR/rankN-NODE.audit; a node ssh cannot reach (255), or whose
+# capture failed, gets an "unreachable" section with that status and the last words on stderr.
 audit_rank() {
     local rank=$1 file="$2/rank$1-${rank_nodes[$1]}.audit" err status=0
     local -a watchdog=()

@@ -388,9 +388,11 @@ def compare(plan: dict[str, Any], captures: dict[int, Capture], missing: str = "
             down.append(Down(rank, node, missing if capture is None else
                              f"the capture is of node {shown(capture.text('node'))}"))
             continue
-        if capture.status("unreachable") is not None:
-            reason = capture.text("unreachable").strip().splitlines() or ["ssh failed"]
-            down.append(Down(rank, node, f"unreachable: {safe(reason[-1])}"))
+        status = capture.status("unreachable")
+        if status is not None:
+            said = capture.text("unreachable").strip().splitlines() or ["no message"]
+            what = "unreachable" if status == 255 else f"the capture failed on the node (exit {status})"
+            down.append(Down(rank, node, f"{what}: {safe(said[-1])}"))
             continue
         check = _Rank(rank, rank_plan, name_pattern, value_pattern)
         check.files(capture)
