@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.errors import InputError
-from spark_compile.fleet_data import UNIT_DIR, home_path, secret_names, secret_values, watchdog_unit_base
+from spark_compile.fleet_data import UNIT_DIR, secret_names, secret_values
 from spark_compile.launch_plan import LaunchPlan, Option, RankPlan, dotted
 from spark_compile.render import Artifact
-from spark_compile.spec.core_model import Profile
 
 if TYPE_CHECKING:
-    from spark_compile.compile import Validated
+    from spark_compile.pipeline import Planned
+    from spark_compile.spec.model import Profile
 
 AUDIT_FILE = "fleet/audit.json"
 # What the daemon writes for an unset size (moby adaptContainerSettings): 64 MiB of /dev/shm, and a swap
@@ -155,7 +155,6 @@ def rank_files(plan: LaunchPlan, rank: RankPlan, rendered: dict[str, Artifact]) 
 def audit_plan(plan: LaunchPlan, profile: Profile, files: Sequence[Artifact]) -> dict[str, Any]:
     """The audit's expectations of every rank."""
     rendered = {artifact.path: artifact for artifact in files}
-    log_dir = home_path(plan.ranks[0].home, profile.operations.log_dir)
     digest = plan.image.partition("@")[2] or None
     ranks = [{"rank": rank.rank, "node": rank.node, "files": rank_files(plan, rank, rendered),
               "fields": docker_fields(rank.docker_options, rank.image), "env": env_entries(rank, profile),
@@ -164,7 +163,7 @@ def audit_plan(plan: LaunchPlan, profile: Profile, files: Sequence[Artifact]) ->
         "format": 1, "profile": plan.profile, "release": plan.release, "container": plan.container_name,
         "unit": plan.unit_name, "image": {"ref": plan.image, "digest": digest, "source": "engine.image"},
         "watchdog": {"enabled": profile.operations.watchdog.enabled, "source": "operations.watchdog.enabled",
-                     "timer": f"{watchdog_unit_base(plan)}.timer", "lock": f"{log_dir}/watchdog.lock"},
+                     "timer": f"{plan.fleet.watchdog_unit}.timer", "lock": f"{plan.fleet.log_dir}/watchdog.lock"},
         "secret_name": secret_names(profile), "secret_value": secret_values(), "ranks": ranks,
         # Settings the plan never makes, on every rank.
         "unset": [{"path": ["HostConfig", name], "value": None, "source": ""} for name in UNSET],
@@ -181,17 +180,15 @@ def audit_artifact(plan: LaunchPlan, profile: Profile, files: Sequence[Artifact]
     return Artifact(AUDIT_FILE, text.encode())
 
 
-def run_audit(validated: Validated, directory: Path, fmt: str) -> int:
+def run_audit(planned: Planned, directory: Path, fmt: str) -> int:
     """`spark-compile audit PROFILE --inspect DIR`: the captures in DIR against the profile's audit.json, compared
     by audit.py as `launch.sh audit` compares them. 0 match, 1 drift, 2 a rank down or not captured."""
     from spark_compile import audit
-    from spark_compile.compile import rendered_files
 
     if not directory.is_dir():
         raise InputError(f"{directory}: not a folder of captures (launch.sh audit --save DIR or launch.sh "
                          "postmortem DIR writes one)")
-    files = rendered_files(validated)
-    plan = json.loads(next(a for a in files if a.path == AUDIT_FILE).content)
+    plan = json.loads(next(a for a in planned.files if a.path == AUDIT_FILE).content)
     captures, errors = audit.read_captures(directory)
     for error in errors:
         sys.stderr.write(f"spark-compile: error: {audit.safe(error)}\n")
