@@ -112,7 +112,7 @@ def test_an_env_value_changed_names_its_profile_key(tmp_path: Path) -> None:
 def test_an_env_var_added_or_removed(tmp_path: Path) -> None:
     record = with_env(with_env(container(1), "SPARK_LOOKUP_DRAFT", "1"), "NCCL_DEBUG", None)
     assert both(fleet(tmp_path, r1=capture(1, record))) == (1, (
-        'rank 1: env NCCL_DEBUG is unset, plan says "WARN" (nccl)\n'
+        'rank 1: env NCCL_DEBUG is unset, plan says "WARN" (nccl.debug)\n'
         'rank 1: env SPARK_LOOKUP_DRAFT is "1", plan says unset (not in the profile)\n'))
 
 

@@ -225,7 +225,7 @@ def test_the_watchdog_audits_a_relaunch_and_logs_each_difference(bed: FleetBed) 
         assert findings == [
             f"  rank 2: file {bed.fs}/etc/fleet-test/nccl.env is sha256 {found[:12]}, plan says sha256 "
             f"{planned[:12]} (generated 2-spark-2/nccl.env)",
-            '  rank 2: env NCCL_DEBUG is "INFO", plan says "WARN" (nccl)',
+            '  rank 2: env NCCL_DEBUG is "INFO", plan says "WARN" (nccl.debug)',
             "audit FINDING: the relaunched fleet differs from the plan (the lines above; launch.sh audit)"]
     finally:
         watchdog.kill()
