@@ -1,7 +1,9 @@
 """Judgements SGLang 0.5.23 makes that the static rules repeat, as data, each with where SGLang makes it.
 
-tests/engine/test_sglang_facts.py reads the same tables out of the installed SGLang's source, so a new build
-that changes one fails there instead of leaving a rule stale.
+tests/engine/test_sglang_facts.py reads the tables SGLang keeps as literals out of the installed SGLang's source,
+so a new build that changes one fails there instead of leaving a rule stale; the measured ones (the KV cache and
+attention backend pairs, GB10's default backend) are held by the negative profiles' recorded verdicts
+(tests/engine/test_negative_engine.py) and the differential corpus (tests/engine/test_differential.py).
 """
 
 from __future__ import annotations
