@@ -1,4 +1,4 @@
-"""One-value mutants of every shipped profile and example, for the differential suite (test_differential.py).
+"""One-value mutants of every shipped profile, example and release, for the differential suite (test_differential.py).
 
 Each mutant extends a shipped profile and changes one typed engine setting (parallelism, speculative decoding,
 backends, graphs, limits, chat parsers, load format) or one raw engine arg the rules read (kv-cache-dtype,
@@ -7,6 +7,7 @@ quantization, page-size) to a value SGLang's parser accepts; a value the parent 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,10 @@ from conftest import ROOT
 
 SHIPPED = [ROOT / "spec" / "profiles" / "dsv41-4spark.yaml",
            *sorted((ROOT / "spec" / "profiles" / "examples").glob("*.yaml"))]
+# The release history: each release mutated in its parallelism and speculative settings only (the rest of
+# each is the reference's, mutated in full above).
+RELEASES = sorted((ROOT / "spec" / "profiles" / "releases").glob("*.yaml"))
+RELEASE_SECTIONS = ("parallel", "speculative")
 
 # (path under engine, values): every value is one SGLang 0.5.23's parser takes for the flag.
 MUTATIONS: list[tuple[tuple[str, ...], list[Any]]] = [
@@ -69,23 +74,28 @@ def _nest(path: tuple[str, ...], value: Any) -> dict[str, Any]:
 
 
 def _engine_of(parent: Path) -> dict[str, Any]:
-    """The parent's engine section with what it extends folded in (enough to skip unchanged values)."""
-    data = yaml.safe_load(parent.read_text(encoding="utf-8"))
-    engine: dict[str, Any] = {}
-    if "extends" in data:
-        engine = _engine_of((parent.parent / data["extends"]).resolve())
-    for key, value in (data.get("engine") or {}).items():
-        engine[key] = {**engine.get(key, {}), **value} if isinstance(value, dict) else value
-    return engine
+    """The parent's engine section as spark-compile resolves it (extends folded in, !delete applied)."""
+    from spark_compile.resolve import resolve
+
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        data = resolve(parent.relative_to(ROOT)).data
+    finally:
+        os.chdir(here)
+    engine = data.get("engine") if isinstance(data, dict) else None
+    return engine if isinstance(engine, dict) else {}
 
 
 def mutants(where: Path) -> list[Mutant]:
     """Every mutant, as YAML text meant to be written in ``where`` (two levels below the repository root)."""
     out: list[Mutant] = []
-    for parent in SHIPPED:
+    for parent in [*SHIPPED, *RELEASES]:
         engine = _engine_of(parent)
         extends = Path("..", "..", *parent.relative_to(ROOT).parts).as_posix()
         for path, values in MUTATIONS:
+            if parent in RELEASES and path[0] not in RELEASE_SECTIONS:
+                continue
             for value in values:
                 if _get(engine, path) == value:
                     continue

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from differential import SHIPPED, Mutant, mutants
+from differential import RELEASES, SHIPPED, Mutant, mutants
 
 from conftest import ROOT
 from sglang_parse import engine_python
@@ -32,6 +32,8 @@ pytestmark = pytest.mark.engine
 
 # Rules that refuse what SGLang's resolution accepts, and why SGLang does not judge it there.
 STRICTER = {
+    "SC222": "the Spark overlay's lookup drafting extends DSpark's block: the overlay, not SGLang, needs DSPARK",
+    "SC226": "the overlay's lookup-wide mode, not SGLang, needs DSpark block 15 and compact ragged verify",
     "SC221": "the Spark overlay's MXFP8 route (SPARK_MXFP8_BACKEND=b12x), not SGLang, needs flashinfer_cutlass",
     "SC201": "SGLang does not check that ep divides tp before the model runner starts (moe_ep_setup.py)",
     "SC206": "practice: decode graphs below the request cap run the larger batches eager (SGLang accepts)",
@@ -109,7 +111,7 @@ def outcomes() -> list[Verdict]:
             path = work / f"m{index:03d}.yaml"
             path.write_text(mutant.text, encoding="utf-8")
             paths.append(path)
-        validated = _validate([*SHIPPED, *paths])
+        validated = _validate([*SHIPPED, *RELEASES, *paths])
         planned = [p for p in map(_planned, validated) if p is not None]
         here = os.getcwd()
         os.chdir(ROOT)
@@ -127,9 +129,10 @@ def outcomes() -> list[Verdict]:
     def of(v: Outcome) -> tuple[set[tuple[str, str, str]], set[tuple[str, str]]]:
         return _static(v), {(f.rule, f.message) for f in verdict(v)}
 
-    base = {parent: (of(v), v) for parent, v in zip(SHIPPED, validated, strict=False)}
+    parents = [*SHIPPED, *RELEASES]
+    base = {parent: (of(v), v) for parent, v in zip(parents, validated, strict=False)}
     out = []
-    for mutant, v in zip(corpus, validated[len(SHIPPED):], strict=True):
+    for mutant, v in zip(corpus, validated[len(parents):], strict=True):
         static, found = of(v)
         (parent_static, parent_engine), parent = base[mutant.parent]
         new_static = {s[1:] for s in _spots(v.findings)} - {s[1:] for s in _spots(parent.findings)}
@@ -147,7 +150,7 @@ def test_check_and_sglang_agree_on_every_mutant(outcomes: list[Verdict], capsys:
     same = sum(1 for o in judged if o.same_line)
     stricter = Counter(r for o in outcomes if o.sglang == "accepts" for r, sev, _ in o.static if sev == "error")
     with capsys.disabled():
-        print(f"\ndifferential: {len(outcomes)} mutants of {len(SHIPPED)} profiles; SGLang refuses "
+        print(f"\ndifferential: {len(outcomes)} mutants of {len(SHIPPED) + len(RELEASES)} profiles; SGLang refuses "
               f"{verdicts['refuses']}, rewrites {verdicts['rewrites']}, accepts {verdicts['accepts']}, "
               f"not run {verdicts['not run']}; caught by check {caught} of "
               f"{len(judged)} ({same} at the engine's own line); caught by check --engine {len(judged)}; listed "
