@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from spark_compile.launch_plan import LaunchPlan
     from spark_compile.pipeline import Planned
     from spark_compile.render import Artifact
-    from spark_compile.spec.core_model import Profile
+    from spark_compile.spec.model import Profile
 
 SCHEMA_FILE = "profile.schema.json"
 

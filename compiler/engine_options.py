@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import Option, ProfilePath
-from spark_compile.spec.core_model import Profile
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
 
 
 def cuda_graph_max_bs_decode(profile: Profile) -> int | None:
@@ -26,7 +28,7 @@ def fraction_text(value: float | None) -> str | None:
     return f"{value:.2f}" if round(value, 2) == value else repr(value)
 
 
-Value = Callable[[Profile, int], object]
+Value = Callable[["Profile", int], object]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from spark_compile.resolve import DocumentReader, Resolved, resolve
 
 if TYPE_CHECKING:
     from spark_compile.render import Artifact
-    from spark_compile.spec.core_model import Profile
+    from spark_compile.spec.model import Profile
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ and each option, variable and mount records the profile path it came from.
 from __future__ import annotations
 
 import ipaddress
+from typing import TYPE_CHECKING
 
 from spark_compile.engine_options import TYPED_FLAGS, engine_options
 from spark_compile.envsets import engine_env, nccl_env, overlay_env
@@ -22,8 +23,10 @@ from spark_compile.launch_plan import (
     RankPlan,
     UnitPlan,
 )
-from spark_compile.spec.core_model import Profile
 from spark_compile.spec.overlay_types import derived_engram_max_ids
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
 
 RUNTIME_ENV = "runtime.env"
 FLEET_DIR = "fleet"

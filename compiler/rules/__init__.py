@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from spark_compile.k8s import Settings
     from spark_compile.launch_plan import LaunchPlan
     from spark_compile.spec.catalog import EngineCatalog, EnvCatalog
-    from spark_compile.spec.core_model import Profile
     from spark_compile.spec.hardware import Hardware, ModelFamily
+    from spark_compile.spec.model import Profile
 
 Severity = Literal["error", "warning"]
 Path = tuple[str | int, ...]
