@@ -62,8 +62,8 @@ def sh_command(argv: list[str] | tuple[str, ...], first: str = "", indent: str =
 
 def _bytecode_cache(autoescape: bool) -> Any:
     """Compiled templates kept between runs (a compile is a short process: compiling 12 templates each time
-    would double its cost), in the user's private cache (spec/user_cache.py): Jinja's files hold code, so a
-    directory or file another user could write is never read. Autoescaped code is kept apart. A cache that
+    would double its cost), in the user's private cache (spec/user_cache.py), apart for autoescaped code:
+    Jinja's files hold code, so a directory or file another user could write is never read. A cache that
     cannot be used only costs speed."""
     import jinja2
 
@@ -72,7 +72,7 @@ def _bytecode_cache(autoescape: bool) -> Any:
     found = user_cache.cache_dir()
     if found is None:
         return None
-    directory, prefix = found, f"jinja{'-html' * autoescape}-{__version__}-"
+    directory, prefix = found, f"jinja{'-html' * autoescape}-{__version__}-"  # no prefix starts the other
 
     class PrivateCache(jinja2.BytecodeCache):
         def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
@@ -168,7 +168,7 @@ def render_plan(plan: LaunchPlan, profile: Profile, extra: list[Artifact] | None
     files = [a for rank in plan.ranks for a in rank_artifacts(plan, profile, rank)]
     files.append(Artifact("plan.json", plan_json_text(plan.to_json()).encode()))
     files.append(Artifact("README.md", _render("README.md.j2", plan=plan, profile=profile,
-                                               **readme_context(plan))))
+                                               **readme_context(plan, profile))))
     files += extra or []
     return sorted(files, key=lambda a: a.path)
 
