@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 
 from spark_compile.launch_plan import Option, ProfilePath
+from spark_compile.model_paths import container_path
 from spark_compile.spec.core_model import Profile
+
+SGLANG_DEFAULT_HOST = "127.0.0.1"  # --host when the profile leaves it unset
+
+
+def api_bind(profile: Profile) -> str:
+    """The address the API listens on: engine.host, else SGLang's default."""
+    return profile.engine.host or SGLANG_DEFAULT_HOST
 
 
 def cuda_graph_max_bs_decode(profile: Profile) -> int | None:
@@ -27,13 +35,17 @@ def fraction_text(value: float | None) -> str | None:
 # SC213 refuses the same flag in engine.args, and the diff names the field behind a changed flag.
 TYPED_FLAGS: dict[str, ProfilePath] = {
     "--model-path": ("model", "snapshot"), "--served-model-name": ("model", "served_name"),
+    "--quantization": ("model", "quantization"),
     "--trust-remote-code": ("engine", "trust_remote_code"), "--load-format": ("engine", "load_format"),
+    "--kv-cache-dtype": ("engine", "kv_cache_dtype"), "--page-size": ("engine", "page_size"),
     "--tp-size": ("engine", "parallel", "tp"), "--ep-size": ("engine", "parallel", "ep"),
+    "--dp-size": ("engine", "parallel", "dp"), "--enable-dp-attention": ("engine", "parallel", "dp_attention"),
     "--nnodes": ("fleet", "nodes"), "--node-rank": ("fleet", "nodes"), "--dist-init-addr": ("engine", "dist_init_port"),
     "--host": ("engine", "host"), "--port": ("engine", "port"),
     "--attention-backend": ("engine", "backends", "attention"),
     "--moe-runner-backend": ("engine", "backends", "moe_runner"),
     "--fp8-gemm-backend": ("engine", "backends", "fp8_gemm"),
+    "--fp4-gemm-backend": ("engine", "backends", "fp4_gemm"),
     "--mem-fraction-static": ("engine", "limits", "mem_fraction_static"),
     "--chunked-prefill-size": ("engine", "limits", "chunked_prefill_size"),
     "--context-length": ("engine", "limits", "context_length"),
@@ -41,6 +53,8 @@ TYPED_FLAGS: dict[str, ProfilePath] = {
     "--max-total-tokens": ("engine", "limits", "max_total_tokens"),
     "--cuda-graph-max-bs-decode": ("engine", "cuda_graph", "max_bs_decode"),
     "--cuda-graph-max-bs": ("engine", "cuda_graph", "max_bs_decode"),  # its spelling up to SGLang 0.5.10
+    "--cuda-graph-bs-decode": ("engine", "cuda_graph", "batch_sizes"),
+    "--cuda-graph-bs": ("engine", "cuda_graph", "batch_sizes"),  # its spelling up to SGLang 0.5.10
     "--disable-cuda-graph": ("engine", "cuda_graph", "enabled"),  # ditto
     "--cuda-graph-backend-decode": ("engine", "cuda_graph", "enabled"),
     "--cuda-graph-backend-prefill": ("engine", "cuda_graph", "enabled"),
@@ -50,7 +64,8 @@ TYPED_FLAGS: dict[str, ProfilePath] = {
     "--speculative-num-steps": ("engine", "speculative", "num_steps"),
     "--speculative-eagle-topk": ("engine", "speculative", "eagle_topk"),
     "--speculative-num-draft-tokens": ("engine", "speculative", "num_draft_tokens"),
-    "--speculative-draft-model-path": ("engine", "speculative", "draft_model"),
+    "--speculative-draft-model-path": ("engine", "speculative", "draft"),
+    "--speculative-draft-model-quantization": ("engine", "speculative", "draft", "quantization"),
     "--tool-call-parser": ("engine", "chat", "tool_call_parser"),
     "--reasoning-parser": ("engine", "chat", "reasoning_parser"),
     "--watchdog-timeout": ("engine", "limits", "watchdog_timeout"),
@@ -59,15 +74,33 @@ TYPED_FLAGS: dict[str, ProfilePath] = {
 # Other spellings of typed flags (SGLang aliases, or another way to the same setting): refused in engine.args too.
 TYPED_FLAG_SYNONYMS: dict[str, str] = {
     "--tensor-parallel-size": "--tp-size", "--expert-parallel-size": "--ep-size",
+    "--data-parallel-size": "--dp-size", "--speculative-draft-model": "--speculative-draft-model-path",
     "--disable-cuda-graph": "--cuda-graph-backend-decode",
 }
 
 
-def _typed(flag: str, *values: object) -> list[Option]:
-    """The option ``flag`` written from its typed field; nothing when the value is unset (None)."""
+def _typed(flag: str, *values: object, source: ProfilePath | None = None) -> list[Option]:
+    """The option ``flag`` written from its typed field (``source``, else its TYPED_FLAGS entry); nothing when
+    the value is unset (None)."""
     if values and values[0] is None:
         return []
-    return [Option(flag, tuple(str(v) for v in values), TYPED_FLAGS[flag])]
+    return [Option(flag, tuple(str(v) for v in values), source or TYPED_FLAGS[flag])]
+
+
+def _model_source(source: object, *at: str) -> ProfilePath:
+    """The field a model path comes from: its hub id, its snapshot, or its repo."""
+    for name in ("hub_id", "snapshot", "repo"):
+        if getattr(source, name) is not None:
+            return (*at, name)
+    return at
+
+
+def chat_template_kwargs(profile: Profile) -> str | None:
+    """--default-chat-template-kwargs: thinking first, then the other keywords, as compact JSON."""
+    chat = profile.engine.chat
+    kwargs: dict[str, object] = {"thinking": chat.thinking} if chat.thinking is not None else {}
+    kwargs.update(chat.template_kwargs)
+    return json.dumps(kwargs, separators=(",", ":")) if kwargs else None
 
 
 def _arg(name: str, value: object) -> Option:
@@ -85,12 +118,16 @@ def engine_options(profile: Profile, rank: int) -> list[Option]:
     """The engine's own options for ``rank`` (what follows the launcher), each with its profile path."""
     eng, model, limits = profile.engine, profile.model, profile.engine.limits
     nodes = profile.fleet.nodes
-    options = [*_typed("--model-path", f"{model.container_repo}/snapshots/{model.snapshot}"),
+    options = [*_typed("--model-path", container_path(model), source=_model_source(model, "model")),
                *_typed("--served-model-name", model.served_name)]
+    options += _typed("--quantization", model.quantization)
     options += _typed("--trust-remote-code") if eng.trust_remote_code else []
     options += _typed("--load-format", eng.load_format)
+    options += [*_typed("--kv-cache-dtype", eng.kv_cache_dtype), *_typed("--page-size", eng.page_size)]
     options += _typed("--tp-size", eng.parallel.tp)
     options += _typed("--ep-size", eng.parallel.ep if eng.parallel.ep > 1 else None)
+    options += _typed("--dp-size", eng.parallel.dp)
+    options += _typed("--enable-dp-attention") if eng.parallel.dp_attention else []
     if len(nodes) > 1:  # one node is SGLang's default
         options += [*_typed("--nnodes", len(nodes)), *_typed("--node-rank", rank)]
         options += _typed("--dist-init-addr", f"{nodes[0].fabric_ip}:{eng.dist_init_port}")
@@ -98,6 +135,7 @@ def engine_options(profile: Profile, rank: int) -> list[Option]:
     options += _typed("--attention-backend", eng.backends.attention)
     options += _typed("--moe-runner-backend", eng.backends.moe_runner)
     options += _typed("--fp8-gemm-backend", eng.backends.fp8_gemm)
+    options += _typed("--fp4-gemm-backend", eng.backends.fp4_gemm)
     options += [*_typed("--mem-fraction-static", fraction_text(limits.mem_fraction_static)),
                 *_typed("--chunked-prefill-size", limits.chunked_prefill_size),
                 *_typed("--context-length", limits.context_length),
@@ -110,10 +148,9 @@ def engine_options(profile: Profile, rank: int) -> list[Option]:
     options += _typed("--reasoning-parser", eng.chat.reasoning_parser)
     options += _typed("--watchdog-timeout", limits.watchdog_timeout)
     options += [_arg(name, value) for name, value in eng.args.items()]
-    if eng.chat.thinking is not None:
-        kwargs = json.dumps({"thinking": eng.chat.thinking}, separators=(",", ":"))
-        options += _typed("--default-chat-template-kwargs", kwargs)
-    return options
+    kwargs = chat_template_kwargs(profile)
+    source: ProfilePath = ("engine", "chat", "thinking" if eng.chat.thinking is not None else "template_kwargs")
+    return options + _typed("--default-chat-template-kwargs", kwargs, source=source)
 
 
 def engine_argv(profile: Profile, rank: int) -> list[str]:
@@ -125,10 +162,12 @@ def _cuda_graph_options(profile: Profile) -> list[Option]:
     """The CUDA-graph options, spelled the way the SGLang build engine.catalog selects takes them."""
     from spark_compile.spec.catalog import spelling
 
-    build = profile.engine.catalog
-    if profile.engine.cuda_graph.enabled:
+    build, graph = profile.engine.catalog, profile.engine.cuda_graph
+    if graph.enabled:
         flag = spelling(build, ["--cuda-graph-max-bs-decode"], ["--cuda-graph-max-bs"])[0]
-        return _typed(flag, cuda_graph_max_bs_decode(profile))
+        sizes = spelling(build, ["--cuda-graph-bs-decode"], ["--cuda-graph-bs"])[0]
+        return [*_typed(flag, cuda_graph_max_bs_decode(profile)),
+                *(_typed(sizes, *graph.batch_sizes) if graph.batch_sizes else [])]
     if spelling(build, ["--cuda-graph-backend-decode", "--cuda-graph-backend-prefill"], ["--disable-cuda-graph"]) \
             == ["--disable-cuda-graph"]:
         return _typed("--disable-cuda-graph")
@@ -139,9 +178,14 @@ def _speculative_options(profile: Profile) -> list[Option]:
     spec = profile.engine.speculative
     if spec.algorithm == "none":
         return []
-    return [*_typed("--speculative-algorithm", spec.algorithm),
-            *_typed("--speculative-dspark-block-size", spec.dspark_block_size),
-            *_typed("--speculative-num-steps", spec.num_steps),
-            *_typed("--speculative-eagle-topk", spec.eagle_topk),
-            *_typed("--speculative-num-draft-tokens", spec.num_draft_tokens),
-            *_typed("--speculative-draft-model-path", spec.draft_model)]
+    draft = spec.draft
+    options = [*_typed("--speculative-algorithm", spec.algorithm),
+               *_typed("--speculative-dspark-block-size", spec.dspark_block_size),
+               *_typed("--speculative-num-steps", spec.num_steps),
+               *_typed("--speculative-eagle-topk", spec.eagle_topk),
+               *_typed("--speculative-num-draft-tokens", spec.num_draft_tokens)]
+    if draft is not None:
+        at = ("engine", "speculative", "draft")
+        options += _typed("--speculative-draft-model-path", container_path(draft), source=_model_source(draft, *at))
+        options += _typed("--speculative-draft-model-quantization", draft.quantization)
+    return options

@@ -13,7 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from spark_compile.engine_options import api_bind
 from spark_compile.launch_plan import LaunchPlan, RankPlan
+from spark_compile.model_paths import holder_dir, host_dir, served_id
 from spark_compile.overlay.gates import enabled_hooks
 from spark_compile.overlay.settings import parse_environment
 from spark_compile.quoting import bash_word
@@ -38,16 +40,17 @@ class ApiPlace:
     """Where the API listens and from where the checks must reach it."""
 
     host: str  # the address checks call
+    bind: str  # the address the engine listens on (--host, or SGLang's default)
     via_head: bool  # loopback: every check runs on the head (over ssh from elsewhere)
 
 
 def api_place(plan: LaunchPlan, profile: Profile) -> ApiPlace:
     """0.0.0.0 -> the head's fabric IP; loopback -> 127.0.0.1 on the head; any other address as bound."""
-    bound = profile.engine.host
+    bound = api_bind(profile)
     address = ipaddress.IPv4Address(bound)
     if address.is_unspecified:
-        return ApiPlace(plan.head_ip, False)
-    return ApiPlace(bound, address.is_loopback)
+        return ApiPlace(plan.head_ip, bound, False)
+    return ApiPlace(bound, bound, address.is_loopback)
 
 
 def home_path(home: str, path: str) -> str:
@@ -62,7 +65,7 @@ def ssh_user(target: str) -> str:
 
 def probe_body(profile: Profile) -> str:
     """The watchdog's short real request: 3 tokens, thinking off, must come back with choices."""
-    body = {"model": profile.model.served_name, "max_tokens": 3, "temperature": 0,
+    body = {"model": served_id(profile), "max_tokens": 3, "temperature": 0,
             "messages": [{"role": "user", "content": PROBE_PROMPT}],
             "chat_template_kwargs": {"thinking": False}}
     return json.dumps(body, separators=(",", ":"))
@@ -75,15 +78,15 @@ def rows_path(profile: Profile, rank: RankPlan) -> str:
         return ""
     if rank.engram.source == "local":
         return f"{model.engram.local_dir}/{ENGRAM_MANIFEST}"
-    repo = model.holder_repo or model.repo
-    return f"{repo}/snapshots/{model.snapshot}/{CHECKPOINT_INDEX}"
+    directory = holder_dir(profile)
+    return f"{directory}/{CHECKPOINT_INDEX}" if directory else ""
 
 
 def config_path(profile: Profile, rank: RankPlan) -> str:
     """The checkpoint's config.json as the rank's node sees it (the holder reads its own copy)."""
     model = profile.model
-    repo = (model.holder_repo or model.repo) if rank.engram and rank.engram.source == "shards" else model.repo
-    return f"{repo}/snapshots/{model.snapshot}/config.json"
+    directory = holder_dir(profile) if rank.engram and rank.engram.source == "shards" else host_dir(model)
+    return f"{directory}/config.json" if directory else ""
 
 
 def engram_lines(profile: Profile, rank: RankPlan, world: int) -> list[str]:
@@ -189,7 +192,7 @@ def _identity(plan: LaunchPlan, version: str) -> list[str]:
         _var("unit", plan.unit_name), _var("container", plan.container_name), _var("image", plan.image),
         _var("install_dir", plan.install_dir), _var("fleet_install_dir", f"{plan.install_dir}/fleet"),
         _var("unit_dir", UNIT_DIR), _var("world", len(plan.ranks)),
-        _array("ranks", (r.rank for r in plan.ranks)),
+        _array("ranks", (r.rank for r in plan.ranks)), _array("rank_container", (r.container_name for r in plan.ranks)),
         _array("start_order", plan.start_order), _array("stop_order", reversed(plan.start_order)),
     ]
 
@@ -221,7 +224,7 @@ def _api_and_timeouts(plan: LaunchPlan, profile: Profile) -> list[str]:
     return [
         "# The API: checks call api_host; api_via_head=1 (a loopback host) runs them on the head.",
         _var("api_host_default", api.host), _var("api_port_default", plan.port),
-        _var("api_via_head", int(api.via_head)), _var("api_bind", profile.engine.host),
+        _var("api_via_head", int(api.via_head)), _var("api_bind", api.bind),
         _var("health_timeout", profile.operations.health_timeout_seconds),
         _var("unit_active_timeout", UNIT_ACTIVE_TIMEOUT),
         _var("gpu_wait_tries", deploy.gpu_wait_tries), _var("gpu_wait_seconds", deploy.gpu_wait_seconds),
@@ -278,7 +281,7 @@ def fleet_json(plan: LaunchPlan, profile: Profile) -> str:
     smoke, api = profile.operations.smoke, api_place(plan, profile)
     config: dict[str, Any] = {
         "host": api.host, "port": plan.port, "via_head": api.via_head, "head_ssh": plan.ranks[0].ssh,
-        "fleet_install_dir": f"{plan.install_dir}/fleet", "model": profile.model.served_name,
+        "fleet_install_dir": f"{plan.install_dir}/fleet", "model": served_id(profile),
         # Unset in the profile, SGLang serves the model's own length; unknown, no needle is skipped for size.
         "context_length": (profile.engine.limits.context_length or profile.model.max_context_length
                            or max(smoke.needle_tokens, default=0)),

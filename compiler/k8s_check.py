@@ -61,7 +61,7 @@ def check_shape(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
     if "workerTemplate" not in lwt:
         yield Problem("SC501", ("kubernetes",), "the LeaderWorkerSet has no workerTemplate")
     gpus = HARDWARE[profile.hardware].gpus_per_node
-    tp, size = profile.engine.parallel.tp, lwt.get("size")
+    tp, size = profile.engine.parallel.tp or 1, lwt.get("size")
     if isinstance(size, int) and tp != size * gpus:
         yield Problem("SC501", ("engine", "parallel", "tp"), f"tp {tp} is not size {size} x {gpus} GPU(s) per pod")
     for role, template in templates(lws):

@@ -120,6 +120,7 @@ class RankPlan:
     engram: EngramPlan | None
     unit: UnitPlan
     image: str
+    container_name: str = ""  # docker --name on this node
 
     @property
     def is_head(self) -> bool:
@@ -209,7 +210,8 @@ def field_name(path: ProfilePath) -> str:
 def _rank_json(rank: RankPlan) -> dict[str, Any]:
     engram = rank.engram
     return {
-        "rank": rank.rank, "node": rank.node, "fabric_ip": rank.fabric_ip, "ssh": rank.ssh,
+        "rank": rank.rank, "node": rank.node, "container_name": rank.container_name, "fabric_ip": rank.fabric_ip,
+        "ssh": rank.ssh,
         "directory": rank.directory, "gid_index": rank.gid_index, "roce_hca": rank.roce_hca,
         "docker_argv": list(rank.docker_argv), "engine_argv": list(rank.engine_argv),
         "env": rank.env, "env_files": {f.name: dict(f.values) for f in rank.env_files},

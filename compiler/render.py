@@ -153,11 +153,12 @@ def rank_artifacts(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> list[A
 
 def render_plan(plan: LaunchPlan, profile: Profile, extra: list[Artifact] | None = None) -> list[Artifact]:
     """Every file of a profile except MANIFEST.json, sorted by path."""
+    from spark_compile.model_paths import served_id
     from spark_compile.readme import readme_context
 
     files = [a for rank in plan.ranks for a in rank_artifacts(plan, profile, rank)]
     files.append(Artifact("plan.json", plan_json_text(plan.to_json()).encode()))
-    files.append(Artifact("README.md", _render("README.md.j2", plan=plan, profile=profile,
+    files.append(Artifact("README.md", _render("README.md.j2", plan=plan, profile=profile, served=served_id(profile),
                                                **readme_context(plan))))
     files += extra or []
     return sorted(files, key=lambda a: a.path)

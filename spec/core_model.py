@@ -16,9 +16,10 @@ from spark_compile.spec.record import Record
 class Fabric(Record):
     """The network every rank talks over: RoCE, InfiniBand, or plain TCP sockets."""
 
-    FIELDS = ('kind', 'interface', 'subnet', 'rdma_devices', 'gid_index')
+    FIELDS = ('kind', 'interface', 'bootstrap_interface', 'subnet', 'rdma_devices', 'gid_index')
     kind: Literal['roce', 'infiniband', 'tcp']
     interface: str
+    bootstrap_interface: str | None
     subnet: str
     rdma_devices: list[str]
     gid_index: Literal['probe'] | int
@@ -27,13 +28,15 @@ class Fabric(Record):
 class Node(Record):
     """One node of the fleet; its position in `nodes` is its rank."""
 
-    FIELDS = ('name', 'fabric_ip', 'ssh', 'home', 'holds_checkpoint', 'gid_index')
+    FIELDS = ('name', 'fabric_ip', 'ssh', 'home', 'holds_checkpoint', 'gid_index', 'container_name', 'env')
     name: str
     fabric_ip: str
     ssh: str
     home: str
     holds_checkpoint: bool
     gid_index: Literal['probe'] | int | None
+    container_name: str | None
+    env: dict[str, str | int]
 
 
 class Fleet(Record):
@@ -59,69 +62,98 @@ class Model(Record):
     FIELDS = (
         'architecture',
         'repo',
+        'hub_id',
         'holder_repo',
         'container_repo',
         'snapshot',
         'served_name',
+        'quantization',
         'aliases',
         'max_context_length',
         'engram',
         'config_json',
     )
     architecture: str
-    repo: str
+    repo: str | None
+    hub_id: str | None
     holder_repo: str | None
     container_repo: str
-    snapshot: str
-    served_name: str
+    snapshot: str | None
+    served_name: str | None
+    quantization: str | None
     aliases: list[str]
     max_context_length: int | None
     engram: Engram | None
     config_json: str | None
 
 
+class CatalogExtra(Record):
+    """Names this image's own SGLang build knows that engine.catalog does not list."""
+
+    FIELDS = ('flags', 'env')
+    flags: list[str]
+    env: list[str]
+
+
 class Parallel(Record):
     """Parallel layout."""
 
-    FIELDS = ('tp', 'ep')
-    tp: int
+    FIELDS = ('tp', 'ep', 'dp', 'dp_attention')
+    tp: int | None
     ep: int
+    dp: int | None
+    dp_attention: bool
 
 
 class Backends(Record):
     """Kernel backends."""
 
-    FIELDS = ('attention', 'moe_runner', 'fp8_gemm')
+    FIELDS = ('attention', 'moe_runner', 'fp8_gemm', 'fp4_gemm')
     attention: str | None
     moe_runner: str | None
     fp8_gemm: str | None
+    fp4_gemm: str | None
+
+
+class Draft(Record):
+    """A separate draft model for speculative decoding, mounted read-only beside the target."""
+
+    FIELDS = ('repo', 'hub_id', 'snapshot', 'container_repo', 'config_json', 'quantization')
+    repo: str | None
+    hub_id: str | None
+    snapshot: str | None
+    container_repo: str
+    config_json: str | None
+    quantization: str | None
 
 
 class Speculative(Record):
     """Speculative decoding."""
 
-    FIELDS = ('algorithm', 'dspark_block_size', 'num_steps', 'eagle_topk', 'num_draft_tokens', 'draft_model')
-    algorithm: Literal['none', 'EAGLE', 'EAGLE3', 'NEXTN', 'NGRAM', 'STANDALONE', 'DSPARK']
+    FIELDS = ('algorithm', 'dspark_block_size', 'num_steps', 'eagle_topk', 'num_draft_tokens', 'draft')
+    algorithm: Literal['none', 'EAGLE', 'EAGLE3', 'NEXTN', 'NGRAM', 'STANDALONE', 'DSPARK', 'DFLASH']
     dspark_block_size: int | None
     num_steps: int | None
     eagle_topk: int | None
     num_draft_tokens: int | None
-    draft_model: str | None
+    draft: Draft | None
 
 
 class CudaGraph(Record):
     """CUDA graphs."""
 
-    FIELDS = ('enabled', 'max_bs_decode')
+    FIELDS = ('enabled', 'max_bs_decode', 'batch_sizes')
     enabled: bool
     max_bs_decode: int | Literal['max_running_requests'] | None
+    batch_sizes: list[int] | None
 
 
 class Chat(Record):
     """Chat defaults."""
 
-    FIELDS = ('thinking', 'reasoning_effort', 'tool_call_parser', 'reasoning_parser')
+    FIELDS = ('thinking', 'template_kwargs', 'reasoning_effort', 'tool_call_parser', 'reasoning_parser')
     thinking: bool | None
+    template_kwargs: dict[str, str | int | float | bool]
     reasoning_effort: int | None
     tool_call_parser: str | None
     reasoning_parser: str | None
@@ -161,6 +193,9 @@ class Engine(Record):
         'dist_init_port',
         'trust_remote_code',
         'load_format',
+        'kv_cache_dtype',
+        'page_size',
+        'catalog_extra',
         'parallel',
         'backends',
         'speculative',
@@ -175,11 +210,14 @@ class Engine(Record):
     catalog: str
     container_name: str
     launcher: list[str]
-    host: str
+    host: str | None
     port: int
     dist_init_port: int
     trust_remote_code: bool
     load_format: str | None
+    kv_cache_dtype: str | None
+    page_size: int | None
+    catalog_extra: CatalogExtra
     parallel: Parallel
     backends: Backends
     speculative: Speculative
@@ -212,6 +250,13 @@ class Container(Record):
         'cap_add',
         'devices',
         'gpus',
+        'rdma_access',
+        'privileged',
+        'user',
+        'security_opt',
+        'cpuset_cpus',
+        'remove',
+        'detach',
         'network',
         'ipc',
         'cache_dir',
@@ -227,6 +272,13 @@ class Container(Record):
     cap_add: list[str]
     devices: list[str]
     gpus: str
+    rdma_access: bool | None
+    privileged: bool
+    user: str | None
+    security_opt: list[str]
+    cpuset_cpus: str | None
+    remove: bool
+    detach: bool
     network: str
     ipc: str | None
     cache_dir: str
@@ -239,7 +291,7 @@ class Nccl(Record):
     """NCCL and gloo environment."""
 
     FIELDS = ('preset', 'extra')
-    preset: Literal['trim', 'default']
+    preset: Literal['trim', 'default', 'none']
     extra: dict[str, str | int]
 
 
@@ -567,6 +619,21 @@ _FABRIC: dict[str, Any] = {
                     'schema': {'type': 'str'},
                 },
             },
+            'bootstrap_interface': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._iface},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
             'subnet': {
                 'type': 'model-field',
                 'schema': {
@@ -670,6 +737,53 @@ _NODE: dict[str, Any] = {
                     'default': None,
                 },
             },
+            'container_name': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {
+                                'type': 'no-info',
+                                'function': checks._container_name,
+                            },
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'env': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'dict',
+                        'keys_schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._env_name},
+                            'schema': {'type': 'str'},
+                        },
+                        'values_schema': {
+                            'type': 'union',
+                            'choices': [
+                                {
+                                    'type': 'function-after',
+                                    'function': {
+                                        'type': 'no-info',
+                                        'function': checks._arg_text,
+                                    },
+                                    'schema': {'type': 'str'},
+                                },
+                                {'type': 'int'},
+                            ],
+                        },
+                    },
+                    'default': {},
+                },
+            },
         },
         'model_name': 'Node',
         'computed_fields': [],
@@ -767,9 +881,31 @@ _MODEL: dict[str, Any] = {
             'repo': {
                 'type': 'model-field',
                 'schema': {
-                    'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks._abs_path},
-                    'schema': {'type': 'str'},
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._abs_path},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'hub_id': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._hub_id},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
                 },
             },
             'holder_repo': {
@@ -802,17 +938,46 @@ _MODEL: dict[str, Any] = {
             'snapshot': {
                 'type': 'model-field',
                 'schema': {
-                    'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks._snapshot},
-                    'schema': {'type': 'str'},
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._snapshot},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
                 },
             },
             'served_name': {
                 'type': 'model-field',
                 'schema': {
-                    'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks._text},
-                    'schema': {'type': 'str'},
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._text},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'quantization': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._word},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
                 },
             },
             'aliases': {
@@ -873,7 +1038,47 @@ _MODEL_CHECKED: dict[str, Any] = {
     'type': 'function-after',
     'function': {'type': 'no-info', 'function': checks.check_aliases_overlay},
     'schema': _MODEL,
-    'ref': 'Model',
+}
+_CATALOG_EXTRA: dict[str, Any] = {
+    'type': 'model',
+    'cls': CatalogExtra,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'flags': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'list',
+                        'items_schema': {'type': 'str', 'pattern': '^[a-z0-9][a-z0-9-]*$'},
+                    },
+                    'default': [],
+                },
+            },
+            'env': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'list',
+                        'items_schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._env_name},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': [],
+                },
+            },
+        },
+        'model_name': 'CatalogExtra',
+        'computed_fields': [],
+    },
+    'custom_init': False,
+    'root_model': False,
+    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'CatalogExtra'},
+    'ref': 'CatalogExtra',
 }
 _PARALLEL: dict[str, Any] = {
     'type': 'model',
@@ -881,13 +1086,36 @@ _PARALLEL: dict[str, Any] = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'tp': {'type': 'model-field', 'schema': {'type': 'int', 'ge': 1}},
+            'tp': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'nullable', 'schema': {'type': 'int', 'ge': 1}},
+                    'default': None,
+                },
+            },
             'ep': {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
                     'schema': {'type': 'int', 'ge': 1},
                     'default': 1,
+                },
+            },
+            'dp': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'nullable', 'schema': {'type': 'int', 'ge': 1}},
+                    'default': None,
+                },
+            },
+            'dp_attention': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'bool'},
+                    'default': False,
                 },
             },
         },
@@ -950,6 +1178,21 @@ _BACKENDS: dict[str, Any] = {
                     'default': None,
                 },
             },
+            'fp4_gemm': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._word},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
         },
         'model_name': 'Backends',
         'computed_fields': [],
@@ -958,6 +1201,113 @@ _BACKENDS: dict[str, Any] = {
     'root_model': False,
     'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Backends'},
     'ref': 'Backends',
+}
+_DRAFT: dict[str, Any] = {
+    'type': 'model',
+    'cls': Draft,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'repo': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._abs_path},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'hub_id': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._hub_id},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'snapshot': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._snapshot},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'container_repo': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'function-after',
+                        'function': {'type': 'no-info', 'function': checks._abs_path},
+                        'schema': {'type': 'str'},
+                    },
+                    'default': '/models/draft',
+                },
+            },
+            'config_json': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._text},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'quantization': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._word},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+        },
+        'model_name': 'Draft',
+        'computed_fields': [],
+    },
+    'custom_init': False,
+    'root_model': False,
+    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Draft'},
+}
+_DRAFT_CHECKED: dict[str, Any] = {
+    'type': 'function-after',
+    'function': {'type': 'no-info', 'function': checks.check_model_source},
+    'schema': _DRAFT,
+    'ref': 'Draft',
 }
 _SPECULATIVE: dict[str, Any] = {
     'type': 'model',
@@ -971,7 +1321,7 @@ _SPECULATIVE: dict[str, Any] = {
                     'type': 'default',
                     'schema': {
                         'type': 'literal',
-                        'expected': ['none', 'EAGLE', 'EAGLE3', 'NEXTN', 'NGRAM', 'STANDALONE', 'DSPARK'],
+                        'expected': ['none', 'EAGLE', 'EAGLE3', 'NEXTN', 'NGRAM', 'STANDALONE', 'DSPARK', 'DFLASH'],
                     },
                     'default': 'none',
                 },
@@ -1008,18 +1358,11 @@ _SPECULATIVE: dict[str, Any] = {
                     'default': None,
                 },
             },
-            'draft_model': {
+            'draft': {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': {
-                        'type': 'nullable',
-                        'schema': {
-                            'type': 'function-after',
-                            'function': {'type': 'no-info', 'function': checks._abs_path},
-                            'schema': {'type': 'str'},
-                        },
-                    },
+                    'schema': {'type': 'nullable', 'schema': _DRAFT_CHECKED},
                     'default': None,
                 },
             },
@@ -1062,6 +1405,20 @@ _CUDA_GRAPH: dict[str, Any] = {
                     'default': None,
                 },
             },
+            'batch_sizes': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'list',
+                            'items_schema': {'type': 'int', 'ge': 1},
+                        },
+                    },
+                    'default': None,
+                },
+            },
         },
         'model_name': 'CudaGraph',
         'computed_fields': [],
@@ -1083,6 +1440,37 @@ _CHAT: dict[str, Any] = {
                     'type': 'default',
                     'schema': {'type': 'nullable', 'schema': {'type': 'bool'}},
                     'default': None,
+                },
+            },
+            'template_kwargs': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'dict',
+                        'keys_schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._kwarg},
+                            'schema': {'type': 'str'},
+                        },
+                        'values_schema': {
+                            'type': 'union',
+                            'choices': [
+                                {
+                                    'type': 'function-after',
+                                    'function': {
+                                        'type': 'no-info',
+                                        'function': checks._arg_text,
+                                    },
+                                    'schema': {'type': 'str'},
+                                },
+                                {'type': 'int'},
+                                {'type': 'float'},
+                                {'type': 'bool'},
+                            ],
+                        },
+                    },
+                    'default': {},
                 },
             },
             'reasoning_effort': {
@@ -1239,7 +1627,7 @@ _ENGINE: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'function-after',
-                    'function': {'type': 'no-info', 'function': checks._name},
+                    'function': {'type': 'no-info', 'function': checks._container_name},
                     'schema': {'type': 'str'},
                 },
             },
@@ -1267,11 +1655,14 @@ _ENGINE: dict[str, Any] = {
                 'schema': {
                     'type': 'default',
                     'schema': {
-                        'type': 'function-after',
-                        'function': {'type': 'no-info', 'function': checks._ipv4},
-                        'schema': {'type': 'str'},
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._ipv4},
+                            'schema': {'type': 'str'},
+                        },
                     },
-                    'default': '0.0.0.0',
+                    'default': None,
                 },
             },
             'port': {
@@ -1311,6 +1702,38 @@ _ENGINE: dict[str, Any] = {
                         },
                     },
                     'default': None,
+                },
+            },
+            'kv_cache_dtype': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._word},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'page_size': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'nullable', 'schema': {'type': 'int', 'ge': 1}},
+                    'default': None,
+                },
+            },
+            'catalog_extra': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': _CATALOG_EXTRA,
+                    'default': {},
+                    'validate_default': True,
                 },
             },
             'parallel': {'type': 'model-field', 'schema': _PARALLEL},
@@ -1638,6 +2061,86 @@ _CONTAINER: dict[str, Any] = {
                     'default': 'all',
                 },
             },
+            'rdma_access': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'nullable', 'schema': {'type': 'bool'}},
+                    'default': None,
+                },
+            },
+            'privileged': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'bool'},
+                    'default': False,
+                },
+            },
+            'user': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._user},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'security_opt': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'list',
+                        'items_schema': {
+                            'type': 'function-after',
+                            'function': {
+                                'type': 'no-info',
+                                'function': checks._security_opt,
+                            },
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': [],
+                },
+            },
+            'cpuset_cpus': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'function-after',
+                            'function': {'type': 'no-info', 'function': checks._cpuset},
+                            'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'remove': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'bool'},
+                    'default': False,
+                },
+            },
+            'detach': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {'type': 'bool'},
+                    'default': False,
+                },
+            },
             'network': {
                 'type': 'model-field',
                 'schema': {
@@ -1723,7 +2226,7 @@ _NCCL: dict[str, Any] = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': {'type': 'literal', 'expected': ['trim', 'default']},
+                    'schema': {'type': 'literal', 'expected': ['trim', 'default', 'none']},
                     'default': 'trim',
                 },
             },
@@ -3055,7 +3558,15 @@ _PROFILE: dict[str, Any] = {
                     },
                 },
             },
-            'model': {'type': 'model-field', 'schema': _MODEL_CHECKED},
+            'model': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'function-after',
+                    'function': {'type': 'no-info', 'function': checks.check_model_source},
+                    'schema': _MODEL_CHECKED,
+                    'ref': 'Model',
+                },
+            },
             'engine': {'type': 'model-field', 'schema': _ENGINE},
             'container': {
                 'type': 'model-field',
@@ -3198,9 +3709,11 @@ _SECTIONS: dict[type[Record], dict[str, Any]] = {
     Model: _MODEL_CHECKED,
     Engram: _ENGRAM,
     Engine: _ENGINE,
+    CatalogExtra: _CATALOG_EXTRA,
     Parallel: _PARALLEL,
     Backends: _BACKENDS,
     Speculative: _SPECULATIVE,
+    Draft: _DRAFT_CHECKED,
     CudaGraph: _CUDA_GRAPH,
     Chat: _CHAT,
     Limits: _LIMITS,

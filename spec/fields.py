@@ -13,24 +13,30 @@ from spark_compile.spec.checks import (
     _arg_text,
     _arg_value,
     _ArgScalar,
+    _container_name,
+    _cpuset,
     _device,
     _docker_size,
     _env_name,
     _free_text,
     _gpus,
+    _hub_id,
     _iface,
     _image,
     _ipv4,
     _ipv4_net,
+    _kwarg,
     _launcher_word,
     _list_arg,
     _name,
     _rdma,
     _rel_or_abs_path,
+    _security_opt,
     _snapshot,
     _ssh,
     _text,
     _ulimit_value,
+    _user,
     _word,
     check_overlay_rows,
     check_overlay_size,
@@ -65,5 +71,11 @@ RdmaName = Annotated[str, AfterValidator(_rdma)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 Positive = Annotated[int, Field(ge=1)]
 # Overlay values: what the container's own parsers accept (spark_compile.overlay.values).
+ContainerName = Annotated[str, AfterValidator(_container_name)]
+HubId = Annotated[str, AfterValidator(_hub_id)]
+DockerUser = Annotated[str, AfterValidator(_user)]
+SecurityOpt = Annotated[str, AfterValidator(_security_opt)]
+CpuSet = Annotated[str, AfterValidator(_cpuset)]
+KwargName = Annotated[str, AfterValidator(_kwarg)]
 OverlaySize = Annotated[str | int, AfterValidator(check_overlay_size), WithJsonSchema(SIZE_SCHEMA)]
 OverlayRows = Annotated[str, AfterValidator(check_overlay_rows)]

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from spark_compile.engine_options import TYPED_FLAG_SYNONYMS, TYPED_FLAGS
 from spark_compile.launch_plan import dotted, field_name
+from spark_compile.model_paths import served_id
 from spark_compile.spec.envfile import env_value_problem
 from spark_compile.spec.hardware import FAMILIES
 from spark_compile.spec.rules import Context, Hit, rule
@@ -18,9 +19,10 @@ EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
       "engine: {parallel: {tp: 4, ep: 3}}", "engine: {parallel: {tp: 4, ep: 4}}")
 def ep_divides_tp(ctx: Context) -> Iterator[Hit]:
     par = ctx.profile.engine.parallel
-    if par.tp % par.ep:
-        yield Hit("SC201", ("engine", "parallel", "ep"), f"ep {par.ep} does not divide tp {par.tp}",
-                  f"use a divisor of {par.tp}")
+    tp = par.tp or 1  # unset: SGLang's default
+    if tp % par.ep:
+        yield Hit("SC201", ("engine", "parallel", "ep"), f"ep {par.ep} does not divide tp {tp}",
+                  f"use a divisor of {tp}")
 
 
 @rule("SC202", "error", "speculative algorithm accepted by the model",
@@ -143,10 +145,10 @@ def distinct_ports(ctx: Context) -> Iterator[Hit]:
       "model: {served_name: 'deepseek:v4'}", "model: {served_name: deepseek-v4.1-flash}")
 def served_names(ctx: Context) -> Iterator[Hit]:
     model = ctx.profile.model
-    if ":" in model.served_name:
+    if model.served_name is not None and ":" in model.served_name:
         yield Hit("SC211", ("model", "served_name"), f"served_name {model.served_name!r} contains ':'",
                   "remove the ':'")
-    seen = {model.served_name}
+    seen = {served_id(ctx.profile)}
     for index, alias in enumerate(model.aliases):
         if alias in seen or "," in alias:
             yield Hit("SC211", ("model", "aliases", index),

@@ -31,7 +31,7 @@ def _duplicates(ctx: Context, field: str, what: str, rule_id: str) -> Iterator[H
 def tp_fills_fleet(ctx: Context) -> Iterator[Hit]:
     hw = HARDWARE[ctx.profile.hardware]
     nodes = len(ctx.profile.fleet.nodes)
-    tp = ctx.profile.engine.parallel.tp
+    tp = ctx.profile.engine.parallel.tp or 1  # unset: SGLang's default
     if tp % nodes != 0 or tp != nodes * hw.gpus_per_node:
         yield Hit("SC401", ("engine", "parallel", "tp"),
                   f"tp {tp} does not fit {nodes} node(s) x {hw.gpus_per_node} GPU(s) of {hw.name}: "

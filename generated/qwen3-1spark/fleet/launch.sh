@@ -352,7 +352,7 @@ cmd_postmortem() {
     local -a pids=()
     mkdir -p "$dir"
     for rank in "${ranks[@]}"; do
-        remote "$rank" node_postmortem "$unit" "$container" "$postmortem_lines" \
+        remote "$rank" node_postmortem "$unit" "${rank_container[$rank]}" "$postmortem_lines" \
             >"$dir/rank$rank-${rank_nodes[$rank]}.log" 2>&1 &
         pids+=($!)
     done
