@@ -11,7 +11,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spark_compile.k8s import API_PORT_NAME, PROBED, bound_ranks, host_volumes, lws_options, settings
+from spark_compile.k8s import (
+    API_PORT_NAME,
+    PROBED,
+    SECURITY_OPTS,
+    bound_ranks,
+    host_volumes,
+    lws_options,
+    numeric_user,
+    settings,
+)
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.spec.hardware import HARDWARE
 
@@ -186,3 +195,19 @@ def check_settings(plan: LaunchPlan, profile: Profile) -> Iterator[Problem]:
                       "LWS may place a rank on any node, and the entrypoint stops a rank that lands elsewhere")
     if profile.secrets.api_key is not None:
         yield Problem("SC507", ("secrets", "api_key"), "secrets.api_key is not supported by the Kubernetes target yet")
+    yield from _docker_only(profile)
+
+
+def _docker_only(profile: Profile) -> Iterator[Problem]:
+    """SC508: container options the pod's securityContext cannot say."""
+    box = profile.container
+    if box.user is not None and numeric_user(box.user) is None:
+        yield Problem("SC508", ("container", "user"), f"container.user {box.user!r} names a user or group; a "
+                      "securityContext takes numeric ids only (runAsUser, runAsGroup)")
+    if box.cpuset_cpus is not None:
+        yield Problem("SC508", ("container", "cpuset_cpus"), "container.cpuset_cpus has no pod equivalent (the "
+                      "kubelet's CPU manager assigns CPUs)")
+    for index, option in enumerate(box.security_opt):
+        if option not in SECURITY_OPTS:
+            yield Problem("SC508", ("container", "security_opt", index), f"security_opt {option!r} has no "
+                          f"securityContext twin (known: {', '.join(SECURITY_OPTS)})")

@@ -187,6 +187,16 @@ def _docker_size(value: str | int) -> str:
     return text
 
 
+_SIZE_SHIFT = {"": 0, "b": 0, "k": 10, "m": 20, "g": 30, "t": 40, "p": 50}
+
+
+def docker_size_bytes(text: str) -> int:
+    """Bytes of a docker size as docker reads it (go-units RAMInBytes: binary units, i and b optional)."""
+    digits = text.rstrip("bBiI")
+    unit = digits[-1].lower() if digits and not digits[-1].isdigit() else ""
+    return int(digits[:-1] if unit else digits) << _SIZE_SHIFT[unit]
+
+
 def _env_name(value: str) -> str:
     if not _ENV_NAME.match(value):
         raise _err("env_name", "{value} is not an environment variable name: use A-Z, 0-9 and '_', "

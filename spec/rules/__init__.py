@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from spark_compile.launch_plan import LaunchPlan
@@ -50,6 +50,7 @@ class Context:
     profile: Profile
     plan: LaunchPlan
     present: Callable[[Path], bool]  # whether a path was written in the profile (not a model default)
+    model_config: dict[str, Any] | None = None  # the committed config.json model.config_json names, if readable
 
 
 Check = Callable[[Context], Iterator[Hit]]

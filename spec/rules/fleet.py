@@ -6,6 +6,7 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
+from spark_compile.spec.checks import docker_size_bytes
 from spark_compile.spec.hardware import HARDWARE
 from spark_compile.spec.rules import Context, Hit, rule
 
@@ -81,18 +82,21 @@ def ip_in_subnet(ctx: Context) -> Iterator[Hit]:
                       f" address of {net}", "use a host address of the subnet")
 
 
-@rule("SC406", "error", "exactly one node holds the checkpoint",
+@rule("SC406", "error", "exactly one node holds the checkpoint where Engram needs a holder",
       "With Engram tables, one node reads its rows straight from the checkpoint's shards (holds_checkpoint: "
-      "true); every other node reads a node-local copy. More than one holder is never right.",
+      "true); every other node reads a node-local copy, so a second holder would read the same rows twice. "
+      "Without Engram there is no holder: every node reads its own copy at model.repo (SC428).",
       "nodes: [{name: spark-0, holds_checkpoint: true}, {name: spark-1, holds_checkpoint: true}]",
       "nodes: [{name: spark-0}, {name: spark-1, holds_checkpoint: true}]")
 def one_holder(ctx: Context) -> Iterator[Hit]:
+    if ctx.profile.model.engram is None:
+        return
     holders = [i for i, node in enumerate(ctx.profile.fleet.nodes) if node.holds_checkpoint]
     for index in holders[1:]:
         yield Hit("SC406", ("fleet", "nodes", index, "holds_checkpoint"),
                   f"{ctx.profile.fleet.nodes[index].name} is a second checkpoint holder "
                   f"(first: {ctx.profile.fleet.nodes[holders[0]].name})", "mark only one node")
-    if not holders and ctx.profile.model.engram is not None:
+    if not holders:
         yield Hit("SC406", ("fleet", "nodes"), "model.engram is set but no node holds the checkpoint",
                   "set holds_checkpoint: true on the node that has the checkpoint on local disk")
 
@@ -194,17 +198,21 @@ def engram_host_table(ctx: Context) -> Iterator[Hit]:
                   "set SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE: '0' so the overlay serves the rows")
 
 
-@rule("SC412", "error", "hardware's required environment",
-      "Some hardware needs a variable at a fixed value; GB10 needs PYTORCH_CUDA_ALLOC_CONF="
-      "expandable_segments:False.", "engine: {env: {PYTORCH_CUDA_ALLOC_CONF: expandable_segments:True}}",
+@rule("SC412", "warning", "hardware's recommended environment",
+      "Some hardware runs best with a variable at a known value, a practice and not a refusal: the engine starts "
+      "either way. On GB10 production runs PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False, because expandable "
+      "segments map memory in pieces the unified-memory driver pins late, and the KV pool sized at start can then "
+      "fail to allocate minutes into a boot; sparkrun's GB10 default and some cookbooks run True.",
+      "engine: {env: {PYTORCH_CUDA_ALLOC_CONF: expandable_segments:True}}",
       "engine: {env: {PYTORCH_CUDA_ALLOC_CONF: expandable_segments:False}}")
 def hardware_env(ctx: Context) -> Iterator[Hit]:
-    for name, value in HARDWARE[ctx.profile.hardware].env_required:
+    hardware = HARDWARE[ctx.profile.hardware]
+    for name, value in hardware.env_recommended:
         have = ctx.profile.engine.env.get(name)
         if have is None or str(have) != value:
             yield Hit("SC412", ("engine", "env", name) if have is not None else ("engine", "env"),
-                      f"{ctx.profile.hardware} needs {name}={value}, got {'nothing' if have is None else have}",
-                      f"set engine.env.{name}: {value}")
+                      f"{hardware.name} runs best with {name}={value} ({hardware.env_reason}), got "
+                      f"{'nothing' if have is None else repr(str(have))}", f"set engine.env.{name}: {value}")
 
 
 _ARCH_ENV = re.compile(r"^(TORCH_CUDA_ARCH_LIST|FLASHINFER_CUDA_ARCH_LIST|[A-Z0-9_]*ARCH_LIST)$")
@@ -247,11 +255,8 @@ def engram_one_gpu(ctx: Context) -> Iterator[Hit]:
 
 
 def size_gib(text: str) -> float:
-    """GiB meant by a docker size such as 112g."""
-    units = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    unit = text[-1].lower()
-    number = int(text[:-1]) if unit in units else int(text)
-    return number * units.get(unit, 1) / (1 << 30)
+    """GiB meant by a docker size such as 112g or 32gb."""
+    return docker_size_bytes(text) / (1 << 30)
 
 
 def _nccl_value(ctx: Context, name: str) -> tuple[str | None, tuple[str | int, ...]]:
@@ -280,19 +285,24 @@ def hca_subset(ctx: Context) -> Iterator[Hit]:
                   "drop the override: the plan sets NCCL_IB_HCA from fleet.fabric.rdma_devices")
 
 
-@rule("SC416", "error", "socket interfaces are the fabric interface",
-      "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME must both name fleet.fabric.interface: gloo on another "
-      "interface bootstraps over the wrong network and torch.distributed init hangs.",
-      "nccl: {extra: {GLOO_SOCKET_IFNAME: eth0}}", "fleet: {fabric: {interface: enp1s0f0np0}}")
+@rule("SC416", "error", "socket interfaces are the bootstrap interface",
+      "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME must both name the bootstrap interface, "
+      "fleet.fabric.bootstrap_interface (else fleet.fabric.interface): NCCL and gloo on two different networks "
+      "bootstrap apart and torch.distributed init hangs. To bootstrap on the management NIC while data moves over "
+      "the RDMA devices, set bootstrap_interface.",
+      "nccl: {extra: {GLOO_SOCKET_IFNAME: eth0}}",
+      "fleet: {fabric: {interface: enp1s0f0np0, bootstrap_interface: eth0}}")
 def socket_ifname(ctx: Context) -> Iterator[Hit]:
-    if ctx.profile.fleet.fabric is None:
+    fabric = ctx.profile.fleet.fabric
+    if fabric is None:
         return
-    interface = ctx.profile.fleet.fabric.interface
+    interface = fabric.bootstrap_interface or fabric.interface
+    key = "bootstrap_interface" if fabric.bootstrap_interface else "interface"
     for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
         value, path = _nccl_value(ctx, name)
         if value is not None and value.lstrip("=") != interface:
-            yield Hit("SC416", path, f"{name}={value} is not the fabric interface {interface}",
-                      "drop the override: the plan sets both from fleet.fabric.interface")
+            yield Hit("SC416", path, f"{name}={value} is not the bootstrap interface {interface} (fleet.fabric.{key})",
+                      "drop the override and set fleet.fabric.bootstrap_interface: the plan writes both from it")
 
 
 @rule("SC417", "error", "GID index only from the fleet",

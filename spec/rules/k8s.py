@@ -117,3 +117,12 @@ def ranks_tied_to_nodes(ctx: Context) -> Iterator[Hit]:
       "secrets: {api_key: {file: /etc/sglang/key}}", "secrets: {env: {HF_TOKEN: {env: HF_TOKEN}}}")
 def unsupported_secrets(ctx: Context) -> Iterator[Hit]:
     yield from _settings_hits(ctx, "SC507", "remove kubernetes, or secrets.api_key")
+
+
+@rule("SC508", "warning", "docker options a pod cannot carry",
+      "The pod's securityContext takes numeric user and group ids, the seccomp and AppArmor profiles "
+      "(Unconfined) and allowPrivilegeEscalation; a user by name, another --security-opt, or --cpuset-cpus has no "
+      "twin there and the Kubernetes target leaves it out.",
+      "container: {user: sglang, cpuset_cpus: 0-9}", "container: {user: '1000:1000'}")
+def docker_only_options(ctx: Context) -> Iterator[Hit]:
+    yield from _settings_hits(ctx, "SC508", "use numeric ids, or drop the option for the Kubernetes target")
