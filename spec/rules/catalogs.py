@@ -44,16 +44,18 @@ def known_catalog(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("SC302", "error", "unknown engine flag",
-      "A flag the catalog's SGLang does not have stops the engine at start (argparse exits).",
+      "A flag the catalog's SGLang does not have stops the engine at start (argparse exits). A flag the image's "
+      "own build adds (a patched SGLang) is allowed by naming it in engine.catalog_extra.flags.",
       "engine: {args: {enable-decoder-swa-bounded-replays: true}}",
       "engine: {args: {enable-decoder-swa-bounded-replay: true}}")
 def unknown_flag(ctx: Context) -> Iterator[Hit]:
     catalog = _catalog(ctx)
     if catalog is None:
         return
+    extra = set(ctx.profile.engine.catalog_extra.flags)
     for name, value in ctx.profile.engine.args.items():
         option = f"--{name}"
-        if catalog.lookup(option) or catalog.abbreviation_of(option):
+        if name in extra or catalog.lookup(option) or catalog.abbreviation_of(option):
             continue
         if value is False and catalog.lookup(f"--{name.removeprefix('no-')}"):
             continue
@@ -70,7 +72,7 @@ def abbreviated_flag(ctx: Context) -> Iterator[Hit]:
     if catalog is None:
         return
     for name in ctx.profile.engine.args:
-        full = catalog.abbreviation_of(f"--{name}")
+        full = None if name in ctx.profile.engine.catalog_extra.flags else catalog.abbreviation_of(f"--{name}")
         if full is not None:
             long_name = next(o for o in full.options if o.startswith(f"--{name}"))
             yield Hit("SC303", ("engine", "args", name), f"--{name} abbreviates {long_name}",
@@ -154,7 +156,8 @@ def false_switch(ctx: Context) -> Iterator[Hit]:
 
 @rule("SC307", "error", "unknown SGLANG_* variable",
       "SGLang ignores a variable it does not read, so a typo silently keeps the default. Variables of a newer "
-      "or patched image may be missing from the catalog: check the name against the image.",
+      "or patched image may be missing from the catalog: check the name against the image and name it in "
+      "engine.catalog_extra.env.",
       "engine: {env: {SGLANG_FLASHINFER_MOE_FUSED_FINALISE: '0'}}",
       "engine: {env: {SGLANG_FLASHINFER_MOE_FUSED_FINALIZE: '0'}}")
 def unknown_sglang_env(ctx: Context) -> Iterator[Hit]:
@@ -163,7 +166,7 @@ def unknown_sglang_env(ctx: Context) -> Iterator[Hit]:
     except CatalogNotFound:
         return
     for name, value in ctx.profile.engine.env.items():
-        if not name.startswith("SGLANG_"):
+        if not name.startswith("SGLANG_") or name in ctx.profile.engine.catalog_extra.env:
             continue
         if catalog.lookup(name) is None:
             yield Hit("SC307", ("engine", "env", name), f"{catalog_name(ctx)} does not read {name}",
@@ -202,7 +205,7 @@ rule("SC308", "error", "SGLANG_* value of the wrong type",
 def nccl_names(ctx: Context) -> Iterator[Hit]:
     catalog = nccl_catalog()
     for path, name, value in _nccl_settings(ctx):
-        if name.startswith("GLOO_") and name != "GLOO_SOCKET_IFNAME":
+        if (name.startswith("GLOO_") and name != "GLOO_SOCKET_IFNAME") or name in ctx.profile.engine.catalog_extra.env:
             continue
         if catalog.lookup(name) is None:
             yield Hit("SC309", path, f"NCCL does not read {name}",
@@ -238,7 +241,7 @@ def overlay_names(ctx: Context) -> Iterator[Hit]:
         if name.startswith("SPARK_") and name not in FLAGS_BY_NAME:
             yield Hit("SC311", ("engine", "env", name), f"the overlay has no flag {name}",
                       did_you_mean(name, sorted(FLAGS_BY_NAME)), at_key=True)
-        elif name.startswith("B12X_") and name not in B12X_NAMES:
+        elif name.startswith("B12X_") and name not in B12X_NAMES and name not in ctx.profile.engine.catalog_extra.env:
             yield Hit("SC311", ("engine", "env", name), f"the b12x runtime reads no {name}",
                       did_you_mean(name, list(B12X_NAMES)), at_key=True)
 
