@@ -30,6 +30,8 @@ PROBE_TIMEOUT_S = 900.0
 MAX_CONFIG_BYTES = 1 << 20
 # A written value that asks SGLang to choose: resolving it is not a rewrite.
 CHOOSE_FOR_ME = (None, "auto")
+# A written value SGLang spells another way once resolved: "unquant" is the explicit no-quantization, None.
+SAME_MEANING = {("unquant", None)}
 
 YamlPath = tuple[str | int, ...]
 
@@ -60,7 +62,7 @@ def _show(value: Any) -> str:
 
 
 def _same(wrote: Any, resolved: Any) -> bool:
-    return wrote == resolved or _show(wrote) == _show(resolved)
+    return wrote == resolved or _show(wrote) == _show(resolved) or (wrote, resolved) in SAME_MEANING
 
 
 def config_json(validated: Validated, at: tuple[str, ...] = ("model",)) -> Path:

@@ -145,6 +145,18 @@ class RankPlan:
                 *self.launcher[1:], *self.engine_argv)
 
     @property
+    def docker_lines(self) -> tuple[tuple[str, ...], ...]:
+        """docker_argv after `docker` as a script writes it: one option (with all its values) per line."""
+        launcher: list[list[str]] = []
+        for word in self.launcher[1:]:  # the launcher's own words: a flag with the word after it
+            if not launcher or word.startswith("-") or len(launcher[-1]) > 1:
+                launcher.append([word])
+            else:
+                launcher[-1].append(word)
+        return (("run",), *(o.words for o in self.docker_options), ("--entrypoint", self.launcher[0]), (self.image,),
+                *(tuple(line) for line in launcher), *(o.words for o in self.engine_options))
+
+    @property
     def variables(self) -> tuple[EnvVar, ...]:
         """Every variable of every env file, in file order."""
         return tuple(var for env_file in self.env_files for var in env_file.variables)

@@ -55,8 +55,13 @@ def argv_lines(argv: list[str] | tuple[str, ...]) -> list[list[str]]:
 
 def sh_command(argv: list[str] | tuple[str, ...], first: str = "", indent: str = "  ") -> str:
     """Filter: an argv as a bash command, one option per line with continuations, every word quoted."""
-    lines = [quoting.bash_words(line) for line in argv_lines(argv)]
-    body = f" \\\n{indent}".join(lines)
+    return sh_lines(argv_lines(argv), first, indent)
+
+
+def sh_lines(lines: list[list[str]] | tuple[tuple[str, ...], ...], first: str = "", indent: str = "  ") -> str:
+    """Filter: argv words already grouped one per line (an option with all its values) as a bash command."""
+    quoted = [quoting.bash_words(line) for line in lines]
+    body = f" \\\n{indent}".join(quoted)
     return f"{first}{body}"
 
 
@@ -97,7 +102,7 @@ def environment() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(str(root)), undefined=jinja2.StrictUndefined, autoescape=False,
         keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
     )
-    env.filters.update(sh=quoting.bash_word, sh_command=sh_command, systemd=quoting.systemd_exec_arg,
+    env.filters.update(sh=quoting.bash_word, sh_command=sh_command, sh_lines=sh_lines, systemd=quoting.systemd_exec_arg,
                        systemd_exec=quoting.systemd_command, systemd_path=quoting.systemd_path_setting,
                        systemd_text=quoting.systemd_text, envfile=quoting.env_file_value,
                        heredoc=quoting.heredoc_line, md=quoting.markdown_text, md_code=quoting.markdown_code,

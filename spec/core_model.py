@@ -1736,7 +1736,15 @@ _ENGINE: dict[str, Any] = {
                     'validate_default': True,
                 },
             },
-            'parallel': {'type': 'model-field', 'schema': _PARALLEL},
+            'parallel': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': _PARALLEL,
+                    'default': {},
+                    'validate_default': True,
+                },
+            },
             'backends': {
                 'type': 'model-field',
                 'schema': {

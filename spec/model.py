@@ -392,7 +392,7 @@ class Engine(Section):
         default_factory=CatalogExtra,
         description="Flags and variables the image's own build knows beyond engine.catalog (allowed, not checked).",
     )
-    parallel: Parallel = Field(description="Parallel layout.")
+    parallel: Parallel = Field(default_factory=Parallel, description="Parallel layout (unset: one GPU).")
     backends: Backends = Field(default_factory=Backends, description="Kernel backends.")
     speculative: Speculative = Field(default_factory=Speculative, description="Speculative decoding.")
     cuda_graph: CudaGraph = Field(default_factory=CudaGraph, description="CUDA graphs.")
