@@ -195,8 +195,8 @@ def _runtime_env(profile: Profile, files: tuple[EnvFile, ...], gid_index: int | 
     names = {name for f in files for name, _ in f.values}
     probed = roce and gid_index is None
     nccl = profile.nccl.preset != "none"  # with none NCCL finds its GID itself
-    runtime = tuple(name for name in ("NCCL_IB_GID_INDEX", "B12X_ROCE_GID_INDEX")
-                    if probed and ((name == "NCCL_IB_GID_INDEX" and nccl) or "B12X_ROCE_HCA" in names))
+    wanted = {"NCCL_IB_GID_INDEX": nccl, "B12X_ROCE_GID_INDEX": "B12X_ROCE_HCA" in names}
+    runtime = tuple(name for name, needed in wanted.items() if probed and needed)
     return runtime + tuple(profile.secrets.env)
 
 

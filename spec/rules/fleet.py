@@ -6,6 +6,7 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
+from spark_compile.engine_options import api_bind
 from spark_compile.spec.checks import docker_size_bytes
 from spark_compile.spec.hardware import HARDWARE
 from spark_compile.spec.rules import Context, Hit, rule
@@ -324,7 +325,7 @@ def gid_from_fleet(ctx: Context) -> Iterator[Hit]:
       "launch.sh runs; 0.0.0.0 is called at the head's fabric IP.",
       "engine: {host: 127.0.0.1}", "engine: {host: 0.0.0.0}")
 def api_reachable(ctx: Context) -> Iterator[Hit]:
-    host = ipaddress.IPv4Address(ctx.profile.engine.host)
+    host = ipaddress.IPv4Address(api_bind(ctx.profile))
     nodes = ctx.profile.fleet.nodes
     if host.is_unspecified or str(host) == nodes[0].fabric_ip:
         return
