@@ -4,6 +4,13 @@
 # Runs the container in the foreground; sglang-qwen3-235b-2spark.service runs this script after its preflight.
 set -euo pipefail
 
+# NCCL_IB_GID_INDEX: found on this node at start by preflight.sh runtime.
+if [[ ! -r /run/spark-compile/qwen3-235b-2spark/runtime.env ]]; then
+  printf 'docker-run.sh: %s is missing: run "%s runtime" first (the unit does)\n' \
+    /run/spark-compile/qwen3-235b-2spark/runtime.env /etc/spark-compile/qwen3-235b-2spark/preflight.sh >&2
+  exit 1
+fi
+
 exec /usr/bin/docker run \
   --name qwen3-235b \
   --restart no \
@@ -21,6 +28,7 @@ exec /usr/bin/docker run \
   -v /srv/models/Qwen3-235B-A22B-EAGLE3:/models/draft:ro \
   --env-file /etc/spark-compile/qwen3-235b-2spark/engine.env \
   --env-file /etc/spark-compile/qwen3-235b-2spark/nccl.env \
+  --env-file /run/spark-compile/qwen3-235b-2spark/runtime.env \
   --entrypoint python3 \
   lmsysorg/sglang:v0.5.23 \
   -m sglang.launch_server \
