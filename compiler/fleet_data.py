@@ -89,6 +89,14 @@ def config_path(profile: Profile, rank: RankPlan) -> str:
     return f"{directory}/config.json" if directory else ""
 
 
+def model_dirs(profile: Profile, rank: RankPlan) -> str:
+    """The model directories the rank mounts (the target's, a separate draft's), ':'-joined (the path grammar
+    has no ':'): each must hold a config.json on the node, or docker mounts an empty directory."""
+    draft = profile.engine.speculative.draft
+    target = holder_dir(profile) if rank.engram and rank.engram.source == "shards" else host_dir(profile.model)
+    return ":".join(d for d in (target, host_dir(draft) if draft is not None else None) if d)
+
+
 def engram_lines(profile: Profile, rank: RankPlan, world: int) -> list[str]:
     """The boot-log lines proving the rank owns its rows."""
     if rank.engram is None or profile.model.engram is None:
@@ -215,6 +223,8 @@ def _ranks(plan: LaunchPlan, profile: Profile) -> list[str]:
         _var("engram_tables", ",".join(f"{layer}:{rows}" for layer, rows in sorted(engram.tables.items()))
              if engram else ""),
         _array("rank_config", (config_path(profile, r) for r in plan.ranks)),
+        "# Model directories each rank mounts (the target's, a draft's; ':'-joined): each holds a config.json.",
+        _array("rank_models", (model_dirs(profile, r) for r in plan.ranks)),
         _var("image_check", profile.operations.image_check.mode),
     ]
 

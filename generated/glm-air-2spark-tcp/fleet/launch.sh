@@ -150,7 +150,8 @@ preflight_rank() {
     local mode=$1 gpu=$2 rank=$3
     remote "$rank" node_preflight "$rank" "$image" "$install_dir" "$unit" "$unit_dir" \
         "${rank_rows_kind[$rank]}" "${rank_rows_path[$rank]}" "${rank_rows_expect[$rank]}" \
-        "${rank_flags[$rank]}" "$mode" "$image_check" "$gpu" "${rank_config[$rank]}" "$engram_tables"
+        "${rank_flags[$rank]}" "$mode" "$image_check" "$gpu" "${rank_config[$rank]}" "$engram_tables" \
+        "${rank_models[$rank]}"
 }
 
 # gpu_rank RANK: wait for the rank's GPU to be free.
