@@ -55,6 +55,15 @@ class Context:
 
 Check = Callable[[Context], Iterator[Hit]]
 
+
+def env_settings(ctx: Context) -> Iterator[tuple[Path, str, object]]:
+    """Every container variable the profile sets by hand, with its path: engine.env, then each node's env."""
+    for name, value in ctx.profile.engine.env.items():
+        yield ("engine", "env", name), name, value
+    for index, node in enumerate(ctx.profile.fleet.nodes):
+        for name, value in node.env.items():
+            yield ("fleet", "nodes", index, "env", name), name, value
+
 RULES: dict[str, Rule] = {}
 CHECKS: list[tuple[str, Check]] = []
 

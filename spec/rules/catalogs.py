@@ -15,7 +15,7 @@ from spark_compile.spec.catalog import (
     env_catalog,
     nccl_catalog,
 )
-from spark_compile.spec.rules import Context, Hit, rule
+from spark_compile.spec.rules import Context, Hit, env_settings, rule
 from spark_compile.spec.suggest import did_you_mean
 
 B12X_NAMES = ("B12X_ROCE_HCA", "B12X_ROCE_GID_INDEX", "B12X_ROCE_SPIN_LIMIT", "B12X_ROCE_CACHE_DIR")
@@ -165,17 +165,17 @@ def unknown_sglang_env(ctx: Context) -> Iterator[Hit]:
         catalog = env_catalog(ctx.profile.engine.catalog)
     except CatalogNotFound:
         return
-    for name, value in ctx.profile.engine.env.items():
+    for path, name, value in env_settings(ctx):
         if not name.startswith("SGLANG_") or name in ctx.profile.engine.catalog_extra.env:
             continue
         if catalog.lookup(name) is None:
-            yield Hit("SC307", ("engine", "env", name), f"{catalog_name(ctx)} does not read {name}",
+            yield Hit("SC307", path, f"{catalog_name(ctx)} does not read {name}",
                       _suggestion(catalog.suggest(name)) or f"remove {name}: this SGLang build ignores it",
                       at_key=True)
         else:
             problem = catalog.check_value(name, str(value))
             if problem:
-                yield Hit("SC308", ("engine", "env", name), problem.rstrip("."), _env_hint(catalog, name))
+                yield Hit("SC308", path, problem.rstrip("."), _env_hint(catalog, name))
 
 
 _KIND_EXAMPLES = {"bool": "'1' or '0'", "int": "a whole number such as '10'", "float": "a number such as '0.5'"}
@@ -226,23 +226,23 @@ rule("SC310", "error", "NCCL value NCCL would misread",
 
 
 def _nccl_settings(ctx: Context) -> Iterator[tuple[tuple[str | int, ...], str, str]]:
-    for name, value in ctx.profile.nccl.extra.items():
-        yield ("nccl", "extra", name), name, str(value)
-    for name, value in ctx.profile.engine.env.items():
+    for name, extra in ctx.profile.nccl.extra.items():
+        yield ("nccl", "extra", name), name, str(extra)
+    for path, name, value in env_settings(ctx):
         if name.startswith(("NCCL_", "GLOO_")):
-            yield ("engine", "env", name), name, str(value)
+            yield path, name, str(value)
 
 
 @rule("SC311", "error", "unknown overlay variable",
       "The overlay refuses SPARK_* names it does not know at start (a typo would otherwise leave a hook off).",
       "engine: {env: {SPARK_ROCE_ARR: '1'}}", "overlay: {roce_ar: true}")
 def overlay_names(ctx: Context) -> Iterator[Hit]:
-    for name in ctx.profile.engine.env:
+    for path, name, _ in env_settings(ctx):
         if name.startswith("SPARK_") and name not in FLAGS_BY_NAME:
-            yield Hit("SC311", ("engine", "env", name), f"the overlay has no flag {name}",
-                      did_you_mean(name, sorted(FLAGS_BY_NAME)), at_key=True)
+            yield Hit("SC311", path, f"the overlay has no flag {name}", did_you_mean(name, sorted(FLAGS_BY_NAME)),
+                      at_key=True)
         elif name.startswith("B12X_") and name not in B12X_NAMES and name not in ctx.profile.engine.catalog_extra.env:
-            yield Hit("SC311", ("engine", "env", name), f"the b12x runtime reads no {name}",
+            yield Hit("SC311", path, f"the b12x runtime reads no {name}",
                       did_you_mean(name, list(B12X_NAMES)), at_key=True)
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from spark_compile.engine_options import api_bind
 from spark_compile.spec.checks import docker_size_bytes
 from spark_compile.spec.hardware import HARDWARE
-from spark_compile.spec.rules import Context, Hit, rule
+from spark_compile.spec.rules import Context, Hit, env_settings, rule
 
 ENGRAM_ROW_BYTES = 264  # F8_E4M3 [N,256] weight + F8_E8M0 [N,8] scale
 
@@ -132,9 +132,9 @@ def engram_tiles(ctx: Context) -> Iterator[Hit]:
       "SPARK_ENGRAM_ROWS, every other rank from its node-local copy (whose manifest names the rows).",
       "engine: {env: {SPARK_ENGRAM_ROWS: '1:0:10'}}", "(leave SPARK_ENGRAM_* to the plan)")
 def one_engram_source(ctx: Context) -> Iterator[Hit]:
-    by_hand = [name for name in ctx.profile.engine.env if name in ("SPARK_ENGRAM_DIR", "SPARK_ENGRAM_ROWS")]
-    for name in by_hand:
-        yield Hit("SC408", ("engine", "env", name), f"{name} is derived per rank by the plan and cannot be set",
+    by_hand = [(path, name) for path, name, _ in env_settings(ctx) if name in ("SPARK_ENGRAM_DIR", "SPARK_ENGRAM_ROWS")]
+    for path, name in by_hand:
+        yield Hit("SC408", path, f"{name} is derived per rank by the plan and cannot be set",
                   "mark the holder with holds_checkpoint and set model.engram.local_dir", at_key=True)
     engram = None if by_hand else ctx.profile.model.engram
     for rank in ctx.plan.ranks:
@@ -226,9 +226,9 @@ _ARCH_ENV = re.compile(r"^(TORCH_CUDA_ARCH_LIST|FLASHINFER_CUDA_ARCH_LIST|[A-Z0-
       "engine: {env: {TORCH_CUDA_ARCH_LIST: '12.0f'}}")
 def arch_lists(ctx: Context) -> Iterator[Hit]:
     major, minor = HARDWARE[ctx.profile.hardware].sm
-    for name, value in ctx.profile.engine.env.items():
+    for path, name, value in env_settings(ctx):
         if _ARCH_ENV.match(name) and not _covers(str(value), major, minor):
-            yield Hit("SC413", ("engine", "env", name),
+            yield Hit("SC413", path,
                       f"{name}={value} does not cover SM {major}.{minor} of {ctx.profile.hardware}",
                       f"add {major}.{minor} or the family {major}.0f")
 
@@ -260,13 +260,14 @@ def size_gib(text: str) -> float:
     return docker_size_bytes(text) / (1 << 30)
 
 
-def _nccl_value(ctx: Context, name: str) -> tuple[str | None, tuple[str | int, ...]]:
-    """A NCCL/gloo variable the profile sets by hand (nccl.extra or engine.env), with its path."""
+def _nccl_values(ctx: Context, name: str) -> Iterator[tuple[str, tuple[str | int, ...]]]:
+    """Each value the profile gives a NCCL/gloo variable by hand (nccl.extra, engine.env, a node's env), with
+    its path."""
     if name in ctx.profile.nccl.extra:
-        return str(ctx.profile.nccl.extra[name]), ("nccl", "extra", name)
-    if name in ctx.profile.engine.env:
-        return str(ctx.profile.engine.env[name]), ("engine", "env", name)
-    return None, ()
+        yield str(ctx.profile.nccl.extra[name]), ("nccl", "extra", name)
+    for path, own, value in env_settings(ctx):
+        if own == name:
+            yield str(value), path
 
 
 @rule("SC415", "error", "NCCL_IB_HCA within the fleet's RDMA devices",
@@ -274,13 +275,12 @@ def _nccl_value(ctx: Context, name: str) -> tuple[str | None, tuple[str | int, .
       "fleet.fabric.rdma_devices silently moves traffic off the fabric.",
       "nccl: {extra: {NCCL_IB_HCA: mlx5_0}}", "fleet: {fabric: {rdma_devices: [rocep1s0f0, roceP2p1s0f0]}}")
 def hca_subset(ctx: Context) -> Iterator[Hit]:
-    value, path = _nccl_value(ctx, "NCCL_IB_HCA")
-    if value is None:
-        return
-    names = [entry.split(":")[0] for entry in value.lstrip("^=").split(",") if entry]
     devices = ctx.profile.fleet.fabric.rdma_devices if ctx.profile.fleet.fabric else []
-    unknown = [n for n in names if n not in devices]
-    if unknown or value.startswith("^"):
+    for value, path in _nccl_values(ctx, "NCCL_IB_HCA"):
+        names = [entry.split(":")[0] for entry in value.lstrip("^=").split(",") if entry]
+        unknown = [n for n in names if n not in devices]
+        if not unknown and not value.startswith("^"):
+            continue
         yield Hit("SC415", path, f"NCCL_IB_HCA={value} names {', '.join(unknown) or 'an exclude list'} outside the "
                   f"fleet's RDMA devices {', '.join(devices) or '(none)'}",
                   "drop the override: the plan sets NCCL_IB_HCA from fleet.fabric.rdma_devices")
@@ -300,8 +300,9 @@ def socket_ifname(ctx: Context) -> Iterator[Hit]:
     interface = fabric.bootstrap_interface or fabric.interface
     key = "bootstrap_interface" if fabric.bootstrap_interface else "interface"
     for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
-        value, path = _nccl_value(ctx, name)
-        if value is not None and value.lstrip("=") != interface:
+        for value, path in _nccl_values(ctx, name):
+            if value.lstrip("=") == interface:
+                continue
             yield Hit("SC416", path, f"{name}={value} is not the bootstrap interface {interface} (fleet.fabric.{key})",
                       "drop the override and set fleet.fabric.bootstrap_interface: the plan writes both from it")
 
@@ -312,8 +313,7 @@ def socket_ifname(ctx: Context) -> Iterator[Hit]:
       "nccl: {extra: {NCCL_IB_GID_INDEX: ''}}", "fleet: {fabric: {gid_index: probe}}")
 def gid_from_fleet(ctx: Context) -> Iterator[Hit]:
     for name in ("NCCL_IB_GID_INDEX", "B12X_ROCE_GID_INDEX"):
-        value, path = _nccl_value(ctx, name)
-        if value is not None:
+        for value, path in _nccl_values(ctx, name):
             yield Hit("SC417", path, f"{name} is set by hand ({value!r}); it must equal the other GID variable and "
                       "come from the fleet", "use fleet.fabric.gid_index or a node's gid_index", at_key=True)
 
