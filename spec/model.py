@@ -133,7 +133,8 @@ class Fleet(Section):
     )
     nodes: list[Node] = Field(
         min_length=1,
-        description="Nodes in rank order: the first is rank 0, the head; workers start first, the head last.",
+        description="Nodes in rank order: the first is rank 0, the head; workers start first, the head last. A "
+        "child profile patches them by name (`- !delete spark-3`, `- !replace {name: spark-3, ...}`).",
     )
 
 
@@ -468,7 +469,7 @@ class Container(Section):
     mounts: list[ContainerMount] = Field(
         [],
         description="Further bind mounts (a model cache, a config directory, a patched source tree); read-only "
-        "unless read_only: false.",
+        "unless read_only: false. A child profile patches them by target (`- !delete /target`, `- !replace {...}`).",
     )
 
 

@@ -233,3 +233,11 @@ def test_dspark_block_size_from_the_committed_config(tmp_path: Path, reference_p
     argv = _plan(tmp_path, "engine:\n  speculative:\n    dspark_block_size: !delete\n")[1].ranks[0].engine_argv
     assert "--speculative-dspark-block-size" not in argv
     assert "--speculative-dspark-block-size" in reference_plan.ranks[0].engine_argv
+
+
+def test_a_hub_id_as_the_draft_model(tmp_path: Path) -> None:
+    body = ("engine:\n  speculative:\n    algorithm: EAGLE3\n    draft: {hub_id: AngelSlim/Qwen3-1.7B_eagle3}\n")
+    _, plan = _plan(tmp_path, body, TCP)
+    argv = list(plan.ranks[0].engine_argv)
+    assert argv[argv.index("--speculative-draft-model-path") + 1] == "AngelSlim/Qwen3-1.7B_eagle3"
+    assert [m.target for m in plan.ranks[0].mounts] == ["/models/repo", "/root/.cache"]
