@@ -6,6 +6,7 @@ with the rule it breaks and the profile path to blame, so spec/rules/k8s.py can 
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from spark_compile.k8s import (
     numeric_user,
     settings,
 )
+from spark_compile.engine_options import api_bind
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.spec.hardware import HARDWARE
 
@@ -93,6 +95,11 @@ def _check_leader(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
         yield Problem("SC502", ("kubernetes",), "the LeaderWorkerSet has no leaderTemplate for rank 0")
         return
     container = _engine(leader)
+    bind = api_bind(profile)
+    if ipaddress.IPv4Address(bind).is_loopback:
+        unset = " (engine.host unset: SGLang's default)" if profile.engine.host is None else ""
+        yield Problem("SC502", ("engine", "host"), f"the API binds "
+                      f"{bind}{unset}: the kubelet's probes and the Service reach the pod's own address")
     ports = {p.get("name"): p.get("containerPort") for p in container.get("ports", []) if isinstance(p, dict)}
     if ports.get(API_PORT_NAME) != profile.engine.port:
         yield Problem("SC502", ("engine", "port"), f"the leader does not expose the API port {profile.engine.port} "

@@ -190,3 +190,17 @@ def holder_without_engram(ctx: Context) -> Iterator[Hit]:
     if ctx.profile.model.holder_repo is not None:
         yield Hit("SC428", ("model", "holder_repo"), "holder_repo without model.engram: every node mounts model.repo",
                   "remove holder_repo", at_key=True)
+
+
+@rule("SC429", "error", "Engram reads its rows from a checkpoint directory",
+      "The Engram holder reads its rows from the checkpoint's shards, and the other nodes' copies are made from "
+      "them (fleet/engram.py): both need the checkpoint as a directory (model.repo). A hub id is resolved by "
+      "SGLang inside the container, where neither can reach it.",
+      "model: {hub_id: deepseek-ai/DeepSeek-V4.1-Flash, engram: {...}}",
+      "model: {repo: /mnt/dsv41, snapshot: <hash>, engram: {...}}")
+def engram_needs_a_directory(ctx: Context) -> Iterator[Hit]:
+    model = ctx.profile.model
+    if model.engram is not None and model.hub_id is not None:
+        yield Hit("SC429", ("model", "hub_id"), "model.engram needs the checkpoint as a directory, but the model "
+                  "is the hub id " + model.hub_id, "download it and set model.repo (and snapshot) instead of hub_id",
+                  at_key=True)
