@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from spark_compile.engine_options import api_bind
 from spark_compile.k8s import (
     API_PORT_NAME,
     PROBED,
@@ -22,7 +23,6 @@ from spark_compile.k8s import (
     numeric_user,
     settings,
 )
-from spark_compile.engine_options import api_bind
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.spec.hardware import HARDWARE
 
