@@ -1,15 +1,13 @@
-"""Where a model (the target or a speculative draft) lives: its --model-path, its host directory, its
-config.json. Part of the plan stage; the three forms are an HF cache (repo + snapshot), a plain directory
+"""Where a model (the target or a speculative draft) lives: its --model-path, its host directory, the id the
+API serves. Part of the plan stage; the three forms are an HF cache (repo + snapshot), a plain directory
 (repo alone) and a hub id resolved in the container's HF cache."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from spark_compile.spec.core_model import Profile
-
-# SGLang (through huggingface_hub) resolves a hub id under HF_HOME, by default $HOME/.cache/huggingface.
-HF_CACHE_IN_CONTAINER = "/root/.cache/huggingface"
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
 
 
 class ModelSource(Protocol):
@@ -44,11 +42,6 @@ def host_dir(source: ModelSource, repo: str | None = None) -> str | None:
     """The model directory on a node (``repo`` overrides source.repo, e.g. the holder's); None for a hub id."""
     repo = repo or source.repo
     return None if repo is None else in_snapshot(repo, source)
-
-
-def holder_dir(profile: Profile) -> str | None:
-    """The target's model directory on the node that holds the checkpoint (Engram's shards)."""
-    return host_dir(profile.model, profile.model.holder_repo)
 
 
 def served_id(profile: Profile) -> str:

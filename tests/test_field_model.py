@@ -16,26 +16,26 @@ TCP = EXAMPLES / "two-node-tcp.yaml"
 SINGLE = EXAMPLES / "single-node.yaml"
 
 
-def _plan(tmp_path: Path, body: str, parent: Path = REFERENCE_PROFILE) -> tuple[Any, Any]:
-    """The validated profile and plan of a child of ``parent``; fails on any error finding."""
-    from spark_compile.compile import validate
-    from spark_compile.resolve import resolve
+def _planned(tmp_path: Path, body: str, parent: Path = REFERENCE_PROFILE) -> Any:
+    """The pipeline's outcome for a child of ``parent``."""
+    from spark_compile.pipeline import run
 
     path = tmp_path / "child.yaml"
     path.write_text(f"extends: {os.path.relpath(parent, tmp_path)}\n{body}")
-    validated = validate(resolve(path))
-    errors = [f"{f.rule} {f.message}" for f in validated.findings if f.severity == "error"]
-    assert errors == []
-    return validated.planned()
+    return run(path)
+
+
+def _plan(tmp_path: Path, body: str, parent: Path = REFERENCE_PROFILE) -> tuple[Any, Any]:
+    """The validated profile and plan of a child of ``parent``; fails on any error finding."""
+    from spark_compile.pipeline import Planned
+
+    outcome = _planned(tmp_path, body, parent)
+    assert isinstance(outcome, Planned), [f"{f.rule} {f.message}" for f in outcome.findings]
+    return outcome.profile, outcome.plan
 
 
 def _findings(tmp_path: Path, body: str, parent: Path = REFERENCE_PROFILE) -> list[str]:
-    from spark_compile.compile import validate
-    from spark_compile.resolve import resolve
-
-    path = tmp_path / "child.yaml"
-    path.write_text(f"extends: {os.path.relpath(parent, tmp_path)}\n{body}")
-    return [f"{f.rule} {f.message}" for f in validate(resolve(path)).findings if f.rule != "SC312"]
+    return [f"{f.rule} {f.message}" for f in _planned(tmp_path, body, parent).findings if f.rule != "SC312"]
 
 
 def _request(rank: Any) -> dict[str, Any]:
@@ -103,10 +103,10 @@ def test_model_path_form_errors_say_which_forms_exist(tmp_path: Path) -> None:
 
 
 def test_the_draft_model_is_mounted_read_only_with_its_own_quantization() -> None:
-    from spark_compile.compile import validate
-    from spark_compile.resolve import resolve
+    from spark_compile.pipeline import planned, run
 
-    profile, plan = validate(resolve(EXAMPLES / "qwen3-235b-nvfp4-2spark-roce.yaml")).planned()
+    outcome = planned(run(EXAMPLES / "qwen3-235b-nvfp4-2spark-roce.yaml"))
+    profile, plan = outcome.profile, outcome.plan
     rank = plan.ranks[1]
     argv = list(rank.engine_argv)
     assert argv[argv.index("--speculative-draft-model-path") + 1] == "/models/draft"
@@ -115,7 +115,8 @@ def test_the_draft_model_is_mounted_read_only_with_its_own_quantization() -> Non
         (m.source, m.target, m.read_only, ".".join(str(p) for p in m.origin)) for m in rank.mounts]
     binds = _host_config(rank)["Binds"]
     assert "/srv/models/Qwen3-235B-A22B-EAGLE3:/models/draft:ro" in binds
-    assert profile.engine.speculative.draft.quantization == "unquant"
+    draft = profile.engine.speculative.draft
+    assert draft is not None and draft.quantization == "unquant"
 
 
 def test_typed_engine_settings_reach_the_argv_with_their_origin(tmp_path: Path) -> None:
@@ -193,14 +194,11 @@ def test_docker_options_as_typed_keys_reach_docker(tmp_path: Path) -> None:
 
 
 def test_detached_container_is_waited_for(tmp_path: Path) -> None:
-    from spark_compile.compile import rendered_files, validate
-    from spark_compile.resolve import resolve
+    from spark_compile.pipeline import planned
 
     from support.tools import shellcheck
 
-    path = tmp_path / "child.yaml"
-    path.write_text(f"extends: {os.path.relpath(TCP, tmp_path)}\ncontainer: {{detach: true}}\n")
-    files = {a.path: a.content.decode() for a in rendered_files(validate(resolve(path)))}
+    files = {a.path: a.content.decode() for a in planned(_planned(tmp_path, "container: {detach: true}\n", TCP)).files}
     script = files["1-spark-b/docker-run.sh"]
     assert "exec /usr/bin/docker run" not in script
     assert script.endswith("status=$(/usr/bin/docker wait qwen3next)\nexit \"$status\"\n")

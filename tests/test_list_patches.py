@@ -71,11 +71,10 @@ def test_replace_in_a_profile_that_extends_nothing_is_a_finding(tmp_path: Path) 
 
 
 def _files(path: Path) -> tuple[object, dict[str, bytes]]:
-    from spark_compile.compile import rendered_files, validate
+    from spark_compile.pipeline import planned, run
 
-    validated = validate(resolve(path))
-    assert [f.rule for f in validated.findings if f.severity == "error"] == []
-    return validated, {a.path: a.content for a in rendered_files(validated)}
+    validated = planned(run(path))
+    return validated, {a.path: a.content for a in validated.files}
 
 
 def _changed_lines(old: bytes, new: bytes) -> list[str]:
@@ -89,7 +88,7 @@ def test_removing_an_inherited_node_compiles_the_fleet_without_it(tmp_path: Path
     child = _child(tmp_path, "fleet:\n  nodes:\n    - !delete spark-d\nengine:\n  parallel: {tp: 3}\n", FOUR)
     old, before = _files(FOUR)
     new, after = _files(child)
-    assert [r.node for r in new.planned()[1].ranks] == ["spark-a", "spark-b", "spark-c"]  # type: ignore[attr-defined]
+    assert [r.node for r in new.plan.ranks] == ["spark-a", "spark-b", "spark-c"]  # type: ignore[attr-defined]
     # The profile diff names the node's fields and the one value that follows from the node count.
     changes = diff_profiles(old, new).profile  # type: ignore[arg-type]
     assert sorted((c.path, c.old, str(c.new)) for c in changes) == [
