@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from spark_compile.capacity import Capacity, build_capacity
+from spark_compile.capacity_inputs import capacity_inputs
 from spark_compile.errors import EXIT_OK
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
@@ -32,6 +34,7 @@ class Validated:
     profile: Profile | None
     plan: LaunchPlan | None
     findings: list[Finding]
+    capacity: Capacity | None = None  # the memory budget per rank (None when the schema failed)
 
     def planned(self) -> tuple[Profile, LaunchPlan]:
         """The profile and its plan; only for a profile that passed the schema (callers check findings first)."""
@@ -46,13 +49,15 @@ class Validated:
 
 
 def validate(resolved: Resolved) -> Validated:
-    """The pipeline up to the findings: profile = schema(data); plan = build_plan(profile);
-    findings = rule_findings(profile, plan). Only a profile that passes the schema is planned and ruled."""
+    """The pipeline up to the findings: profile = schema(data); plan = build_plan(profile); capacity =
+    build_capacity(profile, plan, inputs read from disk); findings = rule_findings(profile, plan, capacity).
+    Only a profile that passes the schema is planned and ruled."""
     profile = schema(resolved)
     if isinstance(profile, list):
         return Validated(resolved, None, None, profile)
     plan = build_plan(profile)
-    return Validated(resolved, profile, plan, rule_findings(resolved, profile, plan))
+    capacity = build_capacity(profile, plan, capacity_inputs(resolved, profile))
+    return Validated(resolved, profile, plan, rule_findings(resolved, profile, plan, capacity), capacity)
 
 
 def default_out(profile_path: Path) -> Path:

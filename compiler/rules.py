@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from spark_compile.capacity import Capacity
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.resolve import Resolved
@@ -18,10 +19,11 @@ def _redacted(finding: Finding, secret: str) -> Finding:
     return replace(finding, source_line=finding.source_line.replace(secret, "(redacted)"))
 
 
-def rule_findings(resolved: Resolved, profile: Profile, plan: LaunchPlan) -> list[Finding]:
+def rule_findings(resolved: Resolved, profile: Profile, plan: LaunchPlan,
+                  capacity: Capacity | None = None) -> list[Finding]:
     """Every rule's findings, placed at the profile line each names, in source order."""
     load_all()
-    context = Context(profile, plan, lambda path: path in resolved.origins)
+    context = Context(profile, plan, lambda path: path in resolved.origins, capacity)
     findings = [
         _redacted(locate(resolved, hit.path, hit.rule, RULES[hit.rule].severity, hit.message, hit.hint,
                          at_key=hit.at_key), hit.redact)

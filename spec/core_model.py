@@ -67,6 +67,10 @@ class Model(Record):
         'max_context_length',
         'engram',
         'config_json',
+        'weights_per_rank',
+        'draft_weights_per_rank',
+        'available_per_rank',
+        'cuda_graph_per_rank',
     )
     architecture: str
     repo: str
@@ -78,6 +82,10 @@ class Model(Record):
     max_context_length: int | None
     engram: Engram | None
     config_json: str | None
+    weights_per_rank: list[float] | None
+    draft_weights_per_rank: list[float] | None
+    available_per_rank: list[float] | None
+    cuda_graph_per_rank: list[float] | None
 
 
 class Parallel(Record):
@@ -856,6 +864,62 @@ _MODEL: dict[str, Any] = {
                             'type': 'function-after',
                             'function': {'type': 'no-info', 'function': checks._text},
                             'schema': {'type': 'str'},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'weights_per_rank': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'list',
+                            'items_schema': {'type': 'float', 'ge': 0, 'le': 1048576},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'draft_weights_per_rank': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'list',
+                            'items_schema': {'type': 'float', 'ge': 0, 'le': 1048576},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'available_per_rank': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'list',
+                            'items_schema': {'type': 'float', 'ge': 0, 'le': 1048576},
+                        },
+                    },
+                    'default': None,
+                },
+            },
+            'cuda_graph_per_rank': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'list',
+                            'items_schema': {'type': 'float', 'ge': 0, 'le': 1048576},
                         },
                     },
                     'default': None,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from spark_compile.capacity import Capacity
     from spark_compile.launch_plan import LaunchPlan
     from spark_compile.spec.core_model import Profile
 
@@ -50,6 +51,7 @@ class Context:
     profile: Profile
     plan: LaunchPlan
     present: Callable[[Path], bool]  # whether a path was written in the profile (not a model default)
+    capacity: Capacity | None = None  # every rank's memory budget (spark_compile.capacity)
 
 
 Check = Callable[[Context], Iterator[Hit]]
