@@ -5,7 +5,9 @@ venv's interpreter, in a subprocess, once per hardware kind for all the profiles
 each). What it reports becomes findings at the profile line that set the value: a value SGLang resolves
 differently from what the plan wrote (SC601, unless ``engine.accept_rewrites`` accepts it), an error SGLang
 would raise at boot (SC602), a check that could not run here and why (SC603), and an accepted rewrite that
-no longer happens (SC604).
+no longer happens (SC604). For DeepSeek-V4/V4.1 it also runs SGLang's pool configurator on each rank's
+predicted available bytes and says, on stderr, its ``full_token`` next to the static model's
+(`spark_compile.engine_pool`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_compile.compile import Validated
+from spark_compile.engine_pool import available_bytes, pool_notes
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.spec.generators.catalog_extract import default_engine_python
@@ -110,7 +113,7 @@ def probe_job(validated: Validated, model_dir: Path) -> dict[str, Any]:
     plan: LaunchPlan = validated.planned()[1]
     snapshot = f"{model.container_repo}/snapshots/{model.snapshot}"
     # --config names the secrets file written on the node at start; it holds only the API key.
-    ranks = [{"rank": r.rank, "env": r.env,
+    ranks = [{"rank": r.rank, "env": r.env, "available_bytes": available_bytes(validated, r.rank),
               "argv": [word for o in r.engine_options if o.flag != "--config" for word in o.words]}
              for r in plan.ranks]
     return {"paths": {snapshot: str(model_dir)}, "ranks": ranks}
@@ -306,6 +309,8 @@ def engine_findings_many(profiles: list[Validated], python: str | None = None,
                 notes.append(run_note(hardware, result))
             for i, ranks in zip(members, result["jobs"], strict=True):
                 out[i] = _verdict(profiles[i], str(result["sglang"]), ranks)
+                if notes is not None:
+                    notes.extend(pool_notes(profiles[i], ranks))
     return out
 
 
