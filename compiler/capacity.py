@@ -23,7 +23,6 @@ from spark_compile.spec.nccl_presets import NCCL_DEFAULT_PINNED_GIB, NCCL_PRESET
 HEAD_SHARE_GIB = 1.3  # HTTP server, tokenizer and detokenizer on rank 0 (an operator's published TP4 notes)
 INDEXER_TRANSIENT_BYTES = 14  # DSV4 sparse indexer's prefill peak per (chunk token x prefix token), published
 DSV4 = "DeepseekV4ForCausalLM"
-SIZE_UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}  # docker's sizes are binary
 
 
 @dataclass(frozen=True)
@@ -55,6 +54,7 @@ class Kv:
     requests_at_context: int | None
     pool_gib: float
     note: str
+    fixed_gib: float = 0.0  # the request-scoped pools SGLang takes off first
 
 
 @dataclass(frozen=True)
@@ -87,10 +87,9 @@ class Capacity:
 
 def docker_gib(size: str | None) -> float | None:
     """A docker size (``112g``) in GiB; None when unset."""
-    if size is None:
-        return None
-    unit = size[-1].lower()
-    return int(size[:-1]) * SIZE_UNITS[unit] / GIB if unit in SIZE_UNITS else int(size) / GIB
+    from spark_compile.spec.rules.fleet import size_gib
+
+    return None if size is None else size_gib(size)
 
 
 def _cuda_total(profile: Profile) -> Term:
@@ -141,10 +140,24 @@ def _nccl(profile: Profile, plan_rank: RankPlan) -> Term:
     if len(profile.fleet.nodes) == 1:
         return Term(0.0, "one node: NCCL opens no network connections")
     env = plan_rank.env
-    if all(env.get(name) == value for name, value in NCCL_PRESETS["trim"]):
+    if _trimmed(env):
         return Term(NCCL_TRIM_PINNED_GIB, "the trim preset's buffers: 0.14 GB pinned, measured on the reference fleet")
     return Term(NCCL_DEFAULT_PINNED_GIB, "NCCL's default buffers: about 4.7 GiB pinned per node (published)",
                 "(4 MiB Simple + 4.69 MiB LL128 + 0.5 MiB LL) x up to 512 connections")
+
+
+def _int_env(env: dict[str, str | None], name: str, default: int) -> int:
+    value = env.get(name)
+    return int(value) if value is not None and value.isdigit() else default
+
+
+def _trimmed(env: dict[str, str | None]) -> bool:
+    """Buffers no bigger than the trim's: Simple 1 MiB, LL128 off (or 256 KiB), at most 8 channels."""
+    trim = dict(NCCL_PRESETS["trim"])
+    ll128_off = "LL128" in (env.get("NCCL_PROTO") or "") and (env.get("NCCL_PROTO") or "").startswith("^")
+    return (_int_env(env, "NCCL_BUFFSIZE", 4 << 20) <= int(trim["NCCL_BUFFSIZE"])
+            and (ll128_off or _int_env(env, "NCCL_LL128_BUFFSIZE", 4800 << 10) <= int(trim["NCCL_LL128_BUFFSIZE"]))
+            and _int_env(env, "NCCL_MAX_NCHANNELS", 32) <= int(trim["NCCL_MAX_NCHANNELS"]))
 
 
 def _engram(profile: Profile, inputs: CapacityInputs, plan_rank: RankPlan) -> tuple[Term, Term]:
@@ -204,12 +217,14 @@ def engine_reads(profile: Profile) -> EngineReads:
 
 
 def _context(profile: Profile, inputs: CapacityInputs) -> int | None:
-    reads = engine_reads(profile)
-    if reads.context_length is not None:
-        return reads.context_length
+    """The context length SGLang will run with; None when unknown or beyond the model's (SGLang refuses it)."""
     t = text_config(inputs.config) if inputs.config is not None else {}
     value = t.get("max_position_embeddings")
-    return value if isinstance(value, int) else profile.model.max_context_length
+    model_max = value if isinstance(value, int) else profile.model.max_context_length
+    written = engine_reads(profile).context_length
+    if written is None:
+        return model_max
+    return None if model_max is not None and written > model_max else written
 
 
 def _dsv4_inputs(profile: Profile, inputs: CapacityInputs, context: int) -> Dsv4Inputs:
@@ -247,7 +262,8 @@ def predict_kv(profile: Profile, inputs: CapacityInputs, available_gib: float, c
     note = "SGLang 0.5.23 DSV4PoolConfigurator arithmetic"
     if cap is not None and cap < full:
         full, note = cap, note + f", capped by max_total_tokens {cap}"
-    return Kv(available_gib, pool.bytes_per_full_token, full, full // context, pool.pool_bytes() / GIB, note)
+    return Kv(available_gib, pool.bytes_per_full_token, full, full // context, pool.pool_bytes() / GIB, note,
+              pool.fixed_bytes / GIB)
 
 
 def _transient(profile: Profile, context: int | None) -> Term:
@@ -265,9 +281,11 @@ def _static(terms: dict[str, Term], fraction: float | None) -> None:
     pre = (total.gib or 0.0) - (nccl.gib or 0.0) - (head.gib or 0.0)
     terms["pre_load"] = Term(pre, "what CUDA reports free before the model loads",
                              f"{total.gib:.1f} total - {nccl.gib:.2f} NCCL - {head.gib:.1f} head share")
-    if fraction is None:
+    if fraction is None or not 0 < fraction < 1:
+        why = ("mem_fraction_static is unset: SGLang picks it for the GPU at start" if fraction is None
+               else f"mem_fraction_static {fraction} is not in (0, 1)")
         for name in ("static_pool", "outside_static"):
-            terms[name] = Term(None, "mem_fraction_static is unset: SGLang picks it for the GPU at start")
+            terms[name] = Term(None, why)
         return
     terms["static_pool"] = Term(fraction * pre, "--mem-fraction-static x pre-load free memory",
                                 f"{fraction} x {pre:.1f}")

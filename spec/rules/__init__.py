@@ -1,6 +1,6 @@
 """The rule registry: every finding spark-compile can report, with its id, severity and documentation.
 
-SC1xx schema and file, SC2xx cross-field, SC3xx catalogs, SC4xx fleet and hardware, SC5xx Kubernetes.
+SC1xx schema and file, SC2xx cross-field, SC3xx catalogs, SC4xx fleet and hardware (SC44x memory), SC5xx Kubernetes.
 Checks are plain functions over the Context (the profile and the plan built from it); a Hit names the profile
 path at fault, and the rules stage (`spark_compile.rules`) places it in the source.
 """
@@ -82,6 +82,7 @@ def rule(id: str, severity: Severity, summary: str, doc: str, bad: str, good: st
 def load_all() -> dict[str, Rule]:
     """Import every rule module (they register on import) and return the registry."""
     from spark_compile.spec.rules import (  # noqa: F401
+        capacity,
         catalogs,
         deployment,
         engine,
