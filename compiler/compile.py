@@ -87,7 +87,7 @@ def rendered_files(validated: Validated) -> list[Artifact]:
     from spark_compile.render import render_plan
 
     profile, plan = validated.planned()
-    extra = fleet_artifacts(plan, profile)
+    extra = fleet_artifacts(plan, profile, validated.capacity)
     if profile.kubernetes is not None:
         from spark_compile.k8s_render import k8s_artifacts
 

@@ -11,6 +11,7 @@ from importlib import resources
 from typing import Any
 
 from spark_compile import __version__
+from spark_compile.capacity import Capacity
 from spark_compile.fleet_data import (
     LOG_KEEP,
     UNIT_ACTIVE_TIMEOUT,
@@ -76,12 +77,12 @@ def _render(template: str, context: dict[str, Any]) -> bytes:
     return text.encode()
 
 
-def fleet_artifacts(plan: LaunchPlan, profile: Profile) -> list[Artifact]:
+def fleet_artifacts(plan: LaunchPlan, profile: Profile, capacity: Capacity | None = None) -> list[Artifact]:
     """generated/<profile>/fleet/: the static scripts, fleet.env, fleet.json, README.md, the watchdog units."""
     ctx = fleet_context(plan, profile)
     files = [Artifact(f"{FLEET_DIR}/{name}", static_script(name),
                       0o644 if name in SOURCED else SCRIPT_MODE) for name in STATIC_SCRIPTS]
-    env_text = fleet_env(plan, profile, __version__, {r.rank: unit_exec_lines(r) for r in plan.ranks})
+    env_text = fleet_env(plan, profile, __version__, {r.rank: unit_exec_lines(r) for r in plan.ranks}, capacity)
     files += [
         Artifact(f"{FLEET_DIR}/fleet.env", env_text.encode()),
         Artifact(f"{FLEET_DIR}/fleet.json", fleet_json(plan, profile).encode()),
