@@ -10,8 +10,7 @@ for DeepSeek-V4/V4.1 its size in tokens follows SGLang's own pool configurator (
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from spark_compile.capacity_weights import GIB, Split, estimate_dsv4, text_config
 from spark_compile.kv_dsv4 import Dsv4Inputs, Dsv4Pool, Speculation, UnmodelledError, dsv4_pool
@@ -25,8 +24,7 @@ INDEXER_TRANSIENT_BYTES = 14  # DSV4 sparse indexer's prefill peak per (chunk to
 DSV4 = "DeepseekV4ForCausalLM"
 
 
-@dataclass(frozen=True)
-class CapacityInputs:
+class CapacityInputs(NamedTuple):
     """What the stage reads from disk, gathered at the edge: config.json and the snapshot's headers."""
 
     config: dict[str, Any] | None
@@ -35,8 +33,7 @@ class CapacityInputs:
     split_source: str
 
 
-@dataclass(frozen=True)
-class Term:
+class Term(NamedTuple):
     """One amount of memory: GiB (None when it cannot be known here), where the figure comes from, how."""
 
     gib: float | None
@@ -44,8 +41,7 @@ class Term:
     formula: str = ""
 
 
-@dataclass(frozen=True)
-class Kv:
+class Kv(NamedTuple):
     """The predicted KV pool, with SGLang's names (bytes_per_full_token, full_token)."""
 
     available_gib: float
@@ -57,8 +53,7 @@ class Kv:
     fixed_gib: float = 0.0  # the request-scoped pools SGLang takes off first
 
 
-@dataclass(frozen=True)
-class RankCapacity:
+class RankCapacity(NamedTuple):
     """One rank's budget."""
 
     rank: int
@@ -78,8 +73,7 @@ class RankCapacity:
         return [(name, self.gib(name)) for name in names if self.gib(name) > 0]
 
 
-@dataclass(frozen=True)
-class Capacity:
+class Capacity(NamedTuple):
     """Every rank's budget, and the model family's KV arithmetic used."""
 
     ranks: tuple[RankCapacity, ...]
@@ -186,8 +180,7 @@ def _engram(profile: Profile, inputs: CapacityInputs, plan_rank: RankPlan) -> tu
     return held, Term(float(budget) * 1e9 / GIB, f"the overlay's row cache budget, SPARK_ENGRAM_CACHE_GB={budget}")
 
 
-@dataclass(frozen=True)
-class EngineReads:
+class EngineReads(NamedTuple):
     """The engine settings the budget reads, in one place (typed fields may move; this is the one edit)."""
 
     algorithm: str | None

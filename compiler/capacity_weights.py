@@ -12,8 +12,7 @@ MTP layers (`mtp.*`) are the draft model.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from spark_compile.safetensors_header import Tensor
 
@@ -26,8 +25,7 @@ FP8_BLOCK = 1 + 1 / 1024  # e4m3 with one e8m0 scale per 32x32 block
 FP4_ROW = 0.5 + 1 / 32  # e2m1 with one e8m0 scale per 32 values
 
 
-@dataclass(frozen=True)
-class Split:
+class Split(NamedTuple):
     """Bytes per rank of one checkpoint: target weights, draft weights, Engram tables (whole, all ranks)."""
 
     target: float

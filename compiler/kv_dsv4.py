@@ -10,7 +10,7 @@ a setting that leaves those paths raises UnmodelledError with the reason. tests/
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # KVLayout.V4 (sglang/kernels/ops/attention/dsv4/kv_layout.py): 448 fp8 nope + 64 bf16 rope + 8 scale bytes,
 # page stride padded to 576 bytes.
@@ -25,8 +25,7 @@ class UnmodelledError(ValueError):
     """A setting whose pool arithmetic this twin does not follow (the message says which)."""
 
 
-@dataclass(frozen=True)
-class Speculation:
+class Speculation(NamedTuple):
     """The resolved speculative settings the pool reads (SGLang's get_spec())."""
 
     num_draft_tokens: int
@@ -34,8 +33,7 @@ class Speculation:
     topk: int = 1
 
 
-@dataclass(frozen=True)
-class Dsv4Inputs:
+class Dsv4Inputs(NamedTuple):
     """What DSV4PoolConfigurator reads: the model's layout and the resolved scheduling settings."""
 
     compress_ratios: tuple[int, ...]  # the target's layers only (config.json lists the MTP layers after them)
@@ -54,8 +52,7 @@ class Dsv4Inputs:
     swa_prefix_tails: int | None = None  # --swa-prefix-tails when written
 
 
-@dataclass(frozen=True)
-class Dsv4Pool:
+class Dsv4Pool(NamedTuple):
     """The configurator's result, with SGLang's own names."""
 
     bytes_per_full_token: float

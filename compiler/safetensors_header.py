@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 # A header larger than this is refused: real ones are kilobytes to a few megabytes (one entry per tensor).
 MAX_HEADER_BYTES = 64 << 20
@@ -26,8 +26,7 @@ class HeaderError(ValueError):
     """A shard whose header cannot be read or is not a safetensors header; the message names the file."""
 
 
-@dataclass(frozen=True)
-class Tensor:
+class Tensor(NamedTuple):
     """One tensor as its shard's header describes it."""
 
     name: str
