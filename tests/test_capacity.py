@@ -116,3 +116,18 @@ def test_plan_capacity_prints_a_table() -> None:
                                                          ["3", "spark-3"]]
     assert "  prefill_transient: DSV4 sparse indexer's prefill peak (published) (14 B x chunk 2048 x prefix " \
            "524288)" in lines
+
+
+def test_a_snapshot_on_this_machine_is_weighed_from_its_headers(tmp_path: Path) -> None:
+    from test_safetensors_header import checkpoint
+
+    snapshot = tmp_path / "repo" / "snapshots" / "0f3c9a1d5e7b2468ace13579bdf02468ace13579"
+    snapshot.mkdir(parents=True)
+    checkpoint(snapshot)
+    reference = os.path.relpath(REFERENCE_PROFILE, tmp_path)
+    rank = budget(tmp_path, f"extends: {reference}\nmodel: {{repo: {tmp_path}/repo, holder_repo: {tmp_path}/repo}}\n"
+                  ).ranks[1]
+    source = f"safetensors headers of {snapshot}, split by TP 4 / EP 4"
+    per_rank = ((2048 + 256 + 16 + 512 + 256 + 1024) / 4 + 128 + 1 + 32 + 128) / (1 << 30)
+    assert rank.terms["weights"] == (per_rank, source, "sum of tensor bytes per rank")
+    assert rank.terms["draft"].source == source
