@@ -100,34 +100,45 @@ def _pin(values: list[float] | None, rank: int, name: str) -> Term | None:
     return Term(float(values[rank]), f"pinned: model.{name}[{rank}]")
 
 
-def _weights(profile: Profile, inputs: CapacityInputs, rank: int) -> tuple[Term, Term]:
-    model, tp = profile.model, profile.engine.parallel.tp
-    spec = engine_reads(profile)
-    pinned, pinned_draft = (_pin(model.weights_per_rank, rank, "weights_per_rank"),
-                            _pin(model.draft_weights_per_rank, rank, "draft_weights_per_rank"))
-    no_draft = Term(0.0, "no speculative decoding") if spec.algorithm is None else None
+CALIBRATE = "pin model.{name} (`verify.sh --calibrate` measures it on a booted fleet)"
+
+
+def _weights_source(profile: Profile, inputs: CapacityInputs) -> tuple[Split | None, str]:
+    """The checkpoint's split with where it comes from, or None with why there is none."""
+    tp, ep = profile.engine.parallel.tp, profile.engine.parallel.ep
     if inputs.split is not None:
-        src = f"safetensors headers of {inputs.split_source}, split by TP {tp} / EP {profile.engine.parallel.ep}"
-        split = inputs.split
-        return (pinned or Term(split.target / GIB, src, "sum of tensor bytes per rank"),
-                pinned_draft or no_draft or Term(split.draft / GIB, src, "mtp.* tensors per rank"))
-    estimate: Split | None = None
-    if inputs.config is not None and model.architecture == DSV4:
-        try:
-            estimate = estimate_dsv4(inputs.config, tp)
-        except KeyError as missing:
-            why = f"config.json has no {missing}"
-        else:
-            why = ""
-    else:
-        why = "no estimate for this architecture" if inputs.config is not None else inputs.config_source
-    unknown = Term(None, f"unknown: {why}; pin model.weights_per_rank (from `launch.sh calibrate`)")
-    if estimate is None:
-        return pinned or unknown, pinned_draft or no_draft or Term(None, unknown.source.replace(
-            "weights_per_rank", "draft_weights_per_rank"))
-    src = f"estimate from {inputs.config_source} (parameters x stored bytes, split by TP {tp})"
-    return (pinned or Term(estimate.target / GIB, src, "fp8 dense + fp4 experts, / TP where sharded"),
-            pinned_draft or no_draft or Term(estimate.draft / GIB, src, "DSpark/MTP stages, / TP where sharded"))
+        return inputs.split, f"safetensors headers of {inputs.split_source}, split by TP {tp} / EP {ep}"
+    if inputs.config is None:
+        return None, inputs.config_source
+    if profile.model.architecture != DSV4:
+        return None, f"no estimate for {profile.model.architecture}"
+    try:
+        return estimate_dsv4(inputs.config, tp), f"estimate from {inputs.config_source} (parameters x stored " \
+            f"bytes, split by TP {tp})"
+    except KeyError as missing:
+        return None, f"config.json has no {missing}"
+
+
+def _weights(profile: Profile, inputs: CapacityInputs, rank: int) -> tuple[Term, Term]:
+    """(target weights, draft weights) on this rank: a pin, else the checkpoint's headers, else an estimate."""
+    model, spec = profile.model, profile.engine.speculative
+    split, source = _weights_source(profile, inputs)
+    exact = inputs.split is not None
+    target = _pin(model.weights_per_rank, rank, "weights_per_rank") or (
+        Term(None, f"unknown: {source}; " + CALIBRATE.format(name="weights_per_rank")) if split is None
+        else Term(split.target / GIB, source, "sum of tensor bytes per rank" if exact
+                  else "fp8 dense + fp4 experts, / TP where sharded"))
+    draft = _pin(model.draft_weights_per_rank, rank, "draft_weights_per_rank")
+    if draft is None and spec.algorithm == "none":
+        draft = Term(0.0, "no speculative decoding")
+    elif draft is None and spec.draft_model is not None:
+        draft = Term(None, f"unknown: the draft model {spec.draft_model} is another checkpoint; "
+                     + CALIBRATE.format(name="draft_weights_per_rank"))
+    elif draft is None:
+        draft = Term(None, f"unknown: {source}; " + CALIBRATE.format(name="draft_weights_per_rank")) \
+            if split is None else Term(split.draft / GIB, source, "mtp.* tensors per rank" if exact
+                                       else "DSpark/MTP stages, / TP where sharded")
+    return target, draft
 
 
 def _nccl(profile: Profile, plan_rank: RankPlan) -> Term:
@@ -326,7 +337,7 @@ def rank_capacity(profile: Profile, plan_rank: RankPlan, inputs: CapacityInputs)
         terms["kv_pool"] = Term(kv.pool_gib, kv.note, "full_token x bytes_per_full_token + fixed pools"
                                 if kv.full_token is not None else "")
     terms["cuda_graphs"] = _pin(profile.model.cuda_graph_per_rank, rank, "cuda_graph_per_rank") or Term(
-        None, "not known before a boot: pin model.cuda_graph_per_rank (from `launch.sh calibrate`)")
+        None, "not known before a boot: " + CALIBRATE.format(name="cuda_graph_per_rank"))
     terms["prefill_transient"] = _transient(profile, context)
     terms["engram_rows"], terms["engram_host"] = _engram(profile, inputs, plan_rank)
     terms["shm"] = Term(docker_gib(box.shm_size) or 0.0, "--shm-size: a tmpfs in host memory, charged when filled"

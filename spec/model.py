@@ -165,7 +165,7 @@ class Model(Section):
     weights_per_rank: list[GiB] | None = Field(
         None,
         description="Pinned: GiB of target weights each rank holds, in rank order (a boot's `Load weight end` "
-        "mem usage, as `launch.sh calibrate` writes it); unset: from the snapshot's safetensors headers when it is "
+        "mem usage, as `verify.sh --calibrate` writes it); unset: from the snapshot's safetensors headers when it is "
         "on this machine, else estimated from config.json.",
     )
     draft_weights_per_rank: list[GiB] | None = Field(

@@ -56,7 +56,7 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
     # the release label's mentions are folded into one line, the image tag that contains it is not.
     lines = artifacts.splitlines()
     assert lines[:2] == [
-        "43 changes besides 1 rename",
+        "44 changes besides 1 rename",
         "  release: production-1.7 → production-1.7.1; every mention follows (12 lines in 12 files)",
     ]
     for expected in (
@@ -93,7 +93,7 @@ def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
         f"aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2  ({r}1.2.yaml:7)\n"
         f"  engine.limits.max_running_requests: 8 → 16  ({r}1.2.yaml:9)\n"
         f"  overlay.engram_early: (unset) → true  ({r}1.2.yaml:11)\n"
-        "artifacts: 20 changes besides 1 rename\n"
+        "artifacts: 21 changes besides 1 rename\n"
         "  release: production-1.1 → production-1.2; every mention follows (12 lines in 12 files)\n"
         "  ranks 0-3 docker-run.sh:\n"
         "    -   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1 \\\n"
@@ -111,6 +111,9 @@ def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
         "    + | `SPARK_ENGRAM_EARLY` | `1` | `1` |\n"
     )
     assert "SPARK_ENGRAM_MAX_IDS 65536 →" not in result.stdout
+    # Twice the request slots cost KV pool: SGLang's SWA pool is sized per request (the memory budget).
+    assert ("  fleet/fleet.env: predicted_full_token (15625984 16293376 16293376 16293376) → "
+            "(15317248 15984640 15984640 15984640)\n") in result.stdout
 
 
 def test_identical_profiles_diff_empty_with_exit_0() -> None:

@@ -190,7 +190,7 @@ PINS = ("weights_per_rank", "draft_weights_per_rank", "available_per_rank", "cud
 
 
 @rule("SC446", "error", "each pinned memory list has one value per rank",
-      "The model's pins (from `launch.sh calibrate`) are read by rank position: a list shorter or longer than the "
+      "The model's pins (from `verify.sh --calibrate`) are read by rank position: a list shorter or longer than the "
       "fleet belongs to another fleet, and a rank without its value would silently fall back to an estimate.",
       "fleet: {nodes: [a, b, c, d]}\nmodel: {weights_per_rank: [77.0, 77.0]}",
       "fleet: {nodes: [a, b, c, d]}\nmodel: {weights_per_rank: [77.0, 77.0, 77.0, 77.0]}")
@@ -200,5 +200,5 @@ def pins_per_rank(ctx: Context) -> Iterator[Hit]:
         values = getattr(ctx.profile.model, name)
         if values is not None and len(values) != ranks:
             yield Hit("SC446", ("model", name), f"model.{name} lists {len(values)} values for {ranks} ranks",
-                      f"give one value per rank, in rank order (run `launch.sh calibrate` on this fleet), or remove "
+                      f"give one value per rank, in rank order (run `verify.sh --calibrate` on this fleet), or remove "
                       f"model.{name}")
