@@ -10,14 +10,16 @@ for DeepSeek-V4/V4.1 its size in tokens follows SGLang's own pool configurator (
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from spark_compile.capacity_weights import GIB, Split, estimate_dsv4, text_config
 from spark_compile.kv_dsv4 import Dsv4Inputs, Dsv4Pool, Speculation, UnmodelledError, dsv4_pool
 from spark_compile.launch_plan import LaunchPlan, RankPlan
-from spark_compile.spec.core_model import Profile
 from spark_compile.spec.hardware import FAMILIES, HARDWARE
 from spark_compile.spec.nccl_presets import NCCL_DEFAULT_PINNED_GIB, NCCL_PRESETS, NCCL_TRIM_PINNED_GIB
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
 
 HEAD_SHARE_GIB = 1.3  # HTTP server, tokenizer and detokenizer on rank 0 (an operator's published TP4 notes)
 INDEXER_TRANSIENT_BYTES = 14  # DSV4 sparse indexer's prefill peak per (chunk token x prefix token), published
@@ -81,7 +83,7 @@ class Capacity(NamedTuple):
 
 def docker_gib(size: str | None) -> float | None:
     """A docker size (``112g``) in GiB; None when unset."""
-    from spark_compile.spec.rules.fleet import size_gib
+    from spark_compile.rules.fleet import size_gib
 
     return None if size is None else size_gib(size)
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_compile.capacity import CapacityInputs
 from spark_compile.capacity_weights import split_tensors
 from spark_compile.resolve import Resolved
 from spark_compile.safetensors_header import HeaderError, checkpoint_tensors
-from spark_compile.spec.core_model import Profile
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
 
 MAX_CONFIG_BYTES = 1 << 20
 

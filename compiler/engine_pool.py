@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from spark_compile.capacity_weights import GIB
-from spark_compile.compile import Validated
+from spark_compile.pipeline import Planned
 
 
-def available_bytes(validated: Validated, rank: int) -> int | None:
+def available_bytes(validated: Planned, rank: int) -> int | None:
     """The bytes the capacity stage predicts SGLang will size rank ``rank``'s KV pools from, when the static
     model sized them (DeepSeek-V4/V4.1); None otherwise (the probe then runs no configurator)."""
     capacity = validated.capacity
@@ -21,10 +21,10 @@ def available_bytes(validated: Validated, rank: int) -> int | None:
     return int(available * GIB)
 
 
-def pool_notes(validated: Validated, ranks: list[dict[str, Any]]) -> list[str]:
+def pool_notes(validated: Planned, ranks: list[dict[str, Any]]) -> list[str]:
     """One line per rank the probe sized: SGLang's bytes_per_full_token and full_token, the static model's,
     and how far apart the two full_token figures are."""
-    capacity, name = validated.capacity, validated.resolved_name
+    capacity, name = validated.capacity, validated.profile.name
     lines = []
     for entry in ranks:
         pool = entry.get("pool")

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spark_compile.artifact_diff import Grouped, ProfileDiff
-from spark_compile.compile import Validated
-from spark_compile.diff import diff_profiles, load_checked
+from spark_compile.diff import diff_profiles, load_side
 from spark_compile.diff_format import ARROW, fold_text, md, ranks_text, show
-from spark_compile.errors import EXIT_OK, InputError
-from spark_compile.load import load_file
+from spark_compile.errors import EXIT_OK, InputError, RejectedError
+from spark_compile.load import LoadError, load_file
+from spark_compile.pipeline import Planned
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,10 @@ class Release:
 
 
 def _extends(path: Path) -> Path | None:
-    data = load_file(path).data
+    try:
+        data = load_file(path, os.path.relpath(path)).data  # named as the pipeline will name it
+    except LoadError as failed:
+        raise RejectedError([failed.finding]) from None
     parent = data.get("extends") if isinstance(data, dict) else None
     return (path.parent / parent).resolve() if isinstance(parent, str) else None
 
@@ -122,18 +125,16 @@ def _profile_column(result: ProfileDiff) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _row(path: Path, parent: Path | None, validated: dict[Path, Validated]) -> Release:
-    from spark_compile.compile import rendered_files
-
+def _row(path: Path, parent: Path | None, validated: dict[Path, Planned]) -> Release:
     new = validated[path]
-    release = new.planned()[0].release or path.stem
-    total = len(new.planned()[1].ranks)
+    release = new.profile.release or path.stem
+    total = len(new.plan.ranks)
     if parent is None:
         settings = len([k for k in new.resolved.origins if k])
         return Release(release, path.name, None, (f"first of its chain: {settings} values set",),
-                       (f"{len(rendered_files(new))} files for {total} rank{'s' * (total != 1)}",))
+                       (f"{len(new.files)} files for {total} rank{'s' * (total != 1)}",))
     result = diff_profiles(validated[parent], new)
-    parent_release = validated[parent].planned()[0].release or parent.stem
+    parent_release = validated[parent].profile.release or parent.stem
     return Release(release, path.name, parent_release, _profile_column(result), _artifact_column(result, total))
 
 
@@ -141,7 +142,7 @@ def history(directory: Path) -> list[Release]:
     """The rows of DIR's release table, parents first."""
     order = chain_order(directory)
     base = Path.cwd()
-    validated = {path: load_checked(os.path.relpath(path, base)) for path, _ in order}
+    validated = {path: load_side(os.path.relpath(path, base)) for path, _ in order}
     return [_row(path, parent, validated) for path, parent in order]
 
 

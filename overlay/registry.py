@@ -292,4 +292,3 @@ FLAGS: tuple[Flag, ...] = (
 )
 
 FLAGS_BY_NAME: dict[str, Flag] = {flag.name: flag for flag in FLAGS}
-FLAGS_BY_KEY: dict[str, Flag] = {flag.key: flag for flag in FLAGS}

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from spark_compile.capacity import Capacity, RankCapacity
-from spark_compile.compile import validate
-from spark_compile.resolve import resolve
+from spark_compile.pipeline import Rejected, run
 
 from conftest import REFERENCE_PROFILE, ROOT, run_cli
 
@@ -36,9 +35,10 @@ nccl:
 def budget(tmp_path: Path, text: str) -> Capacity:
     path = tmp_path / "profile.yaml"
     path.write_text(text)
-    validated = validate(resolve(path, root=ROOT))
-    assert validated.capacity is not None, validated.findings
-    return validated.capacity
+    outcome = run(path, root=ROOT)
+    planned = outcome.planned if isinstance(outcome, Rejected) else outcome
+    assert planned is not None and planned.capacity is not None, outcome.findings
+    return planned.capacity
 
 
 def published(tmp_path: Path, fraction: float = 0.90, preset: str = "default") -> RankCapacity:
@@ -48,7 +48,7 @@ def published(tmp_path: Path, fraction: float = 0.90, preset: str = "default") -
 
 def test_the_published_kv_pool_is_predicted_within_ten_percent(tmp_path: Path) -> None:
     rank = published(tmp_path)
-    assert rank.kv is not None and rank.kv.full_token is not None
+    assert rank.kv is not None and rank.kv.full_token is not None and rank.kv.bytes_per_full_token is not None
     assert rank.kv.full_token == pytest.approx(16e6, rel=0.10)
     assert rank.kv.full_token * rank.kv.bytes_per_full_token / 1e9 == pytest.approx(26.7, rel=0.10)
     # Their build's 1670.75 (DSpark block 3) and SGLang 0.5.23's for block 5 differ by 0.15 %.

@@ -6,7 +6,9 @@ import json
 import os
 from pathlib import Path
 
-from conftest import REFERENCE_PROFILE, REFERENCE_TAG_WARNING, run_cli
+import pytest
+
+from conftest import REFERENCE_PROFILE, REFERENCE_TAG_WARNING, ROOT, run_cli
 
 
 def test_check_reference_has_only_the_tag_warning() -> None:
@@ -122,3 +124,40 @@ def test_flags_lists_the_registry() -> None:
 
     body = json.loads(run_cli("flags", "--json").stdout)
     assert [f["name"] for f in body["flags"]] == [f.name for f in FLAGS]
+
+
+BROKEN = {  # one profile stopped at each stage: the loader, the schema, the rules
+    "yaml": ("  parallel: {tp: 1}", "  parallel: {tp: 1"),
+    "schema": ("  parallel: {tp: 1}", "  parallel: {tp: one}"),
+    "rules": ("  parallel: {tp: 1}", "  parallel: {tp: 1}\n  port: 8210\n  dist_init_port: 8210"),
+}
+
+
+@pytest.mark.parametrize("stage", sorted(BROKEN))
+def test_every_command_stops_on_a_broken_profile_with_the_same_findings(
+        stage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """report, diff, plan, check, compile and history all print check's findings report and exit 1."""
+    from spark_compile.cli import main
+
+    good = (ROOT / "spec" / "profiles" / "examples" / "single-node.yaml").read_text()
+    old, new = BROKEN[stage]
+    assert old in good
+    (tmp_path / "releases").mkdir()
+    (tmp_path / "releases" / "broken.yaml").write_text(good.replace(old, new))
+    (tmp_path / "good.yaml").write_text(good)
+    monkeypatch.chdir(tmp_path)
+    broken = "releases/broken.yaml"
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, expected, err = run("check", broken)
+    assert (code, err) == (1, "") and " error" in expected, expected
+    commands = [("plan", broken), ("compile", broken, "--out", "out"), (broken,), ("diff", broken, "good.yaml"),
+                ("diff", "good.yaml", broken), ("history", "releases"),
+                ("report", broken), ("report", "good.yaml", "--against", broken)]
+    results = {" ".join(argv): run(*argv) for argv in commands}
+    assert results == dict.fromkeys(results, (1, expected, ""))
+    assert not (tmp_path / "out").exists()

@@ -9,6 +9,7 @@ import signal
 import struct
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,8 @@ ITEM = {"BF16": 2, "F8_E4M3": 1, "F8_E8M0": 1, "F32": 4, "I8": 1, "U8": 1}
 def write_shard(path: Path, tensors: dict[str, tuple[str, list[int]]], data: bytes | None = None) -> int:
     """A safetensors file with these tensors (name -> dtype, shape); returns its data length. ``data``
     replaces the data region (to make it shorter than the header says, or unreadable)."""
-    header, at = {"__metadata__": {"format": "pt"}}, 0
+    header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
+    at = 0
     for name, (dtype, shape) in tensors.items():
         size = ITEM[dtype]
         for dim in shape:

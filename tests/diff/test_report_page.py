@@ -35,7 +35,7 @@ class Elements(HTMLParser):
         self.open: list[tuple[str, dict[str, str], list[str]]] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        element = (tag, {k: v or "" for k, v in attrs}, [])
+        element: tuple[str, dict[str, str], list[str]] = (tag, {k: v or "" for k, v in attrs}, [])
         for outer in self.open:  # a cell boundary separates words
             outer[2].append(" ")
         self.found.append(element)

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fleetbed import NODES, PREVIOUS_UNIT, FleetBed
@@ -326,7 +327,7 @@ def test_watchdog_relaunches_an_exited_head_resets_after_a_healthy_spell_then_gi
         bed.set_control(0)
 
 
-BOOT_FAULTS = {
+BOOT_FAULTS: dict[int, dict[str, Any]] = {
     0: {"full_token": 9000000, "drop": ["Served-model aliases", "The server is fired up"]},
     1: {"hooks": 20, "gather_us": 4100},
     2: {"drop": ["RoCE collectives on", "MXFP8 dense GEMMs", "engram layer 14"], "free_gib": 2},

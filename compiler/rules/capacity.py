@@ -6,13 +6,13 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from spark_compile.spec.rules import Context, Hit, Path, rule
+from spark_compile.rules import Context, Hit, Path, rule
 
 if TYPE_CHECKING:
     from spark_compile.capacity import Kv
 
 LABELS = {"weights": "weights", "draft": "draft", "nccl": "NCCL", "head_share": "HTTP/tokenizer",
-          "cuda_graphs": "CUDA graphs", "head_share_host": "HTTP/tokenizer", "engram_host": "Engram rows",
+          "cuda_graphs": "CUDA graphs", "engram_host": "Engram rows",
           "shm": "shm"}
 TRIM = "NCCL_BUFFSIZE=1048576 NCCL_LL128_BUFFSIZE=262144 NCCL_PROTO=^LL128 NCCL_MAX_NCHANNELS=8"
 
@@ -47,7 +47,7 @@ def rank_fits(ctx: Context) -> Iterator[Hit]:
     tp = ctx.profile.engine.parallel.tp
     room = total - worst.gib("nccl") - worst.gib("head_share")
     nodes = math.ceil((worst.gib("weights") + worst.gib("draft")) * tp / max(room, 1e-9))
-    yield Hit("SC440", _weights_path(ctx),
+    yield Hit(_weights_path(ctx),
               f"rank {worst.rank} needs {parts} = {needs:.1f} GiB of {total:.1f} GiB{_more(len(over) - 1)}",
               f"spread the model over more nodes: its weights need at least {nodes} of {ctx.profile.hardware} "
               f"(fleet.nodes and engine.parallel.tp)")
@@ -70,7 +70,7 @@ def static_pool_leaves_kv(ctx: Context) -> Iterator[Hit]:
     pool, pre = worst.terms["static_pool"], worst.gib("pre_load")
     minimum = (worst.gib("weights") + worst.gib("draft")) / pre
     fraction = math.ceil((minimum + _kv_share(ctx, worst.kv, pre)) * 100) / 100
-    yield Hit("SC441", ("engine", "limits", "mem_fraction_static"),
+    yield Hit(("engine", "limits", "mem_fraction_static"),
               f"rank {worst.rank}'s static pool ({pool.formula} = {pool.gib:.1f} GiB) holds "
               f"{worst.gib('weights'):.1f} GiB weights + {worst.gib('draft'):.1f} GiB draft and leaves no KV "
               f"cache ({worst.gib('available'):.1f} GiB){_more(len(short) - 1)}",
@@ -108,7 +108,7 @@ def kv_holds_the_requests(ctx: Context) -> Iterator[Hit]:
     kv, context = worst.kv, worst.context_length
     assert kv is not None and kv.full_token is not None and context is not None
     held = kv.requests_at_context or 0
-    yield Hit("SC442", ("engine", "limits", "max_running_requests"),
+    yield Hit(("engine", "limits", "max_running_requests"),
               f"rank {worst.rank}'s KV pool holds full_token={kv.full_token} ({kv.bytes_per_full_token:.2f} "
               f"bytes_per_full_token over {kv.available_gib:.1f} GiB): {held} requests at context_length "
               f"{context}, fewer than max_running_requests {cap}",
@@ -137,7 +137,7 @@ def transient_fits(ctx: Context) -> Iterator[Hit]:
     graphs = f" less {worst.gib('cuda_graphs'):.1f} GiB CUDA graphs" if worst.gib("cuda_graphs") else ""
     chunk = int(room * (1 << 30) / (14 * (worst.context_length or 1))) // 256 * 256
     fix = f"lower chunked_prefill_size to {chunk}" if chunk >= 256 else "lower context_length"
-    yield Hit("SC443", ("engine", "limits", "chunked_prefill_size"),
+    yield Hit(("engine", "limits", "chunked_prefill_size"),
               f"the prefill transient ({transient.formula} = {transient.gib:.1f} GiB) exceeds the {room:.1f} GiB "
               f"outside rank {worst.rank}'s static pool ({outside.formula}{graphs}){_more(len(over) - 1)}",
               f"{fix}, or lower mem_fraction_static")
@@ -161,7 +161,7 @@ def container_covers_host(ctx: Context) -> Iterator[Hit]:
     parts = " + ".join(f"{worst.gib(n):.1f} GiB {LABELS[n]}" for n in ("head_share", "nccl", "engram_host", "shm")
                        if worst.gib(n) > 0)
     needs = worst.gib("host_needs")
-    yield Hit("SC444", ("container", "memory"),
+    yield Hit(("container", "memory"),
               f"rank {worst.rank}'s container is limited to {worst.gib('container_limit'):.1f} GiB but holds "
               f"{parts} = {needs:.1f} GiB in host memory{_more(len(over) - 1)}",
               f"raise container.memory (and memory_swap) to at least {math.ceil(needs)}g, or lower shm_size")
@@ -172,15 +172,14 @@ def container_covers_host(ctx: Context) -> Iterator[Hit]:
       "that is GPU memory the KV cache loses. The trim preset measured 0.14 GB.",
       "hardware: dgx-spark-gb10\nnccl: {preset: default}", "hardware: dgx-spark-gb10\nnccl: {preset: trim}")
 def nccl_trimmed(ctx: Context) -> Iterator[Hit]:
-    from spark_compile.spec.hardware import HARDWARE
     from spark_compile.spec.nccl_presets import NCCL_DEFAULT_PINNED_GIB
 
-    capacity, hardware = ctx.capacity, HARDWARE.get(ctx.profile.hardware)
-    if capacity is None or hardware is None or not hardware.unified_memory:
+    capacity, hardware = ctx.capacity, ctx.hardware
+    if capacity is None or not hardware.unified_memory:
         return
     if any(r.terms["nccl"].gib == NCCL_DEFAULT_PINNED_GIB for r in capacity.ranks):
         path: Path = ("nccl", "preset") if ctx.present(("nccl", "preset")) else ("nccl",)
-        yield Hit("SC445", path,
+        yield Hit(path,
                   f"NCCL's default connection buffers pin about {NCCL_DEFAULT_PINNED_GIB} GiB per node of host "
                   f"memory, which on {hardware.name} is GPU memory",
                   f"set nccl.preset: trim ({TRIM}: 0.14 GB measured), and keep nccl.extra from overriding it")
@@ -199,6 +198,6 @@ def pins_per_rank(ctx: Context) -> Iterator[Hit]:
     for name in PINS:
         values = getattr(ctx.profile.model, name)
         if values is not None and len(values) != ranks:
-            yield Hit("SC446", ("model", name), f"model.{name} lists {len(values)} values for {ranks} ranks",
+            yield Hit(("model", name), f"model.{name} lists {len(values)} values for {ranks} ranks",
                       f"give one value per rank, in rank order (run `verify.sh --calibrate` on this fleet), or remove "
                       f"model.{name}")
