@@ -53,10 +53,13 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("profile", type=Path)
     comp.add_argument("--out", type=Path, default=None, help="output root (default: generated/ beside spec/)")
     comp.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
+    comp.add_argument("--force", action="store_true",
+                      help="replace an output directory another profile of the same name wrote")
     _target_option(comp)
     check = sub.add_parser("check", help="validate profiles; with --generated also compare committed output")
     check.add_argument("profiles", type=Path, nargs="+")
-    check.add_argument("--format", choices=("text", "json", "github"), default="text")
+    check.add_argument("--format", choices=("text", "json", "github", "summary"), default="text",
+                       help="summary: only the counts line (a hook beside one that prints the findings)")
     check.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
     check.add_argument("--strict", action="store_true", help="warnings fail the check too")
     check.add_argument("--generated", action="store_true",
@@ -92,6 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("profile")
     report.add_argument("--against", default=None, help="an older profile (path or GITREV:path) to highlight")
     report.add_argument("-o", "--output", type=Path, default=None, help="the HTML file (default: stdout)")
+    # Listed for --help only: `run` hands `catalog ...` to the catalog generator's own parser before this one.
+    sub.add_parser("catalog", add_help=False,
+                   help="build the engine catalogs from SGLang (`catalog sglang --python PY` or `--source DIR`)")
     return parser
 
 
@@ -202,7 +208,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     rules = load_all()
     rule = rules.get(args.rule.upper())
     if rule is None:
-        hint = did_you_mean(args.rule.upper(), sorted(rules))
+        # Rule ids share their prefix and digits: only a one-character slip (SC230 for SC203) is a real match.
+        hint = did_you_mean(args.rule.upper(), sorted(rules), cutoff=0.8)
         raise UsageError(f"no rule {args.rule!r}" + (f"; {hint}" if hint else "") + " (see `spark-compile rules`)")
     bad = "\n".join("    " + line for line in rule.bad.splitlines())
     good = "\n".join("    " + line for line in rule.good.splitlines())
@@ -222,7 +229,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     """Compile a profile and write its artifacts atomically."""
     from spark_compile.compile import compile_profile
 
-    return compile_profile(_planned(args.profile, args.target, args.root), args.profile, args.out)
+    return compile_profile(_planned(args.profile, args.target, args.root), args.profile, args.out,
+                           force=args.force)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spark_compile.errors import EXIT_OK
+from spark_compile.errors import EXIT_OK, InputError
 
 if TYPE_CHECKING:
     from spark_compile.capacity import Capacity
@@ -63,13 +63,21 @@ def artifacts(validated: Planned, out_root: Path) -> list[Artifact]:
     return [*files, manifest(files, source_digests(validated, out_root), validated.profile.name)]
 
 
-def compile_profile(validated: Planned, profile_path: Path, out: Path | None) -> int:
-    """Write the profile's artifacts; print a one-line summary. (`spark-compile schema` writes the schema:
-    it changes with the compiler, not with a profile, and the drift check holds it current.)"""
-    from spark_compile.write import write_tree
+def compile_profile(validated: Planned, profile_path: Path, out: Path | None, force: bool = False) -> int:
+    """Write the profile's artifacts; print a one-line summary. Refuses, unless ``force``, a directory another
+    profile of the same name wrote. (`spark-compile schema` writes the schema: it changes with the compiler,
+    not with a profile, and the drift check holds it current.)"""
+    from spark_compile.write import previous_profile, write_tree
 
     out_root = out or default_out(profile_path)
     files = artifacts(validated, out_root)
+    before, now = previous_profile(out_root / validated.profile.name), source_digests(validated, out_root)[0][0]
+    other = os.path.normpath(out_root / before) if before is not None else None
+    # A renamed or moved profile (its old file gone) is the same deployment; a second live file is a clash.
+    if other is not None and before != now and Path(other).is_file() and not force:
+        raise InputError(f"{out_root / validated.profile.name} holds the output of {other} (its MANIFEST.json), "
+                         f"not of {profile_path}: both profiles are named {validated.profile.name!r}; give this "
+                         "one its own `name:`, or pass --force to replace that output")
     report = write_tree(out_root, validated.profile.name, files)
     target = out_root / validated.profile.name
     sys.stdout.write(f"{target}: {len(report.written)} written, {len(report.unchanged)} unchanged, "

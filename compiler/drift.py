@@ -41,9 +41,11 @@ def drift_lines(profile: Path, planned: Planned, root: Path) -> list[str]:
 def _schema_line(root: Path) -> list[str]:
     from spark_compile.schema import schema_text
 
+    # Compiling never writes the schema, so an infra repository need not keep one; a copy it keeps (for an
+    # editor's `$schema` line) must be current.
     path = root / SCHEMA_FILE
-    if not path.is_file() or path.read_text() != schema_text():
-        return [f"{path}: differs from `spark-compile schema`"]
+    if path.is_file() and path.read_text() != schema_text():
+        return [f"{path}: differs from `spark-compile schema` (rewrite it: spark-compile schema > {path})"]
     return []
 
 

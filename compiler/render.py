@@ -168,7 +168,7 @@ def render_plan(plan: LaunchPlan, profile: Profile, extra: list[Artifact] | None
     files = [a for rank in plan.ranks for a in rank_artifacts(plan, profile, rank)]
     files.append(Artifact("plan.json", plan_json_text(plan.to_json()).encode()))
     files.append(Artifact("README.md", _render("README.md.j2", plan=plan, profile=profile,
-                                               **readme_context(plan))))
+                                               **readme_context(plan, profile))))
     files += extra or []
     return sorted(files, key=lambda a: a.path)
 

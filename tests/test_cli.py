@@ -92,6 +92,8 @@ def test_explain_and_rules() -> None:
     assert unknown.returncode == 2
     assert unknown.stderr == ("spark-compile: error: no rule 'SX401'; did you mean 'SC401'? "
                               "(see `spark-compile rules`)\n")
+    far = run_cli("explain", "SC999")  # no rule is one slip away: no suggestion of an unrelated one
+    assert far.stderr == "spark-compile: error: no rule 'SC999' (see `spark-compile rules`)\n"
     rules = run_cli("rules").stdout.splitlines()
     assert len(rules) >= 40
     assert "SC401  error    TP ranks must fill the fleet's GPUs" in rules
@@ -161,3 +163,18 @@ def test_every_command_stops_on_a_broken_profile_with_the_same_findings(
     results = {" ".join(argv): run(*argv) for argv in commands}
     assert results == dict.fromkeys(results, (1, expected, ""))
     assert not (tmp_path / "out").exists()
+
+
+def test_explain_shows_how_to_write_a_secret_reference() -> None:
+    # The good example is a reference, not a secret: the redaction step must leave it readable.
+    explain = run_cli("explain", "SC230")
+    assert explain.stdout.endswith(
+        "Good:\n    secrets:\n      env:\n        HF_TOKEN: {file: /etc/spark-compile/hf-token}\n")
+    assert "HF_TOKEN: (redacted)" in explain.stdout  # the bad example's literal stays hidden
+
+
+def test_help_lists_every_command() -> None:
+    listed = run_cli("--help").stdout
+    for command in ("compile", "check", "plan", "schema", "rules", "explain", "flags", "diff", "history", "report",
+                    "catalog"):
+        assert f"\n    {command} " in listed, command

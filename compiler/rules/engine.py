@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from spark_compile.engine_options import TYPED_FLAG_SYNONYMS, TYPED_FLAGS
 from spark_compile.launch_plan import dotted, field_name
+from spark_compile.overlay.registry import FLAGS_BY_NAME
 from spark_compile.rules import Context, Hit, rule
 from spark_compile.spec.envfile import env_value_problem
 
@@ -132,9 +133,17 @@ def context_length(ctx: Context) -> Iterator[Hit]:
       "engine: {port: 8210, dist_init_port: 8210}", "engine: {port: 8210, dist_init_port: 20100}")
 def distinct_ports(ctx: Context) -> Iterator[Hit]:
     eng = ctx.profile.engine
-    if eng.port == eng.dist_init_port:
+    if eng.port != eng.dist_init_port:
+        return
+    # Point at the key the profile wrote (the other one is a default) and suggest a port that is free of both.
+    if ctx.present(("engine", "dist_init_port")):
+        free = 20100 if eng.port != 20100 else 20101
         yield Hit(("engine", "dist_init_port"), f"dist_init_port {eng.dist_init_port} is the API port",
-                  "use another port, e.g. 20100")
+                  f"use another port, e.g. {free}")
+    else:
+        free = 8210 if eng.dist_init_port != 8210 else 8211
+        yield Hit(("engine", "port"), f"port {eng.port} is the rendezvous port (dist_init_port)",
+                  f"use another API port, e.g. {free}")
 
 
 @rule("SC211", "error", "served name usable by SGLang",
@@ -189,16 +198,17 @@ def set_both_ways(ctx: Context) -> Iterator[Hit]:
 @rule("SC214", "warning", "variable in the wrong section",
       "NCCL_*/GLOO_* belong in nccl.extra and SPARK_* in the overlay section, where they are typed and "
       "checked; engine.env is for the engine's own variables.",
-      "engine: {env: {NCCL_DEBUG: WARN}}", "nccl: {extra: {NCCL_DEBUG: WARN}}")
+      "engine: {env: {NCCL_IB_TIMEOUT: '22'}}", "nccl: {extra: {NCCL_IB_TIMEOUT: '22'}}")
 def env_section(ctx: Context) -> Iterator[Hit]:
     for name in ctx.profile.engine.env:
         if name.startswith(("NCCL_", "GLOO_")):
             yield Hit(("engine", "env", name), f"{name} is an NCCL/gloo variable in engine.env",
-                      "move it to nccl.extra", at_key=True)
+                      "set nccl.debug instead" if name == "NCCL_DEBUG" else "move it to nccl.extra", at_key=True)
         elif name.startswith("SPARK_"):
-            key = name.removeprefix("SPARK_").lower()
-            yield Hit(("engine", "env", name), f"{name} is an overlay flag in engine.env",
-                      f"set overlay.{key} instead", at_key=True)
+            flag = FLAGS_BY_NAME.get(name)
+            if flag is not None:  # a SPARK_* name the overlay does not know is SC311's finding, not a second one
+                yield Hit(("engine", "env", name), f"{name} is an overlay flag in engine.env",
+                          f"set overlay.{flag.key} instead", at_key=True)
 
 
 @rule("SC215", "error", "env value readable the same by docker and systemd",

@@ -12,12 +12,15 @@ ENGRAM_ROW_BYTES = 264  # F8_E4M3 [N,256] weight + F8_E8M0 [N,8] scale
 
 
 def _duplicates(ctx: Context, field: str, what: str) -> Iterator[Hit]:
+    nodes = ctx.profile.fleet.nodes
+    # Nodes are named by name, as everywhere else; only a repeated name needs the index to tell them apart.
+    label = (lambda i: f"fleet.nodes[{i}]") if field == "name" else (lambda i: nodes[i].name)
     seen: dict[str, int] = {}
-    for index, node in enumerate(ctx.profile.fleet.nodes):
+    for index, node in enumerate(nodes):
         value = getattr(node, field)
         if value in seen:
             yield Hit(("fleet", "nodes", index, field),
-                      f"{what} {value!r} of fleet.nodes[{index}] is already used by fleet.nodes[{seen[value]}]",
+                      f"{what} {value!r} of {label(index)} is already used by {label(seen[value])}",
                       f"every node needs its own {what}")
         else:
             seen[value] = index

@@ -134,8 +134,13 @@ def max_ids_pin(ctx: Context) -> Iterator[Hit]:
       "nccl: {preset: default}")
 def extra_overrides_preset(ctx: Context) -> Iterator[Hit]:
     preset = dict((*NCCL_FABRIC_TAIL, *NCCL_PRESETS[ctx.profile.nccl.preset]))
+    preset["NCCL_DEBUG"] = ctx.profile.nccl.debug
     for name, value in ctx.profile.nccl.extra.items():
-        if name in preset and str(value) != preset[name]:
+        if name == "NCCL_DEBUG" and str(value) != preset[name]:
+            yield Hit(("nccl", "extra", name), f"NCCL_DEBUG={value} overrides nccl.debug's {preset[name]}",
+                      f"set nccl.debug: {value} instead" if value in ("WARN", "INFO", "TRACE", "VERSION")
+                      else "set nccl.debug (WARN, INFO, TRACE, VERSION or off) instead")
+        elif name in preset and str(value) != preset[name]:
             yield Hit(("nccl", "extra", name),
                       f"{name}={value} overrides {ctx.profile.nccl.preset}'s {preset[name]}",
                       "remove it to keep the preset's value, or choose the nccl.preset that carries yours")
