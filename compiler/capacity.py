@@ -107,7 +107,7 @@ CALIBRATE = "pin model.{name} (`verify.sh --calibrate` measures it on a booted f
 
 def _weights_source(profile: Profile, inputs: CapacityInputs) -> tuple[Split | None, str]:
     """The checkpoint's split with where it comes from, or None with why there is none."""
-    tp, ep = profile.engine.parallel.tp, profile.engine.parallel.ep
+    tp, ep = profile.engine.parallel.tp or 1, profile.engine.parallel.ep
     if inputs.split is not None:
         return inputs.split, f"safetensors headers of {inputs.split_source}, split by TP {tp} / EP {ep}"
     if inputs.config is None:
@@ -133,8 +133,8 @@ def _weights(profile: Profile, inputs: CapacityInputs, rank: int) -> tuple[Term,
     draft = _pin(model.draft_weights_per_rank, rank, "draft_weights_per_rank")
     if draft is None and spec.algorithm == "none":
         draft = Term(0.0, "no speculative decoding")
-    elif draft is None and spec.draft_model is not None:
-        draft = Term(None, f"unknown: the draft model {spec.draft_model} is another checkpoint; "
+    elif draft is None and spec.draft is not None:
+        draft = Term(None, "unknown: engine.speculative.draft is another checkpoint; "
                      + CALIBRATE.format(name="draft_weights_per_rank"))
     elif draft is None:
         draft = Term(None, f"unknown: {source}; " + CALIBRATE.format(name="draft_weights_per_rank")) \

@@ -18,17 +18,23 @@ if TYPE_CHECKING:
 MAX_CONFIG_BYTES = 1 << 20
 
 
-def _snapshot(profile: Profile) -> Path:
+def _snapshot(profile: Profile) -> Path | None:
+    """The model directory on this machine's terms: the HF cache snapshot, or the plain directory; None for
+    a hub id (nothing local to read)."""
     model = profile.model
-    return Path(str(model.holder_repo or model.repo)) / "snapshots" / str(model.snapshot)
+    repo = model.holder_repo or model.repo
+    if repo is None:
+        return None
+    return Path(str(repo)) / "snapshots" / str(model.snapshot) if model.snapshot else Path(str(repo))
 
 
 def _config_path(resolved: Resolved, profile: Profile) -> Path | None:
     if profile.model.config_json is not None:
         origin = resolved.origin(("model", "config_json")).spot.value.file
         return Path(str(origin)).parent / str(profile.model.config_json)
-    local = _snapshot(profile) / "config.json"
-    return local if local.is_file() else None
+    snapshot = _snapshot(profile)
+    local = snapshot / "config.json" if snapshot is not None else None
+    return local if local is not None and local.is_file() else None
 
 
 def _read_config(path: Path) -> dict[str, Any] | str:
@@ -48,16 +54,17 @@ def capacity_inputs(resolved: Resolved, profile: Profile) -> CapacityInputs:
     path = _config_path(resolved, profile)
     config: dict[str, Any] | None = None
     if path is None:
-        source = "no config.json: model.config_json is unset and the snapshot is not on this machine"
+        source = "no config.json: model.config_json is unset and the model directory is not on this machine"
     else:
         read = _read_config(path)
         named = f"model.config_json ({path.name})" if profile.model.config_json is not None else path.as_posix()
         config, source = (None, read) if isinstance(read, str) else (read, named)
     snapshot = _snapshot(profile)
-    split, split_source = None, f"{snapshot.as_posix()} is not on this machine"
-    if snapshot.is_dir() and any(snapshot.glob("*.safetensors")):
+    split, split_source = None, ("a hub id names the model" if snapshot is None
+                                 else f"{snapshot.as_posix()} is not on this machine")
+    if snapshot is not None and snapshot.is_dir() and any(snapshot.glob("*.safetensors")):
         try:
-            split, split_source = split_tensors(checkpoint_tensors(snapshot), profile.engine.parallel.tp), \
+            split, split_source = split_tensors(checkpoint_tensors(snapshot), profile.engine.parallel.tp or 1), \
                 snapshot.as_posix()
         except HeaderError as exc:
             split_source = str(exc)

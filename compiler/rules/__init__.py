@@ -53,10 +53,11 @@ class Context:
     object derived from them, each built once per profile on first use."""
 
     def __init__(self, profile: Profile, plan: LaunchPlan, present: Callable[[Path], bool],
-                 capacity: Capacity | None = None) -> None:
+                 model_config: dict[str, Any] | None = None, capacity: Capacity | None = None) -> None:
         self.profile = profile
         self.plan = plan
         self.present = present  # whether a path was written in the profile (not a model default)
+        self.model_config = model_config  # the committed config.json model.config_json names, if readable
         self.capacity = capacity  # every rank's memory budget (spark_compile.capacity), built with the plan
 
     @functools.cached_property
@@ -109,6 +110,15 @@ class Context:
 
 
 Check = Callable[[Context], Iterator[Hit]]
+
+
+def env_settings(ctx: Context) -> Iterator[tuple[Path, str, object]]:
+    """Every container variable the profile sets by hand, with its path: engine.env, then each node's env."""
+    for name, value in ctx.profile.engine.env.items():
+        yield ("engine", "env", name), name, value
+    for index, node in enumerate(ctx.profile.fleet.nodes):
+        for name, value in node.env.items():
+            yield ("fleet", "nodes", index, "env", name), name, value
 
 RULES: dict[str, Rule] = {}
 CHECKS: list[tuple[str, Check]] = []

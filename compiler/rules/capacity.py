@@ -44,7 +44,7 @@ def rank_fits(ctx: Context) -> Iterator[Hit]:
     total = worst.gib("cuda_total")
     parts = " + ".join(f"{gib:.1f} GiB {LABELS[name]}" for name, gib in worst.resident())
     needs = sum(g for _, g in worst.resident())
-    tp = ctx.profile.engine.parallel.tp
+    tp = ctx.profile.engine.parallel.tp or 1
     room = total - worst.gib("nccl") - worst.gib("head_share")
     nodes = math.ceil((worst.gib("weights") + worst.gib("draft")) * tp / max(room, 1e-9))
     yield Hit(_weights_path(ctx),
