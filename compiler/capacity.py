@@ -208,7 +208,7 @@ class EngineReads(NamedTuple):
 
 def engine_reads(profile: Profile) -> EngineReads:
     """Speculation as SGLang resolves it (DSPARK: one step, top-1, block + 1 draft tokens), the page size
-    SGLang forces for the family, and the limits."""
+    (the one SGLang forces for the family, else engine.page_size), and the limits."""
     eng, family = profile.engine, FAMILIES.get(profile.model.architecture)
     spec, limits = eng.speculative, eng.limits
     algorithm = None if spec.algorithm == "none" else spec.algorithm
@@ -217,7 +217,7 @@ def engine_reads(profile: Profile) -> EngineReads:
         speculation = Speculation(spec.num_draft_tokens or spec.dspark_block_size + 1)
     elif algorithm is not None and spec.num_draft_tokens is not None:
         speculation = Speculation(spec.num_draft_tokens, spec.num_steps or 1, spec.eagle_topk or 1)
-    return EngineReads(algorithm, speculation, family.page_size if family else None, limits.max_total_tokens,
+    return EngineReads(algorithm, speculation, (family.page_size if family and family.page_size else eng.page_size), limits.max_total_tokens,
                        limits.mem_fraction_static, limits.chunked_prefill_size, limits.max_running_requests,
                        limits.context_length)
 
