@@ -217,9 +217,9 @@ def engine_reads(profile: Profile) -> EngineReads:
         speculation = Speculation(spec.num_draft_tokens or spec.dspark_block_size + 1)
     elif algorithm is not None and spec.num_draft_tokens is not None:
         speculation = Speculation(spec.num_draft_tokens, spec.num_steps or 1, spec.eagle_topk or 1)
-    return EngineReads(algorithm, speculation, (family.page_size if family and family.page_size else eng.page_size), limits.max_total_tokens,
-                       limits.mem_fraction_static, limits.chunked_prefill_size, limits.max_running_requests,
-                       limits.context_length)
+    page_size = family.page_size if family and family.page_size else eng.page_size
+    return EngineReads(algorithm, speculation, page_size, limits.max_total_tokens, limits.mem_fraction_static,
+                       limits.chunked_prefill_size, limits.max_running_requests, limits.context_length)
 
 
 def _context(profile: Profile, inputs: CapacityInputs) -> int | None:
