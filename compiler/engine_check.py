@@ -5,7 +5,9 @@ venv's interpreter, in a subprocess, once per hardware kind for all the profiles
 each). What it reports becomes findings at the profile line that set the value: a value SGLang resolves
 differently from what the plan wrote (SC601, unless ``engine.accept_rewrites`` accepts it), an error SGLang
 would raise at boot (SC602), a check that could not run here and why (SC603), and an accepted rewrite that
-no longer happens (SC604).
+no longer happens (SC604). For DeepSeek-V4/V4.1 it also runs SGLang's pool configurator on each rank's
+predicted available bytes and says, on stderr, its ``full_token`` next to the static model's
+(`spark_compile.engine_pool`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spark_compile.engine_pool import available_bytes, pool_notes
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.model_paths import container_path, host_dir
@@ -126,7 +129,7 @@ def probe_job(validated: Planned, model_dir: Path, draft_dir: Path | None = None
     if draft is not None and draft_dir is not None:
         paths[container_path(draft)] = str(draft_dir)
     # --config names the secrets file written on the node at start; it holds only the API key.
-    ranks = [{"rank": r.rank, "env": r.env,
+    ranks = [{"rank": r.rank, "env": r.env, "available_bytes": available_bytes(validated, r.rank),
               "argv": [word for o in r.engine_options if o.flag != "--config" for word in o.words]}
              for r in plan.ranks]
     return {"paths": paths, "ranks": ranks}
@@ -331,4 +334,6 @@ def engine_findings_many(profiles: list[Planned], python: str | None = None,
                 notes.append(run_note(hardware, result))
             for i, ranks in zip(members, result["jobs"], strict=True):
                 out[i] = _verdict(profiles[i], str(result["sglang"]), ranks)
+                if notes is not None:
+                    notes.extend(pool_notes(profiles[i], ranks))
     return out

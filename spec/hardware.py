@@ -20,6 +20,9 @@ class Hardware:
     cpu_arch: str = "x86_64"  # platform.machine() of the host
     env_recommended: tuple[tuple[str, str], ...] = ()  # variables this hardware runs best with (SC412)
     env_reason: str = ""  # why, as SC412 says it
+    # What CUDA reports as one GPU's total memory, in GiB, where a published boot says so; None: not known,
+    # the capacity stage then estimates gpu_memory_gb (decimal GB) in GiB and says it is an estimate.
+    cuda_total_gib: float | None = None
 
 
 HARDWARE: dict[str, Hardware] = {
@@ -31,6 +34,8 @@ HARDWARE: dict[str, Hardware] = {
             gpu_name="NVIDIA GB10", cpu_arch="aarch64",
             env_recommended=(("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False"),),
             env_reason="expandable segments map pages the GB10 driver pins late; production runs with them off",
+            # An operator's published TP4 notes (sparkrun's platform policy assumes 121 GiB).
+            cuda_total_gib=121.7,
         ),
         Hardware(
             "dgx-h100", "NVIDIA DGX H100, 8x H100 80 GB SXM, 2 TB host memory",

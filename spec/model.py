@@ -57,6 +57,8 @@ GidIndex = Literal["probe"] | Annotated[int, Field(ge=0, le=255)]
 Scalar = ArgText | int | float | bool
 ListScalar = ListArg | int | float | bool
 EnvValue = EnvText | int
+# A memory figure in GiB (pins from a boot); ints are accepted as whole GiB.
+GiB = Annotated[float, Field(ge=0, le=1 << 20)]
 # A hardware catalog entry (spec/hardware.py) that exists.
 Hardware = Annotated[Text, AfterValidator(check_hardware)]
 
@@ -204,6 +206,24 @@ class Model(Section):
         None,
         description="The checkpoint's config.json for `check --engine`, relative to the profile file that names it "
         "(a committed copy); unset: config.json in the model directory on the checking machine.",
+    )
+
+    weights_per_rank: list[GiB] | None = Field(
+        None,
+        description="Pinned: GiB of target weights each rank holds, in rank order (a boot's `Load weight end` "
+        "mem usage, as `verify.sh --calibrate` writes it); unset: from the snapshot's safetensors headers when it is "
+        "on this machine, else estimated from config.json.",
+    )
+    draft_weights_per_rank: list[GiB] | None = Field(
+        None, description="Pinned: GiB of draft-model weights each rank holds, in rank order (from a boot).",
+    )
+    available_per_rank: list[GiB] | None = Field(
+        None,
+        description="Pinned: GiB SGLang had for the KV pools on each rank at boot (`DSV4 memory calculation` "
+        "available_bytes), in rank order; the KV prediction then starts from it instead of the memory budget.",
+    )
+    cuda_graph_per_rank: list[GiB] | None = Field(
+        None, description="Pinned: GiB CUDA graph capture took on each rank at boot, in rank order.",
     )
 
     # Plain functions (spec/checks.py), so that the generated core validator refers to the same checks.

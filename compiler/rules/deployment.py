@@ -12,6 +12,9 @@ from spark_compile.spec.record import Record
 RDMA_KINDS = ("roce", "infiniband")
 # Lists that are command lines, where a repeated word is meaningful, and lists another rule owns (SC211).
 ARGV_LISTS = {("engine", "launcher"), ("engine", "args"), ("model", "aliases")}
+# Per-rank memory pins (SC446): one value per rank, equal on alike ranks.
+ARGV_LISTS |= {("model", name) for name in ("weights_per_rank", "draft_weights_per_rank", "available_per_rank",
+                                            "cuda_graph_per_rank")}
 
 
 @rule("SC418", "error", "the fabric kind and its RDMA devices agree",

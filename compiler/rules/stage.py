@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spark_compile.capacity import Capacity
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.resolve import Resolved
@@ -14,6 +15,7 @@ from spark_compile.rules import CHECKS, RULES, Context, load_all
 from spark_compile.validate import locate
 
 if TYPE_CHECKING:
+    from spark_compile.capacity import Capacity
     from spark_compile.spec.model import Profile
 
 
@@ -42,10 +44,12 @@ def committed_config(resolved: Resolved, profile: Profile) -> dict[str, Any] | N
     return data if isinstance(data, dict) else None
 
 
-def rule_findings(resolved: Resolved, profile: Profile, plan: LaunchPlan) -> list[Finding]:
+def rule_findings(resolved: Resolved, profile: Profile, plan: LaunchPlan,
+                  capacity: Capacity | None = None) -> list[Finding]:
     """Every rule's findings, placed at the profile line each names, in source order."""
     load_all()
-    context = Context(profile, plan, lambda path: path in resolved.origins, committed_config(resolved, profile))
+    context = Context(profile, plan, lambda path: path in resolved.origins, committed_config(resolved, profile),
+                      capacity)
     findings = [
         _redacted(locate(resolved, hit.path, rule_id, RULES[rule_id].severity, hit.message, hit.hint,
                          at_key=hit.at_key), hit.redact)
