@@ -28,9 +28,9 @@ def is_regular(path: Path) -> bool:
         return False
 
 
-def read_config(path: Path) -> dict[str, Any]:
-    """A model config.json: a JSON object naming its architectures, at most MAX_CONFIG_BYTES, in a regular file
-    (never a FIFO or device a profile could name to hang the check)."""
+def read_object(path: Path) -> dict[str, Any]:
+    """A JSON object of at most MAX_CONFIG_BYTES in a regular file (never a FIFO or device a profile could name to
+    hang the check)."""
     if not is_regular(path):
         raise ConfigError(f"{path} is not a readable JSON file")
     try:
@@ -39,7 +39,15 @@ def read_config(path: Path) -> dict[str, Any]:
         data = json.loads(raw) if len(raw) <= MAX_CONFIG_BYTES else None
     except (OSError, ValueError):
         raise ConfigError(f"{path} is not a readable JSON file") from None
-    if not isinstance(data, dict) or not isinstance(data.get("architectures"), list):
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} is not a JSON object under {MAX_CONFIG_BYTES // 1024} KiB")
+    return data
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """A model config.json: a JSON object (read_object) naming its architectures."""
+    data = read_object(path)
+    if not isinstance(data.get("architectures"), list):
         raise ConfigError(f"{path} is not a model config.json (a JSON object with 'architectures', under "
                           f"{MAX_CONFIG_BYTES // 1024} KiB)")
     return data
@@ -48,6 +56,16 @@ def read_config(path: Path) -> dict[str, Any]:
 def committed_path(resolved: Resolved, name: str, at: tuple[str | int, ...]) -> Path:
     """A file named relative to the profile file that names it."""
     return Path(str(resolved.origin(at).spot.value.file)).parent / name
+
+
+def committed_config(resolved: Resolved, profile: Profile) -> dict[str, Any] | None:
+    """The JSON object model.config_json names; None when unset or unreadable (SC247 says why)."""
+    if profile.model.config_json is None:
+        return None
+    try:
+        return read_object(committed_path(resolved, str(profile.model.config_json), ("model", "config_json")))
+    except ConfigError:
+        return None
 
 
 def committed_checkpoint(resolved: Resolved, profile: Profile) -> tuple[Checkpoint | None, str]:

@@ -75,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="print the launch plan")
     plan.add_argument("profile", type=Path)
     plan.add_argument("--json", action="store_true", help="machine-readable plan (the default form)")
+    plan.add_argument("--capacity", action="store_true", help="print the per-rank memory budget as a table instead")
     plan.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
     sub.add_parser("schema", help="print the profile's JSON Schema")
     sub.add_parser("rules", help="list every rule")
@@ -174,8 +175,18 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    """Print the launch plan as JSON."""
-    sys.stdout.write(json.dumps(_planned(args.profile, root=args.root).plan.to_json(), indent=2) + "\n")
+    """Print the launch plan as JSON (with the memory budget under `capacity`), or the budget as a table."""
+    from spark_compile.capacity_format import capacity_json, capacity_table
+
+    validated = _planned(args.profile, root=args.root)
+    capacity = validated.capacity
+    if args.capacity and capacity is not None:
+        sys.stdout.write(capacity_table(capacity))
+        return EXIT_OK
+    out = validated.plan.to_json()
+    if capacity is not None:
+        out["capacity"] = capacity_json(capacity)
+    sys.stdout.write(json.dumps(out, indent=2) + "\n")
     return EXIT_OK
 
 

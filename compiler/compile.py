@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from spark_compile.errors import EXIT_OK, InputError
 
 if TYPE_CHECKING:
+    from spark_compile.capacity import Capacity
     from spark_compile.launch_plan import LaunchPlan
     from spark_compile.pipeline import Planned
     from spark_compile.render import Artifact
@@ -40,14 +41,14 @@ def source_digests(validated: Planned, out_root: Path) -> list[tuple[str, str]]:
     return digests
 
 
-def rendered_files(plan: LaunchPlan, profile: Profile) -> list[Artifact]:
-    """Every file of the profile's directory except MANIFEST.json, rendered in memory (plan → render);
-    Planned.files holds them once per profile."""
+def rendered_files(plan: LaunchPlan, profile: Profile, capacity: Capacity | None = None) -> list[Artifact]:
+    """Every file of the profile's directory except MANIFEST.json, rendered in memory (plan → render; the
+    fleet's verify.sh also reads the memory budget's predictions); Planned.files holds them once per profile."""
     from spark_compile.audit_plan import audit_artifact
     from spark_compile.fleet import fleet_artifacts
     from spark_compile.render import render_plan
 
-    extra = fleet_artifacts(plan, profile)
+    extra = fleet_artifacts(plan, profile, capacity)
     if profile.kubernetes is not None:
         from spark_compile.k8s_render import k8s_artifacts
 

@@ -5,7 +5,9 @@ venv's interpreter, in a subprocess, once per hardware kind for all the profiles
 each). What it reports becomes findings at the profile line that set the value: a value SGLang resolves
 differently from what the plan wrote (SC601, unless ``engine.accept_rewrites`` accepts it), an error SGLang
 would raise at boot (SC602), a check that could not run here and why (SC603), and an accepted rewrite that
-no longer happens (SC604).
+no longer happens (SC604). For DeepSeek-V4/V4.1 it also runs SGLang's pool configurator on each rank's
+predicted available bytes and says, on stderr, its ``full_token`` next to the static model's
+(`spark_compile.engine_pool`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from spark_compile.checkpoint_load import ConfigError, committed_path, is_regular, read_config
+from spark_compile.engine_pool import available_bytes, pool_notes
 from spark_compile.findings import Finding
+from spark_compile.model_paths import container_path, host_dir
 from spark_compile.pipeline import Planned
-from spark_compile.spec.engine_values import DraftModel, draft_model
+from spark_compile.spec.engine_values import DRAFT_PATH, draft_model
 from spark_compile.spec.generators.catalog_extract import default_engine_python
 from spark_compile.validate import locate
 
@@ -30,6 +34,8 @@ PROBE_TIMEOUT_S = 900.0
 # A written value that asks SGLang to choose: resolving it is not a rewrite.
 CHOOSE_FOR_ME = (None, "auto")
 DRAFT_FLAG = "--speculative-draft-model-path"
+# A written value SGLang spells another way once resolved: "unquant" is the explicit no-quantization, None.
+SAME_MEANING = {("unquant", None)}
 
 YamlPath = tuple[str | int, ...]
 # How SGLang's messages name some settings in words rather than by flag or field (moe_hook.py, model_config.py).
@@ -63,7 +69,7 @@ def _show(value: Any) -> str:
 
 
 def _same(wrote: Any, resolved: Any) -> bool:
-    return wrote == resolved or _show(wrote) == _show(resolved)
+    return wrote == resolved or _show(wrote) == _show(resolved) or (wrote, resolved) in SAME_MEANING
 
 
 def _beside_profile(validated: Planned, name: str, at: YamlPath) -> Path:
@@ -78,25 +84,27 @@ def dotted_path(at: YamlPath) -> str:
     return ".".join(str(part) for part in at)
 
 
-def config_json(validated: Planned) -> Path:
-    """The checkpoint's config.json the profile names, or NotRunError saying where it was looked for."""
-    model = validated.profile.model
-    if model.config_json is not None:
-        return _beside_profile(validated, str(model.config_json), ("model", "config_json"))
-    path = Path(str(model.holder_repo or model.repo)) / "snapshots" / str(model.snapshot) / "config.json"
+def config_json(validated: Planned, at: YamlPath = ("model",)) -> Path:
+    """The config.json of the model (or, with ``at`` engine.speculative.draft, the draft) the profile names, or
+    NotRunError saying where it was looked for."""
+    profile = validated.profile
+    source = profile.model if at == ("model",) else profile.engine.speculative.draft
+    assert source is not None
+    where, name = (*at, "config_json"), dotted_path(at)
+    if source.config_json is not None:
+        return _beside_profile(validated, str(source.config_json), where)
+    holder = profile.model.holder_repo if at == ("model",) and profile.model.engram is not None else None
+    directory = host_dir(source, holder)
+    if directory is None:
+        raise NotRunError(f"no config.json: {name}.hub_id {source.hub_id} is resolved on the node, and "
+                          f"{name}.config_json is unset (commit a copy of its config.json beside the profile and "
+                          "name it there)", where)
+    path = Path(directory) / "config.json"
     if not is_regular(path):
-        raise NotRunError(f"no config.json: {path} is not on this machine and model.config_json is unset "
+        raise NotRunError(f"no config.json: {path} is not on this machine and {name}.config_json is unset "
                           "(commit a copy of the checkpoint's config.json beside the profile and name it there)",
-                          ("model", "config_json"))
+                          where)
     return path
-
-
-def draft_config_json(validated: Planned, draft: DraftModel) -> Path:
-    """The draft model's committed config.json, or NotRunError saying what to commit."""
-    if draft.config_json is None or draft.config_path is None:
-        raise NotRunError(f"the draft model {draft.container_path} is a container path and no config.json of it "
-                          "is committed beside the profile", draft.path)
-    return _beside_profile(validated, draft.config_json, draft.config_path)
 
 
 def model_config(path: Path, where: YamlPath = ("model", "config_json")) -> str:
@@ -119,17 +127,17 @@ def hardware_request(name: str) -> dict[str, Any]:
 
 
 def probe_job(validated: Planned, model_dir: Path, draft_dir: Path | None = None) -> dict[str, Any]:
-    """One profile's part of the probe's request: the container-to-local path map, every rank's argv and env.
-    A draft model with no config.json here (``draft_dir`` None) is left out of the argv."""
+    """One profile's part of the probe's request: the container-to-local path map (the model's, and the draft's
+    when it has one), every rank's argv, env and predicted KV bytes. A draft model with no config.json here
+    (``draft_dir`` None) is left out of the argv."""
     profile, plan = validated.profile, validated.plan
-    snapshot = f"{profile.model.container_repo}/snapshots/{profile.model.snapshot}"
-    paths = {snapshot: str(model_dir)}
-    draft = draft_model(profile)
+    paths = {container_path(profile.model): str(model_dir)}
+    draft = profile.engine.speculative.draft
     # --config names the secrets file written on the node at start; it holds only the API key.
     skipped = {"--config"} if draft is None or draft_dir is not None else {"--config", DRAFT_FLAG}
     if draft is not None and draft_dir is not None:
-        paths[draft.container_path] = str(draft_dir)
-    ranks = [{"rank": r.rank, "env": r.env,
+        paths[container_path(draft)] = str(draft_dir)
+    ranks = [{"rank": r.rank, "env": r.env, "available_bytes": available_bytes(validated, r.rank),
               "argv": [word for o in r.engine_options if o.flag not in skipped for word in o.words]}
              for r in plan.ranks]
     return {"paths": paths, "ranks": ranks}
@@ -139,17 +147,16 @@ def _stage_models(validated: Planned, model_dir: Path) -> tuple[dict[str, Any], 
     """Write the target's (and the draft's) config.json where the probe reads them; the probe job, and an
     SC603 when the draft's checks cannot run (the target is resolved all the same)."""
     (model_dir / "config.json").write_text(model_config(config_json(validated)), encoding="utf-8")
-    draft = draft_model(validated.profile)
-    if draft is None:
+    if draft_model(validated.profile) is None:
         return probe_job(validated, model_dir), []
     try:
-        text = model_config(draft_config_json(validated, draft), draft.path)
+        text = model_config(config_json(validated, DRAFT_PATH), (*DRAFT_PATH, "config_json"))
     except NotRunError as why:
         build = validated.profile.engine.catalog
         return probe_job(validated, model_dir), [_finding(
             validated, why.path, "SC603", f"engine checks of the draft model for {build} did not run: {why}; the "
             f"target was resolved without {DRAFT_FLAG}", "commit the draft's config.json beside the profile and "
-            "name it in the profile")]
+            "name it in engine.speculative.draft.config_json")]
     draft_dir = model_dir / "draft"
     draft_dir.mkdir()
     (draft_dir / "config.json").write_text(text, encoding="utf-8")
@@ -260,14 +267,14 @@ def _implied_findings(validated: Planned, build: str, ranks: list[dict[str, Any]
     for rank in ranks:
         for entry in rank.get("implied", {}).values():
             seen.setdefault((entry["option"], _show(entry["resolved"])), entry)
-    target = f"{validated.profile.model.container_repo}/snapshots/{validated.profile.model.snapshot}"
+    target = container_path(validated.profile.model)
     out = []
     for (option, value), entry in seen.items():
         what = f"the target model {value}" if value == target else value
         by = f" ({', '.join(entry['sources'])})" if entry["sources"] else ""
         out.append(_finding(validated, IMPLIED_AT.get(option, ("engine",)), "SC601",
                             f"{build} sets {option} to {what}{by}",
-                            "name the value in the profile (for a draft model: engine.speculative.draft_model)"))
+                            "name the value in the profile (for a draft model: engine.speculative.draft)"))
     return out
 
 
@@ -376,4 +383,6 @@ def engine_findings_many(profiles: list[Planned], python: str | None = None,
                 notes.append(run_note(hardware, result))
             for i, ranks in zip(members, result["jobs"], strict=True):
                 out[i] = sorted(early[i] + _verdict(profiles[i], str(result["sglang"]), ranks), key=Finding.sort_key)
+                if notes is not None:
+                    notes.extend(pool_notes(profiles[i], ranks))
     return out

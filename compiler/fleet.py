@@ -18,6 +18,7 @@ from spark_compile.quoting import bash_words
 from spark_compile.render import SCRIPT_MODE, Artifact, environment
 
 if TYPE_CHECKING:
+    from spark_compile.capacity import Capacity
     from spark_compile.spec.model import Profile
 
 STATIC_SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "window.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py",
@@ -73,12 +74,12 @@ def _render(template: str, context: dict[str, Any]) -> bytes:
     return text.encode()
 
 
-def fleet_artifacts(plan: LaunchPlan, profile: Profile) -> list[Artifact]:
+def fleet_artifacts(plan: LaunchPlan, profile: Profile, capacity: Capacity | None = None) -> list[Artifact]:
     """generated/<profile>/fleet/: the static scripts, fleet.env, fleet.json, README.md, the watchdog units."""
     ctx = fleet_context(plan, profile)
     files = [Artifact(f"{FLEET_DIR}/{name}", static_script(name),
                       0o644 if name in SOURCED else SCRIPT_MODE) for name in STATIC_SCRIPTS]
-    env_text = fleet_env(plan, profile, __version__, {r.rank: unit_exec_lines(r) for r in plan.ranks})
+    env_text = fleet_env(plan, profile, __version__, {r.rank: unit_exec_lines(r) for r in plan.ranks}, capacity)
     files += [
         Artifact(f"{FLEET_DIR}/fleet.env", env_text.encode()),
         Artifact(f"{FLEET_DIR}/fleet.json", fleet_json(plan, profile).encode()),

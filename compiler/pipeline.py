@@ -20,6 +20,7 @@ from spark_compile.load import LoadError
 from spark_compile.resolve import DocumentReader, Resolved, resolve
 
 if TYPE_CHECKING:
+    from spark_compile.capacity import Capacity
     from spark_compile.render import Artifact
     from spark_compile.spec.model import Profile
 
@@ -32,6 +33,7 @@ class Planned:
     profile: Profile
     plan: LaunchPlan
     findings: list[Finding]
+    capacity: Capacity | None = None  # every rank's memory budget (spark_compile.capacity)
 
     @functools.cached_property
     def files(self) -> list[Artifact]:
@@ -39,7 +41,7 @@ class Planned:
         compare each profile with two others)."""
         from spark_compile.compile import rendered_files
 
-        return rendered_files(self.plan, self.profile)
+        return rendered_files(self.plan, self.profile, self.capacity)
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,10 @@ Outcome = Planned | Rejected
 
 
 def validate(resolved: Resolved) -> Outcome:
-    """Schema → plan → rules over resolved data; only a profile that passes the schema is planned and ruled."""
+    """Schema → plan → capacity (the memory budget, from the plan and what config.json and the snapshot's
+    headers say) → rules over resolved data; only a profile that passes the schema is planned and ruled."""
+    from spark_compile.capacity import build_capacity
+    from spark_compile.capacity_inputs import capacity_inputs
     from spark_compile.plan import build_plan
     from spark_compile.rules.stage import rule_findings
     from spark_compile.validate import schema
@@ -63,7 +68,8 @@ def validate(resolved: Resolved) -> Outcome:
     if isinstance(profile, list):
         return Rejected(profile)
     plan = build_plan(profile)
-    planned = Planned(resolved, profile, plan, rule_findings(resolved, profile, plan))
+    capacity = build_capacity(profile, plan, capacity_inputs(resolved, profile))
+    planned = Planned(resolved, profile, plan, rule_findings(resolved, profile, plan, capacity), capacity)
     return Rejected(planned.findings, planned) if has_errors(planned.findings) else planned
 
 

@@ -1,8 +1,9 @@
 """`spark-compile report PROFILE [--against OLD]`: one self-contained static HTML page to review a deployment.
 
-Topology, the Engram partition per rank, the overlay and NCCL settings with their defaults and where the profile
-set each one, and with --against the changes highlighted. The page's template loads with autoescape on (and
-redaction), so every value is HTML-escaped by construction; nothing on the page loads from the network.
+Topology, each node's memory as stacked bars (against what CUDA reports, and the host side against the
+container's limit), the Engram partition per rank, the overlay and NCCL settings with their defaults and where
+the profile set each one, and with --against the changes highlighted. The page's template loads with autoescape
+on (and redaction), so every value is HTML-escaped by construction; nothing on the page loads from the network.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_compile.artifact_diff import ProfileDiff
+from spark_compile.capacity import Capacity, RankCapacity
 from spark_compile.diff import diff_profiles, load_side
 from spark_compile.diff_format import ARROW, ranks_text, show
 from spark_compile.errors import EXIT_OK, InputError
@@ -22,6 +24,8 @@ from spark_compile.pipeline import Planned
 TEMPLATE = "report.html.j2"
 # The env files whose variables the page lists, with where each variable's default comes from.
 SETTINGS = (("overlay.env", "overlay"), ("nccl.env", "nccl"))
+# The command line's options the page lists: the engine's flags and docker's, each with its profile key.
+OPTIONS = (("engine-flags", "engine"), ("docker-options", "docker"))
 
 
 @dataclass
@@ -58,6 +62,7 @@ class Page:
     against: str = ""
     profile_changes: list[tuple[str, str, str]] = field(default_factory=list)
     artifact_changes: list[tuple[str, str, str]] = field(default_factory=list)
+    memory: list[dict[str, Any]] = field(default_factory=list)
 
 
 def where_set(validated: Planned, path: ProfilePath) -> str:
@@ -106,6 +111,31 @@ def _settings(validated: Planned, file: str, kind: str) -> dict[str, SettingRow]
     return rows
 
 
+def _options(validated: Planned, kind: str) -> dict[str, SettingRow]:
+    """The engine's flags or docker's options of every rank as rows: each with its values per rank, the
+    selected build's default (engine flags) and the profile key behind it; a flag given by several keys (-v,
+    --cap-add) has a row per key."""
+    from spark_compile.spec.catalog import CatalogNotFound, engine_catalog
+
+    profile, plan = validated.profile, validated.plan
+    try:
+        catalog = engine_catalog(profile.engine.catalog) if kind == "engine" else None
+    except CatalogNotFound:
+        catalog = None
+    rows: dict[str, SettingRow] = {}
+    for rank in plan.ranks:
+        options = rank.engine_options if kind == "engine" else rank.docker_options
+        flags = [o.flag for o in options]
+        for option in options:
+            source = dotted(option.source) if option.source else "(fixed)"
+            name = option.flag if flags.count(option.flag) == 1 else f"{option.flag} [{source}]"
+            entry = catalog.lookup(option.flag) if catalog is not None else None
+            default = "-" if entry is None or entry.default is None else show(entry.default)
+            row = rows.setdefault(name, SettingRow(name, {}, default, source, where_set(validated, option.source)))
+            row.values[rank.rank] = " ".join(option.values) or "(on)"
+    return rows
+
+
 def _compare(new: dict[str, SettingRow], old: dict[str, SettingRow]) -> list[SettingRow]:
     rows = list(new.values())
     for row in rows:
@@ -140,6 +170,53 @@ def _layers(plan: LaunchPlan) -> list[dict[str, Any]]:
 
 
 RANK_FIELDS = ("rank", "node", "role", "fabric_ip", "ssh", "start", "gid", "engram")
+# The memory bars' segments, in order: (term, label, css class). The GPU bar: the static pool's share, then
+# what lives outside it; headroom is what the outside share has left after graphs and the prefill transient.
+# The host bar: what the container holds in host memory, against its --memory limit.
+GPU_SEGMENTS = (("weights", "weights", "weights"), ("draft", "draft", "draft"), ("kv_pool", "KV pool", "kv"),
+                ("cuda_graphs", "CUDA graphs", "graphs"), ("nccl", "NCCL", "nccl"),
+                ("head_share", "HTTP/tokenizer", "http"), ("prefill_transient", "prefill transient", "transient"),
+                ("headroom", "headroom", "headroom"))
+HOST_SEGMENTS = (("head_share", "HTTP/tokenizer", "http"), ("nccl", "NCCL", "nccl"),
+                 ("engram_host", "Engram rows", "engram"), ("shm", "shm", "shm"))
+
+
+def _bar(rank: RankCapacity, parts: tuple[tuple[str, str, str], ...], amounts: dict[str, float],
+         total: float) -> dict[str, Any]:
+    scale = max(total, sum(amounts.values())) or 1.0
+    at, segments = 0.0, []
+    for name, label, css in parts:
+        gib = amounts.get(name, 0.0)
+        if gib <= 0:
+            continue
+        term = rank.terms.get(name)
+        source = term.source if term is not None else "what the outside share has left"
+        segments.append({"label": label, "css": css, "gib": f"{gib:.1f}", "left": f"{100 * at / scale:.3f}%",
+                         "width": f"{100 * gib / scale:.3f}%", "source": source})
+        at += gib
+    return {"segments": segments, "used": f"{at:.1f}", "total": f"{total:.1f}", "over": at > total + 0.05,
+            "limit": f"{100 * total / scale:.3f}%"}
+
+
+def _memory(capacity: Capacity | None) -> list[dict[str, Any]]:
+    """Each rank's memory as two stacked bars: the GPU's (against what CUDA reports) and the host side's
+    (against the container's --memory limit, when it has one)."""
+    out: list[dict[str, Any]] = []
+    for rank in capacity.ranks if capacity is not None else ():
+        amounts = {name: rank.gib(name) for name, _, _ in GPU_SEGMENTS if name in rank.terms}
+        outside = rank.terms.get("outside_static")
+        if outside is not None and outside.gib is not None:
+            amounts["headroom"] = max(outside.gib - rank.gib("cuda_graphs") - rank.gib("prefill_transient"), 0.0)
+        host = {name: rank.gib(name) for name, _, _ in HOST_SEGMENTS}
+        limit = rank.terms["container_limit"].gib
+        unknown = [name for name in ("weights", "kv_pool", "cuda_graphs") if name in rank.terms
+                   and rank.terms[name].gib is None]
+        out.append({"rank": rank.rank, "node": rank.node, "gpu": _bar(rank, GPU_SEGMENTS, amounts,
+                                                                     rank.gib("cuda_total")),
+                    "host": _bar(rank, HOST_SEGMENTS, host, limit or sum(host.values())),
+                    "limited": limit is not None, "unknown": ", ".join(unknown),
+                    "full_token": "-" if rank.kv is None or rank.kv.full_token is None else f"{rank.kv.full_token:,}"})
+    return out
 
 
 def _ranks(plan: LaunchPlan) -> list[dict[str, Any]]:
@@ -189,7 +266,11 @@ def build_page(new: Planned, old: Planned | None = None, against: str = "") -> P
         rows = _settings(new, file, kind)
         listed = _compare(rows, _settings(old, file, kind)) if old is not None else list(rows.values())
         tables.append((file, listed))
-    page = Page(f"{profile.name} ({profile.release or 'no release'})", facts, _ranks(plan), _layers(plan), tables)
+    for title, kind in OPTIONS:
+        rows = _options(new, kind)
+        tables.append((title, _compare(rows, _options(old, kind)) if old is not None else list(rows.values())))
+    page = Page(f"{profile.name} ({profile.release or 'no release'})", facts, _ranks(plan), _layers(plan), tables,
+                memory=_memory(new.capacity))
     if old is not None:
         old_plan = old.plan
         page.ranks = _mark_ranks(page.ranks, _ranks(old_plan))

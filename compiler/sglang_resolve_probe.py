@@ -12,8 +12,10 @@ Per rank it does what ``sglang serve`` does before it touches a GPU: ``prepare_s
 ``check_server_args()``, then the model stage of boot: the ModelConfig SGLang builds (whose quantization, read
 from the checkpoint, replaces --quantization) and, under that quantization, the MoE-runner choice and its
 checks; then the draft worker's ModelConfig from the draft's own config.json (its quantization, its context
-limit). It reports, per flag the argv wrote, the value SGLang resolved and which handlers declared it (only
-when the resolution completed), or the error SGLang (or argparse) raised, with its own message. The GPU
+limit); given a rank's ``available_bytes``, SGLang's DeepSeek-V4 pool configurator on them (its
+``bytes_per_full_token`` and ``full_token``). It reports, per flag the argv wrote, the value SGLang resolved
+and which handlers declared it (only when the resolution completed), or the error SGLang (or argparse) raised,
+with its own message. The GPU
 is simulated by answering torch's device queries (capability, count, memory, name) and ``platform.machine()``
 for the profile's hardware; CUDA-only binary packages missing here (sgl_kernel, flashinfer, torchvision) are
 import-only stand-ins, and an error raised by a stand-in or a real device call is reported as "could not run".
@@ -196,6 +198,52 @@ class _Warnings(logging.Handler):
         self.messages.append(" ".join(record.getMessage().split()))
 
 
+class _PoolLines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith("DSV4 memory calculation:"):
+            self.lines.append(message)
+
+
+def pool_sizes(server_args: Any, available_bytes: int) -> dict[str, Any]:
+    """SGLang's own DeepSeek-V4 pool configurator on this rank's resolved arguments, given the bytes the
+    static pool has after the weights: what ModelRunner hands it at boot (the model itself is not built)."""
+    from sglang.srt.configs.model_config import ModelConfig, is_deepseek_v4
+    from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state import SpecAuxHiddenStateConfig
+    from sglang.srt.model_executor.pool_configurator import DSV4PoolConfigurator
+    from sglang.srt.runtime_context import SpawnRanks, get_model, get_schedule, publish
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    # World rank 0 for every rank: the pool does not depend on it, and a rank published for a bigger fleet
+    # checked earlier in this process would otherwise be refused by the next, smaller one.
+    publish(server_args, role="scheduler", ranks=SpawnRanks(world_rank=0, dp_rank=None, gpu_id=0))
+    config = ModelConfig.from_server_args(server_args)
+    if not (is_deepseek_v4(config.hf_config) and config.is_hybrid_swa):
+        return {"outcome": "not_dsv4"}
+    stages = int(getattr(config.hf_config, "num_nextn_predict_layers", 0) or 0)
+    kvc = types.SimpleNamespace(
+        kv_cache_dtype_str=get_model().kv_cache_dtype, model_config=config,
+        spec_algorithm=SpeculativeAlgorithm.from_string(server_args.speculative_algorithm),
+        layer_info=types.SimpleNamespace(start_layer=0, end_layer=config.num_hidden_layers), pp_size=1,
+        pp_group=None, sliding_window_size=config.sliding_window_size, page_size=get_schedule().page_size,
+        attn_dp_size=1, spec_aux_config=SpecAuxHiddenStateConfig(dspark_num_stages=stages or None))
+    lines = _PoolLines()
+    logger = logging.getLogger("sglang.srt.model_executor.pool_configurator")
+    logger.addHandler(lines)
+    logger.setLevel(logging.INFO)
+    try:
+        configurator = DSV4PoolConfigurator(kvc)
+        pool = configurator.calculate_pool_sizes(available_bytes, get_schedule().page_size)
+    finally:
+        logger.removeHandler(lines)
+    return {"outcome": "ok", "bytes_per_full_token": configurator.bytes_per_full_token,
+            "full_token": pool.full_max_total_num_tokens, "log": lines.lines}
+
+
 class _RefusalError(Exception):
     """argparse's own refusal of the command line, with its message (not the SystemExit it would raise)."""
 
@@ -316,6 +364,11 @@ def run_rank(request: dict[str, Any], base_env: dict[str, str]) -> dict[str, Any
                 entry["resolved"], entry["sources"] = entry.pop("boot"), ["ModelConfig._verify_quantization"]
             entry.pop("boot", None)
         result["implied"] = _implied(server_args, result["written"], request["paths"])
+    if result["outcome"] == "ok" and request.get("available_bytes") is not None:
+        try:
+            result["pool"] = pool_sizes(server_args, int(request["available_bytes"]))
+        except BaseException as exc:
+            result["pool"] = {"outcome": "not_run" if _cannot_run(exc) else "refused", "error": _message(exc)}
     return result
 
 

@@ -1,8 +1,7 @@
 """The engine settings the SGLang rules and `check --engine` reason with, each read in one place.
 
-Some are still raw engine.args values (kv-cache-dtype, page-size, quantization) and the draft model is a bare
-container path; each accessor returns the value with the profile path that set it, so that moving a setting to
-a typed field changes one function here and no rule.
+Each accessor returns the typed field's value with the profile path that sets it, so that a rule names the line
+and a change of field changes one function here and no rule.
 """
 
 from __future__ import annotations
@@ -11,10 +10,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from spark_compile.spec.model import Profile
+    from spark_compile.spec.model import Draft, Profile
 
 
 YamlPath = tuple[str | int, ...]
+DRAFT_PATH: YamlPath = ("engine", "speculative", "draft")
 
 
 @dataclass(frozen=True)
@@ -27,38 +27,39 @@ class Setting:
 
 @dataclass(frozen=True)
 class DraftModel:
-    """A separate draft model: its path inside the container, and its committed config.json if the profile
-    names one (relative to the profile file at ``config_path``)."""
+    """A separate draft model (engine.speculative.draft) and its committed config.json if the profile names one
+    (relative to the profile file at ``config_path``)."""
 
-    container_path: str
+    source: Draft
     path: YamlPath
     config_json: str | None
     config_path: YamlPath | None
 
 
-def _arg(profile: Profile, name: str) -> Setting | None:
-    value = profile.engine.args.get(name)
-    return None if value is None or isinstance(value, (bool, list)) else Setting(str(value), ("engine", "args", name))
+def _setting(value: object, path: YamlPath) -> Setting | None:
+    return None if value is None else Setting(str(value), path)
 
 
 def kv_cache_dtype(profile: Profile) -> Setting | None:
-    """--kv-cache-dtype as written."""
-    return _arg(profile, "kv-cache-dtype")
+    """--kv-cache-dtype as written (engine.kv_cache_dtype)."""
+    return _setting(profile.engine.kv_cache_dtype, ("engine", "kv_cache_dtype"))
 
 
 def page_size(profile: Profile) -> Setting | None:
-    """--page-size as written."""
-    return _arg(profile, "page-size")
+    """--page-size as written (engine.page_size)."""
+    return _setting(profile.engine.page_size, ("engine", "page_size"))
 
 
 def quantization(profile: Profile) -> Setting | None:
-    """--quantization as written (the target model's)."""
-    return _arg(profile, "quantization")
+    """--quantization as written (model.quantization, the target model's)."""
+    return _setting(profile.model.quantization, ("model", "quantization"))
 
 
 def draft_model(profile: Profile) -> DraftModel | None:
     """The separate draft model, if the profile names one."""
-    path = profile.engine.speculative.draft_model
-    if path is None:
+    draft = profile.engine.speculative.draft
+    if draft is None:
         return None
-    return DraftModel(str(path), ("engine", "speculative", "draft_model"), None, None)
+    config = draft.config_json
+    return DraftModel(draft, DRAFT_PATH, None if config is None else str(config),
+                      None if config is None else (*DRAFT_PATH, "config_json"))

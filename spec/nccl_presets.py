@@ -27,3 +27,9 @@ NCCL_PRESETS: dict[str, Pairs] = {
     # The launcher's fallback when NCCL_TRIM=0.
     "default": (("NCCL_MIN_NCHANNELS", "4"), ("NCCL_MAX_NCHANNELS", "4"), ("NCCL_ALGO", "Ring")),
 }
+
+# Host memory NCCL pins for its connection buffers, per node, in GiB (on unified memory it is GPU memory):
+# the trim preset measured 0.14 GB on the reference fleet; NCCL's default buffers (4 MiB Simple + 4.69 MiB
+# LL128 + 0.5 MiB LL per connection, up to 512 connections) about 4.7 GiB (capacity-facts, published figures).
+NCCL_TRIM_PINNED_GIB = 0.14e9 / (1 << 30)
+NCCL_DEFAULT_PINNED_GIB = 4.7

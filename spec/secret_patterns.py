@@ -25,7 +25,7 @@ SECRET_NAME = re.compile(rf"(TOKEN|{_ALWAYS_SECRET})", re.IGNORECASE)
 _TOKEN_COUNT_WORDS = frozenset((
     "MAX", "MIN", "NUM", "NEW", "PER", "RATIO", "IDS", "ID", "USAGE", "BLOCK", "ORACLE", "MODE", "SWAP", "PROB",
     "ASSERT", "ACTIVATION", "THINK", "CHUNK", "QUERY", "INPUT", "RECV", "DISPATCH", "PREFILL", "FLUSH", "LOOKUP",
-    "LIMIT", "COUNT", "BUDGET", "LEN", "LENGTH", "SIZE", "TOTAL"))
+    "LIMIT", "COUNT", "BUDGET", "LEN", "LENGTH", "SIZE", "TOTAL", "FULL"))  # FULL: SGLang's full_token count
 _REFERENCE = re.compile(r"_(PATH|FILE|DIR)$", re.IGNORECASE)
 
 

@@ -59,8 +59,8 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
     # the release label's mentions are folded into one line, the image tag that contains it is not.
     lines = artifacts.splitlines()
     assert lines[:2] == [
-        "28 changes besides 1 rename",  # plan.json's restatements listed once (issue 27)
-        "  release: production-1.7 → production-1.7.1; every mention follows (12 lines in 12 files)",
+        "29 changes besides 1 rename",  # plan.json's restatements listed once (issue 27)
+        "  release: production-1.7 → production-1.7.1; every mention follows (14 lines in 13 files)",
     ]
     for expected in (
         "  ranks 0-3 docker-run.sh:  (from engine.speculative.dspark_block_size)\n"
@@ -99,8 +99,8 @@ def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
         f"  release_notes.date: 2026-09-21 → 2026-09-23  ({r}1.2.yaml:13)\n"
         "  release_notes.reason: first named production release: 8 import hooks, row store ABI 2 → sixteen "
         f"streams: 1.9x the decode ceiling; Engram gathers early  ({r}1.2.yaml:14)\n"
-        "artifacts: 16 changes besides 1 rename\n"
-        "  release: production-1.1 → production-1.2; every mention follows (12 lines in 12 files)\n"
+        "artifacts: 17 changes besides 1 rename\n"
+        "  release: production-1.1 → production-1.2; every mention follows (14 lines in 13 files)\n"
         "  ranks 0-3 docker-run.sh:\n"
         "    -   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1 \\\n"
         "    +   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2 \\\n"
@@ -117,6 +117,9 @@ def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
         "    + | `SPARK_ENGRAM_EARLY` | `1` | `1` |\n"
     )
     assert "SPARK_ENGRAM_MAX_IDS 65536 →" not in result.stdout
+    # Twice the request slots cost KV pool: SGLang's SWA pool is sized per request (the memory budget).
+    assert ("  fleet/fleet.env: predicted_full_token (15625984 16293376 16293376 16293376) → "
+            "(15317248 15984640 15984640 15984640)\n") in result.stdout
 
 
 def test_identical_profiles_diff_empty_with_exit_0() -> None:
@@ -264,4 +267,4 @@ def test_diff_1_6_to_1_7_lists_each_real_change_once() -> None:
     assert ("  fleet/fleet.env: rank_flags SPARK_LATE_TAIL_SKIP_ALL → SPARK_LATE_TAIL_SKIP_ALL SPARK_LOOKUP_DRAFT "
             "SPARK_LOOKUP_FUSED_C2 SPARK_LOOKUP_MODE SPARK_LOOKUP_NARROW_SLOTS SPARK_LOOKUP_SYNC_GATE\n"
             ) in result.stdout
-    assert "artifacts: 26 changes besides 1 rename\n" in result.stdout
+    assert "artifacts: 27 changes besides 1 rename\n" in result.stdout

@@ -1,6 +1,7 @@
 """The rule registry: every finding spark-compile can report, with its id, severity and documentation.
 
-SC1xx schema and file, SC2xx cross-field, SC3xx catalogs, SC4xx fleet and hardware, SC5xx Kubernetes.
+SC1xx schema and file, SC2xx cross-field, SC3xx catalogs, SC4xx fleet and hardware (SC44x memory), SC5xx
+Kubernetes.
 A check is a generator over the Context registered with @rule; it raises only that rule, so a Hit carries no
 id: it names the profile path at fault, and the rules stage (rules/stage.py) places it in the source.
 """
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from spark_compile.capacity import Capacity
     from spark_compile.k8s import Settings
     from spark_compile.launch_plan import LaunchPlan
     from spark_compile.resolve import Resolved
@@ -53,10 +55,13 @@ class Context:
     object derived from them, each built once per profile on first use."""
 
     def __init__(self, profile: Profile, plan: LaunchPlan, present: Callable[[Path], bool],
+                 model_config: dict[str, Any] | None = None, capacity: Capacity | None = None,
                  resolved: Resolved | None = None) -> None:
         self.profile = profile
         self.plan = plan
         self.present = present  # whether a path was written in the profile (not a model default)
+        self.model_config = model_config  # the committed config.json model.config_json names, if readable
+        self.capacity = capacity  # every rank's memory budget (spark_compile.capacity), built with the plan
         self.resolved = resolved  # where the profile's files are: committed config.json files are read beside them
 
     @functools.cached_property
@@ -135,6 +140,15 @@ class Context:
 
 Check = Callable[[Context], Iterator[Hit]]
 
+
+def env_settings(ctx: Context) -> Iterator[tuple[Path, str, object]]:
+    """Every container variable the profile sets by hand, with its path: engine.env, then each node's env."""
+    for name, value in ctx.profile.engine.env.items():
+        yield ("engine", "env", name), name, value
+    for index, node in enumerate(ctx.profile.fleet.nodes):
+        for name, value in node.env.items():
+            yield ("fleet", "nodes", index, "env", name), name, value
+
 RULES: dict[str, Rule] = {}
 CHECKS: list[tuple[str, Check]] = []
 
@@ -161,6 +175,7 @@ def rule(id: str, severity: Severity, summary: str, doc: str, bad: str, good: st
 def load_all() -> dict[str, Rule]:
     """Import every rule module (they register on import) and return the registry."""
     from spark_compile.rules import (  # noqa: F401
+        capacity,
         catalogs,
         deployment,
         engine,

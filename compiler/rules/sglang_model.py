@@ -63,7 +63,7 @@ def moe_runner(ctx: Context) -> tuple[str, str]:
 
 def ep_choices(ctx: Context) -> tuple[int, ...]:
     """The ep sizes SGLang accepts with this tp and MoE runner."""
-    tp = ctx.profile.engine.parallel.tp
+    tp = ctx.profile.engine.parallel.tp or 1  # unset: SGLang's default
     if moe_runner(ctx)[0] in EP_ONE_OR_TP_RUNNERS:
         return (1, tp) if tp > 1 else (1,)
     return tuple(d for d in range(1, tp + 1) if tp % d == 0)
@@ -88,15 +88,14 @@ def eagle_chain_tokens(ctx: Context) -> Iterator[Hit]:
       "EAGLE3 and STANDALONE draft with a separate model, and so do EAGLE and NEXTN for an architecture whose "
       "checkpoint has no MTP draft layers; without --speculative-draft-model-path SGLang loads the whole target as "
       "the draft at boot (ModelConfig.from_server_args), silently.",
-      "speculative: {algorithm: EAGLE3}", "speculative: {algorithm: EAGLE3, draft_model: /models/draft}")
+      "speculative: {algorithm: EAGLE3}", "speculative: {algorithm: EAGLE3, draft: {repo: /srv/models/draft}}")
 def needs_draft(ctx: Context) -> Iterator[Hit]:
     algorithm = ctx.profile.engine.speculative.algorithm
     bundled = algorithm in ("EAGLE", "NEXTN") and ctx.profile.model.architecture in MTP_DRAFT_ARCHITECTURES
     if algorithm in (*EAGLE_FAMILY, *NEEDS_DRAFT_MODEL) and not bundled and draft_model(ctx.profile) is None:
         yield Hit(("engine", "speculative", "algorithm"),
                   f"{algorithm} has no draft model: SGLang would load the target model as its own draft",
-                  "set engine.speculative.draft_model to the draft's path in the container (mounted with "
-                  "container.mounts)")
+                  "set engine.speculative.draft: {repo: <the draft's directory on the host>} (or hub_id)")
 
 
 @rule("SC242", "error", "TP divides the attention heads",
@@ -106,7 +105,7 @@ def needs_draft(ctx: Context) -> Iterator[Hit]:
       "model: {config_json: qwen3-next-80b-a3b.config.json}   # 16 heads\nengine: {parallel: {tp: 3}}",
       "engine: {parallel: {tp: 2}}")
 def heads_split(ctx: Context) -> Iterator[Hit]:
-    cp, tp = ctx.checkpoint, ctx.profile.engine.parallel.tp
+    cp, tp = ctx.checkpoint, ctx.profile.engine.parallel.tp or 1
     if cp is None or cp.attention_heads is None:
         return
     at = ("engine", "parallel", "tp")
@@ -127,18 +126,19 @@ def heads_split(ctx: Context) -> Iterator[Hit]:
       "engine: {parallel: {tp: 4, ep: 4}}")
 def ep_for_runner(ctx: Context) -> Iterator[Hit]:
     par = ctx.profile.engine.parallel
+    tp = par.tp or 1  # unset: SGLang's default
     runner, why = moe_runner(ctx)
-    if par.tp % par.ep == 0 and par.ep not in ep_choices(ctx):
+    if tp % par.ep == 0 and par.ep not in ep_choices(ctx):
         yield Hit(("engine", "parallel", "ep"),
-                  f"the MoE runner {runner} ({why}) takes ep 1 or ep = tp {par.tp}, not {par.ep}",
-                  f"use ep: {par.tp} (or 1)")
+                  f"the MoE runner {runner} ({why}) takes ep 1 or ep = tp {tp}, not {par.ep}",
+                  f"use ep: {tp} (or 1)")
 
 
 @rule("SC244", "error", "quantization the checkpoint agrees with",
       "SGLang reads the checkpoint's quantization_config at load (ModelConfig._verify_quantization): a "
       "--quantization it is not compatible with is replaced by the checkpoint's (ModelOpt) or refused.",
-      "model: {config_json: nvfp4-moe.config.json}\nengine: {args: {quantization: fp8}}",
-      "engine: {args: {}}   # SGLang reads modelopt_fp4 from the checkpoint")
+      "model: {config_json: nvfp4-moe.config.json, quantization: fp8}",
+      "model: {config_json: nvfp4-moe.config.json}   # SGLang reads modelopt_fp4 from the checkpoint")
 def quantization_agrees(ctx: Context) -> Iterator[Hit]:
     written, cp = quantization(ctx.profile), ctx.checkpoint
     if written is None or cp is None or cp.quant_method is None or _keeps(ctx, written.value):
@@ -165,8 +165,8 @@ def _attention_backend(ctx: Context) -> tuple[str | None, str]:
       "On GB10 (SM12x) SGLang refuses some KV cache dtypes with some attention backends (kv_cache_hook, "
       "attention_hook) and silently swaps the backend for others: fp8_e4m3 with trtllm_mha, nvfp4 with triton and "
       "an FP4 cache with a backend outside the KV4 lists are refused; fp8_e5m2 with fa3 runs triton instead.",
-      "engine: {backends: {attention: trtllm_mha}, args: {kv-cache-dtype: fp8_e4m3}}",
-      "engine: {backends: {attention: flashinfer}, args: {kv-cache-dtype: fp8_e4m3}}")
+      "engine: {backends: {attention: trtllm_mha}, kv_cache_dtype: fp8_e4m3}",
+      "engine: {backends: {attention: flashinfer}, kv_cache_dtype: fp8_e4m3}")
 def kv_backend(ctx: Context) -> Iterator[Hit]:
     dtype, (backend, how) = kv_cache_dtype(ctx.profile), _attention_backend(ctx)
     if dtype is None or backend is None or ctx.hardware.sm[0] != 12:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from spark_compile.capacity import Capacity
+from spark_compile.checkpoint_load import committed_config
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.resolve import Resolved
@@ -12,6 +14,7 @@ from spark_compile.rules import CHECKS, RULES, Context, load_all
 from spark_compile.validate import locate
 
 if TYPE_CHECKING:
+    from spark_compile.capacity import Capacity
     from spark_compile.spec.model import Profile
 
 
@@ -21,10 +24,12 @@ def _redacted(finding: Finding, secret: str) -> Finding:
     return replace(finding, source_line=finding.source_line.replace(secret, "(redacted)"))
 
 
-def rule_findings(resolved: Resolved, profile: Profile, plan: LaunchPlan) -> list[Finding]:
+def rule_findings(resolved: Resolved, profile: Profile, plan: LaunchPlan,
+                  capacity: Capacity | None = None) -> list[Finding]:
     """Every rule's findings, placed at the profile line each names, in source order."""
     load_all()
-    context = Context(profile, plan, lambda path: path in resolved.origins, resolved)
+    context = Context(profile, plan, lambda path: path in resolved.origins, committed_config(resolved, profile),
+                      capacity, resolved)
     findings = [
         _redacted(locate(resolved, hit.path, rule_id, RULES[rule_id].severity, hit.message, hit.hint,
                          at_key=hit.at_key), hit.redact)

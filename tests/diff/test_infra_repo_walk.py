@@ -98,20 +98,22 @@ def test_infra_repo_walk(tmp_path: Path) -> None:
     assert re.search(r"spark-compile check\.+Failed", out), out
     # Printed once, by spark-compile-check; the drift and diff hooks each say in one line why they stopped.
     assert out.count("SC401 error: tp 3 does not fit 4 node(s) x 1 GPU(s) of dgx-spark-gb10: expected tp 4") == 1
-    assert "\nprofiles/dsv41-4spark.yaml: not diffed: 2 errors, 1 warning in 1 profile (`spark-compile check` " \
+    # tp 3 is also refused by SC201 (ep 4) and SC242 (the checkpoint's 64 heads).
+    assert "\nprofiles/dsv41-4spark.yaml: not diffed: 3 errors, 2 warnings in 1 profile (`spark-compile check` " \
            "lists them)\n" in out, out
-    assert "\n2 errors, 1 warning in 1 profile (`spark-compile check` lists them)\n" in out
+    assert "\n3 errors, 2 warnings in 1 profile (`spark-compile check` lists them)\n" in out
     assert infra.git("log", "-1", "--format=%s").stdout.strip() == "first release"  # nothing was committed
 
     infra.edit("parallel: {tp: 3, ep: 4}", "parallel: {tp: 4, ep: 4}")
     infra.edit("max_running_requests: 16", "max_running_requests: 24")
     code, out = infra.commit("release: 24 requests, not recompiled")
     assert code != 0 and re.search(r"spark-compile drift\.+Failed", out), out
-    # The request cap reaches each rank's argv, the fleet's per-rank flags and the plan (and so the manifest).
+    # The request cap reaches each rank's argv, the fleet's per-rank flags, the plan and the audit's copy of it
+    # (and so the manifest).
     stale = [f"profiles/generated/dsv41-4spark/{path}: differs from what {PROFILE} produces"
              for path in (*(f"{rank}-spark-{rank}/docker-run.sh" for rank in range(4)), "MANIFEST.json",
-                          "fleet/fleet.env", "plan.json")]
-    assert "\n".join([*stale, f"drift: 7 files stale; run `spark-compile` on {PROFILE} and commit the result"]) in out
+                          "fleet/audit.json", "fleet/fleet.env", "plan.json")]
+    assert "\n".join([*stale, f"drift: 8 files stale; run `spark-compile` on {PROFILE} and commit the result"]) in out
     infra.compile(PROFILE)
     code, out = infra.commit("release: 24 requests")
     assert code == 0, out

@@ -202,3 +202,38 @@ def test_every_shipped_example_gets_a_page(example: str) -> None:
     ranks = [a["data-rank"] for a, _ in parsed.select("tr") if a.get("id", "").startswith("rank-")]
     plan = run_cli("plan", str(path), "--json")
     assert ranks == [str(r["rank"]) for r in json.loads(plan.stdout)["ranks"]]
+
+
+def test_each_node_shows_its_memory_as_a_stacked_bar(dom: Elements) -> None:
+    # next.yaml doubles NCCL_BUFFSIZE: no longer the trim, so each node pays NCCL's default 4.7 GiB.
+    bars = {(a["data-rank"], a["class"].split()[-1]): text for a, text in dom.select("div", "memory")}
+    assert sorted(bars) == [(str(r), side) for r in range(4) for side in ("gpu", "host")]
+    segments = [(a["data-term"], float(a["data-gib"]), a["title"], text) for a, text in dom.select("div", "mseg")
+                if "data-term" in a]
+    assert all(text == f"{title.split(':')[0]} {gib:.1f}" for _, gib, title, text in segments)
+    nccl = [title for term, _, title, _ in segments if term == "nccl"]
+    assert len(nccl) == 8 and all(t.startswith("NCCL: 4.7 GiB (NCCL's default buffers") for t in nccl)
+    headings = [text for _, text in dom.select("p", "range") if text.startswith("GPU:")]
+    # The GPU bar adds up to what CUDA reports: the static pool, NCCL, the head's share and what is outside.
+    assert headings == ["GPU: 121.7 of the 121.7 GiB CUDA reports"] * 4
+    assert bars[("0", "gpu")].startswith("weights 69.5 draft 1.8 KV pool ")
+    assert "HTTP/tokenizer 1.3" in bars[("0", "gpu")] and "HTTP/tokenizer" not in bars[("1", "gpu")]
+    assert bars[("1", "host")] == "NCCL 4.7 Engram rows 3.7 shm 32.0"
+
+
+def test_the_page_lists_engine_flags_and_docker_options_with_their_keys() -> None:
+    path = ROOT / "spec" / "profiles" / "examples" / "qwen3-235b-nvfp4-2spark-roce.yaml"
+    result = run_cli("report", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    parsed = Elements()
+    parsed.feed(result.stdout)
+    rows = {attrs["data-name"]: text for attrs, text in parsed.select("tr") if "data-name" in attrs}
+    # option, value, the build's default, the profile key, where it is set
+    assert rows["--kv-cache-dtype"].startswith("--kv-cache-dtype fp8_e4m3 auto engine.kv_cache_dtype ")
+    assert rows["--speculative-draft-model-quantization"].startswith(
+        "--speculative-draft-model-quantization unquant - engine.speculative.draft.quantization ")
+    # RDMA access by construction: from the fabric's kind, where the profile says roce.
+    assert rows["--cap-add"].startswith("--cap-add IPC_LOCK - fleet.fabric.kind ")
+    assert rows["--device"].startswith("--device /dev/infiniband - fleet.fabric.kind ")
+    assert rows["-v [engine.speculative.draft.repo]"].startswith(
+        "-v [engine.speculative.draft.repo] /srv/models/Qwen3-235B-A22B-EAGLE3:/models/draft:ro - ")

@@ -1,8 +1,8 @@
 """One-value mutants of every shipped profile, example and release, for the differential suite (test_differential.py).
 
 Each mutant extends a shipped profile and changes one typed engine setting (parallelism, speculative decoding,
-backends, graphs, limits, chat parsers, load format) or one raw engine arg the rules read (kv-cache-dtype,
-quantization, page-size) to a value SGLang's parser accepts; a value the parent already has is skipped.
+backends, graphs, limits, chat parsers, load format, KV cache dtype, page size) or the model's quantization to a
+value SGLang's parser accepts; a value the parent already has is skipped.
 """
 
 from __future__ import annotations
@@ -21,33 +21,33 @@ SHIPPED = [ROOT / "spec" / "profiles" / "dsv41-4spark.yaml",
 # The release history: each release mutated in its parallelism and speculative settings only (the rest of
 # each is the reference's, mutated in full above).
 RELEASES = sorted((ROOT / "spec" / "profiles" / "releases").glob("*.yaml"))
-RELEASE_SECTIONS = ("parallel", "speculative")
+RELEASE_SECTIONS = (("engine", "parallel"), ("engine", "speculative"))
 
-# (path under engine, values): every value is one SGLang 0.5.23's parser takes for the flag.
+# (path in the profile, values): every value is one SGLang 0.5.23's parser takes for the flag.
 MUTATIONS: list[tuple[tuple[str, ...], list[Any]]] = [
-    (("parallel", "tp"), [2, 8]),
-    (("parallel", "ep"), [1, 2, 3]),
-    (("speculative", "algorithm"), ["none", "EAGLE", "EAGLE3", "NEXTN", "NGRAM", "STANDALONE", "DSPARK"]),
-    (("speculative", "num_steps"), [1, 3]),
-    (("speculative", "eagle_topk"), [1, 4]),
-    (("speculative", "num_draft_tokens"), [4, 6]),
-    (("speculative", "dspark_block_size"), [3]),
-    (("backends", "attention"), ["flashinfer", "triton", "fa3", "trtllm_mha", "dsv4"]),
-    (("backends", "moe_runner"), ["auto", "triton", "flashinfer_cutlass", "cutlass"]),
-    (("backends", "fp8_gemm"), ["auto", "triton"]),
-    (("cuda_graph", "enabled"), [False]),
-    (("cuda_graph", "max_bs_decode"), [4]),
-    (("limits", "context_length"), [4096, 4194304]),
-    (("limits", "chunked_prefill_size"), [1000, 4096]),
-    (("limits", "mem_fraction_static"), [0.5, 1.5]),
-    (("limits", "max_running_requests"), [1]),
-    (("chat", "tool_call_parser"), ["glm45", "qwen25", "deepseekv3"]),
-    (("chat", "reasoning_parser"), ["qwen3"]),
-    (("load_format",), ["dummy"]),
-    (("trust_remote_code",), [True, False]),
-    (("args", "kv-cache-dtype"), ["fp8_e4m3", "fp8_e5m2", "bfloat16", "fp4_mx_block16"]),
-    (("args", "quantization"), ["fp8", "modelopt_fp4"]),
-    (("args", "page-size"), [64]),
+    (("engine", "parallel", "tp"), [2, 8]),
+    (("engine", "parallel", "ep"), [1, 2, 3]),
+    (("engine", "speculative", "algorithm"), ["none", "EAGLE", "EAGLE3", "NEXTN", "NGRAM", "STANDALONE", "DSPARK"]),
+    (("engine", "speculative", "num_steps"), [1, 3]),
+    (("engine", "speculative", "eagle_topk"), [1, 4]),
+    (("engine", "speculative", "num_draft_tokens"), [4, 6]),
+    (("engine", "speculative", "dspark_block_size"), [3]),
+    (("engine", "backends", "attention"), ["flashinfer", "triton", "fa3", "trtllm_mha", "dsv4"]),
+    (("engine", "backends", "moe_runner"), ["auto", "triton", "flashinfer_cutlass", "cutlass"]),
+    (("engine", "backends", "fp8_gemm"), ["auto", "triton"]),
+    (("engine", "cuda_graph", "enabled"), [False]),
+    (("engine", "cuda_graph", "max_bs_decode"), [4]),
+    (("engine", "limits", "context_length"), [4096, 4194304]),
+    (("engine", "limits", "chunked_prefill_size"), [1000, 4096]),
+    (("engine", "limits", "mem_fraction_static"), [0.5, 1.5]),
+    (("engine", "limits", "max_running_requests"), [1]),
+    (("engine", "chat", "tool_call_parser"), ["glm45", "qwen25", "deepseekv3"]),
+    (("engine", "chat", "reasoning_parser"), ["qwen3"]),
+    (("engine", "load_format"), ["dummy"]),
+    (("engine", "trust_remote_code"), [True, False]),
+    (("engine", "kv_cache_dtype"), ["fp8_e4m3", "fp8_e5m2", "bfloat16", "fp4_mx_block16"]),
+    (("model", "quantization"), ["fp8", "modelopt_fp4"]),
+    (("engine", "page_size"), [64]),
 ]
 
 
@@ -73,8 +73,8 @@ def _nest(path: tuple[str, ...], value: Any) -> dict[str, Any]:
     return out
 
 
-def _engine_of(parent: Path) -> dict[str, Any]:
-    """The parent's engine section as spark-compile resolves it (extends folded in, !delete applied)."""
+def _resolved_of(parent: Path) -> dict[str, Any]:
+    """The parent as spark-compile resolves it (extends folded in, !delete applied)."""
     from spark_compile.resolve import resolve
 
     here = os.getcwd()
@@ -83,24 +83,23 @@ def _engine_of(parent: Path) -> dict[str, Any]:
         data = resolve(parent.relative_to(ROOT)).data
     finally:
         os.chdir(here)
-    engine = data.get("engine") if isinstance(data, dict) else None
-    return engine if isinstance(engine, dict) else {}
+    return data if isinstance(data, dict) else {}
 
 
 def mutants(where: Path) -> list[Mutant]:
     """Every mutant, as YAML text meant to be written in ``where`` (two levels below the repository root)."""
     out: list[Mutant] = []
     for parent in [*SHIPPED, *RELEASES]:
-        engine = _engine_of(parent)
+        resolved = _resolved_of(parent)
         extends = Path("..", "..", *parent.relative_to(ROOT).parts).as_posix()
         for path, values in MUTATIONS:
-            if parent in RELEASES and path[0] not in RELEASE_SECTIONS:
+            if parent in RELEASES and path[:2] not in RELEASE_SECTIONS:
                 continue
             for value in values:
-                if _get(engine, path) == value:
+                if _get(resolved, path) == value:
                     continue
-                body = yaml.safe_dump({"extends": extends, "engine": _nest(path, value)}, sort_keys=False)
+                body = yaml.safe_dump({"extends": extends, **_nest(path, value)}, sort_keys=False)
                 shown = str(value).lower() if isinstance(value, bool) else value
-                out.append(Mutant(f"{parent.stem}:engine.{'.'.join(path)}={shown}", parent, body))
+                out.append(Mutant(f"{parent.stem}:{'.'.join(path)}={shown}", parent, body))
     assert where.parent.parent == ROOT
     return out

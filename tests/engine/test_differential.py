@@ -38,6 +38,7 @@ STRICTER = {
     "SC201": "SGLang does not check that ep divides tp before the model runner starts (moe_ep_setup.py)",
     "SC206": "practice: decode graphs below the request cap run the larger batches eager (SGLang accepts)",
     "SC208": "SGLang does not check --mem-fraction-static's range",
+    "SC441": "SGLang learns the weights' size only when it loads them: its resolution does not size the static pool",
     "SC242": "SGLang asserts the head split when it builds the attention layers, after the model stage",
     "SC401": "the fleet, not SGLang, fixes tp: it must be nodes x GPUs per node or the rendezvous never completes",
     "SC203": "dspark_block_size without DSPARK is a setting that does nothing (SGLang ignores it)",
@@ -138,7 +139,9 @@ def outcomes() -> list[Verdict]:
         new_static = {s[1:] for s in _spots(v.findings)} - {s[1:] for s in _spots(parent.findings)}
         new_engine = {s[1:] for s in _spots(verdict(v), ("SC601", "SC602"))} - \
             {s[1:] for s in _spots(verdict(parent), ("SC601", "SC602"))}
-        out.append(Verdict(mutant, static - parent_static, found - parent_engine, bool(new_static & new_engine)))
+        # A check that did not run on the parent did not run on the mutant either: SGLang judged neither.
+        engine_new = found - {e for e in parent_engine if e[0] != "SC603"}
+        out.append(Verdict(mutant, static - parent_static, engine_new, bool(new_static & new_engine)))
     return out
 
 

@@ -5,12 +5,8 @@ what plain `check` reports (`# expect: L:C RULE text`) and what `check --engine`
 the engine's finding must sit at the same profile line as the plain rule's, so these tests are also where
 the plain rules (SC202, SC204, SC205, SC207, SC211, SC217, SC218, SC219) and the engine are shown to agree.
 
-spec/profiles/dsv41-flash.config.json, the model config the engine reads, is made for these checks, not
-copied from the checkpoint (which is not public): the field names and the values not stated elsewhere are
-the defaults of `DeepSeekV4Config` in SGLang 0.5.23 (sglang/srt/configs/deepseek_v4.py); 64 heads (16 per
-GPU under TP4), 43 layers (long-range KV at layers 2, 8, 14 and 20, then 22 later layers), the Engram layers
-and row counts, the 1,048,576-token context and the bundled DSpark draft at block size 5 come from the
-deployment notes and the reference profile.
+spec/profiles/dsv41-flash.config.json, the model config the engine reads, is DeepSeek-V4.1-Flash's published
+config.json, assembled from public copies (its sources: spec/profiles/dsv41-flash.config.md).
 """
 
 from __future__ import annotations

@@ -59,9 +59,11 @@ def test_failed_resolution_reports_no_rewrite_and_no_stale_acceptance(found: dic
 
 def test_an_absent_draft_costs_one_warning(found: dict[str, Any]) -> None:
     assert sorted(found["draft-not-here"]) == [
-        (3, 49, "SC603", "engine checks of the draft model for sglang-0.5.23 did not run: the draft model "
-                         "/models/draft is a container path and no config.json of it is committed beside the "
-                         "profile; the target was resolved without --speculative-draft-model-path"),
+        (3, 36, "SC603", "engine checks of the draft model for sglang-0.5.23 did not run: no config.json: "
+                         "/srv/models/draft/config.json is not on this machine and "
+                         "engine.speculative.draft.config_json is unset (commit a copy of the checkpoint's "
+                         "config.json beside the profile and name it there); the target was resolved without "
+                         "--speculative-draft-model-path"),
     ]
 
 

@@ -28,7 +28,8 @@ ROOT = Path(os.environ.get("SPARK_FAKE_ROOT", "/nonexistent"))
 STATE = ROOT / "state"
 UNIT_DIR = Path("/etc/systemd/system")
 HERE = Path(__file__).resolve().parent
-FULL_TOKEN = 5242880
+FULL_TOKEN = 5245184
+WORKER_FULL_TOKEN = 5540352
 
 
 def control() -> dict[str, Any]:
@@ -417,9 +418,23 @@ def boot_lines(env: dict[str, str], mounts: dict[str, str], opt: dict[str, str],
         gather = faults.get("gather_us", 980.5)
         lines += [f"Engram {source} layer={layer} calls=120 gather_us_per_call={gather} rows=4096"
                   for layer in sorted(rows)]
+    # SGLang 0.5.23's own wording of the memory lines (model_runner.py, pool_configurator.py,
+    # cuda_graph_setup.py). The full_token figures are what SGLang's own configurator sizes from these
+    # available_bytes with the reference's flags (`check --engine` on a profile pinning them).
+    if "drop_memory" not in faults:
+        lines += ["Load weight end. elapsed=212.40 s, type=DeepseekV4ForCausalLM, quant=fp8, avail mem=42.60 GB, "
+                  "mem usage=77.01 GB.",
+                  "Load weight end. elapsed=9.12 s, type=DeepseekV4ForCausalLMDSpark, avail mem=40.10 GB, "
+                  "mem usage=2.50 GB."]
+    full = faults.get("full_token", FULL_TOKEN if rank == 0 else WORKER_FULL_TOKEN)
+    available = "9.24" if rank == 0 else "9.70"
+    lines.append("DSV4 memory calculation: unified=False, unified_fp8=False, dspark_draft_bf16=False, "
+                 f"bytes_per_full_token=1673.31, available_bytes={available} GB, c128_state_fixed=0.00 GB, "
+                 "c2_state_fixed=0.00 GB, swa_fixed=1.06 GB, swa_ring_fixed=0.00 GB, c4_state_fixed=0.00 GB, "
+                 f"full_token={full}")
+    lines.append("Capture decode cuda graph end. bs=[1, 2, 4, 8, 16], elapsed=31.20 s, mem usage=0.84 GB, "
+                 "avail mem=1.90 GB.")
     if rank == 0:
-        full = faults.get("full_token", FULL_TOKEN)
-        lines.append(f"DSV4 memory calculation: rank 0 avail_mem=91.2 GB full_token={full} swa_token=65536")
         if env.get("SPARK_SERVED_ALIASES"):
             lines.append(f"Served-model aliases: {env['SPARK_SERVED_ALIASES']}")
         lines.append("The server is fired up and ready to roll!")

@@ -229,9 +229,37 @@ def test_verify_reads_the_boot_lines_of_every_rank(bed: FleetBed) -> None:
         assert f"{who} free -g: 20 GiB available (at least 4)" in out
     rows = "engram layer 14: rank 1/4 owns rows [96004170, 192008341) of 384016682"
     assert f"PASS rank 1 (spark-1): {rows}" in out
-    assert "KV pool 5242880 tokens (full_token=5242880, expected 4200000-6600000)" in out
+    assert "KV pool 5245184 tokens (full_token=5245184, expected 4200000-6600000)" in out
+    # Measured against predicted: the predictions are the reference's own (weights estimated from config.json).
+    assert ("MEASURED rank 1 (spark-1): weights 77.01 (predicted 69.47, +10.9%) GiB; draft 2.50 (predicted 1.81, "
+            "+38.1%) GiB; available_bytes 9.70 (predicted 25.98, -62.7%) GiB; bytes_per_full_token 1673.31 "
+            "(predicted 1673.31, +0.0%); full_token 5540352 (predicted 15984640, -65.3%); CUDA graphs 0.84 GiB") in out
     assert "PASS rank 0 (spark-0): Served-model aliases: deepseek-v4-flash,dsv41-flash" in out
     assert "PASS rank 0 (spark-0): The server is fired up and ready to roll!" in out
+
+
+def test_verify_calibrate_writes_pins_that_predict_the_fleet(bed: FleetBed) -> None:
+    pins = bed.tmp / "calibration.yaml"
+    result = bed.operator("bash", str(bed.out / "fleet" / "verify.sh"), "--timeout", "10", "--calibrate", str(pins))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"calibration written to {pins}" in result.stdout
+    assert pins.read_text() == (
+        "# Measured by verify.sh on the booted fleet of fleet-test: fold these pins into the profile's model\n"
+        "# section, so that the next compile predicts this fleet's memory from them (GiB, in rank order).\n"
+        "model:\n"
+        "  weights_per_rank: [77.01, 77.01, 77.01, 77.01]\n"
+        "  draft_weights_per_rank: [2.50, 2.50, 2.50, 2.50]\n"
+        "  available_per_rank: [9.24, 9.70, 9.70, 9.70]\n"
+        "  cuda_graph_per_rank: [0.84, 0.84, 0.84, 0.84]\n")
+    child = bed.tmp / "fleet-test-calibrated.yaml"
+    child.write_text("extends: fleet-test.yaml\n" + pins.read_text())
+    plan = json.loads(subprocess.run([sys.executable, "-m", "spark_compile.cli", "plan", str(child), "--json"],
+                                     capture_output=True, text=True, check=True).stdout)
+    ranks = plan["capacity"]["ranks"]
+    # Folded in, the pins make the compile predict what the boot logged: the stand-in's full_token figures are
+    # what SGLang's own configurator sizes from the logged available_bytes.
+    assert ranks[1]["terms"]["available"]["source"] == "pinned: model.available_per_rank[1]"
+    assert [r["full_token"] for r in ranks] == [5245184, 5540352, 5540352, 5540352]
 
 
 def smoke(bed: FleetBed, *args: str) -> subprocess.CompletedProcess[str]:

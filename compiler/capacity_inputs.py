@@ -1,0 +1,71 @@
+"""The capacity stage's inputs from disk: the checkpoint's config.json and, when the snapshot is on this
+machine, its safetensors headers (never tensor data). Every failure becomes a sentence in the source note."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from spark_compile.capacity import CapacityInputs
+from spark_compile.capacity_weights import split_tensors
+from spark_compile.resolve import Resolved
+from spark_compile.safetensors_header import HeaderError, checkpoint_tensors
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
+
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _snapshot(profile: Profile) -> Path | None:
+    """The model directory on this machine's terms: the HF cache snapshot, or the plain directory; None for
+    a hub id (nothing local to read)."""
+    model = profile.model
+    repo = model.holder_repo or model.repo
+    if repo is None:
+        return None
+    return Path(str(repo)) / "snapshots" / str(model.snapshot) if model.snapshot else Path(str(repo))
+
+
+def _config_path(resolved: Resolved, profile: Profile) -> Path | None:
+    if profile.model.config_json is not None:
+        origin = resolved.origin(("model", "config_json")).spot.value.file
+        return Path(str(origin)).parent / str(profile.model.config_json)
+    snapshot = _snapshot(profile)
+    local = snapshot / "config.json" if snapshot is not None else None
+    return local if local is not None and local.is_file() else None
+
+
+def _read_config(path: Path) -> dict[str, Any] | str:
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        data = json.loads(raw) if len(raw) <= MAX_CONFIG_BYTES else None
+    except (OSError, ValueError):
+        return f"{path} is not a readable JSON file"
+    if not isinstance(data, dict):
+        return f"{path} is not a model config.json (a JSON object under 1 MiB)"
+    return data
+
+
+def capacity_inputs(resolved: Resolved, profile: Profile) -> CapacityInputs:
+    """config.json (model.config_json, else the snapshot's) and the snapshot's per-rank weight bytes."""
+    path = _config_path(resolved, profile)
+    config: dict[str, Any] | None = None
+    if path is None:
+        source = "no config.json: model.config_json is unset and the model directory is not on this machine"
+    else:
+        read = _read_config(path)
+        named = f"model.config_json ({path.name})" if profile.model.config_json is not None else path.as_posix()
+        config, source = (None, read) if isinstance(read, str) else (read, named)
+    snapshot = _snapshot(profile)
+    split, split_source = None, ("a hub id names the model" if snapshot is None
+                                 else f"{snapshot.as_posix()} is not on this machine")
+    if snapshot is not None and snapshot.is_dir() and any(snapshot.glob("*.safetensors")):
+        try:
+            split, split_source = split_tensors(checkpoint_tensors(snapshot), profile.engine.parallel.tp or 1), \
+                snapshot.as_posix()
+        except HeaderError as exc:
+            split_source = str(exc)
+    return CapacityInputs(config, source, split, split_source)
