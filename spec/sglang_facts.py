@@ -28,6 +28,10 @@ REQUANTIZATION_METHODS = ("quark_mxfp4",)
 
 # arg_groups/moe_hook.py handle_moe_kernel_config: these MoE runners assert ep_size in (1, tp_size).
 EP_ONE_OR_TP_RUNNERS = ("flashinfer_cutlass", "flashinfer_cutedsl")
+# The same hook: flashinfer_cutlass serves only these quantizations (None: unquantized, BF16), and cutlass with
+# FP8/MXFP8 weights asserts ep_size == 1.
+FLASHINFER_CUTLASS_QUANTIZATIONS = ("modelopt_fp4", "modelopt_fp8", "modelopt_mixed", None)
+CUTLASS_EP_ONE_QUANTIZATIONS = ("fp8", "mxfp8")
 # arg_groups/overrides.py _moe_runner_backend_quant_constraints: `auto` becomes flashinfer_cutlass for
 # modelopt_fp4 on SM110/SM120-class GPUs (GB10 is 12.1), where the trtllm-gen MoE kernels do not exist.
 FP4_AUTO_RUNNER = ("modelopt_fp4", (11, 12), "flashinfer_cutlass")

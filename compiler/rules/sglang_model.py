@@ -1,4 +1,4 @@
-"""SC240-SC247: what SGLang 0.5.23 refuses or silently rewrites, judged from the profile and the checkpoint's
+"""SC240-SC248: what SGLang 0.5.23 refuses or silently rewrites, judged from the profile and the checkpoint's
 committed config.json (heads, context limit, quantization), without running SGLang.
 
 Each rule has a negative profile whose `# engine:` lines record SGLang's own verdict on the same command line,
@@ -13,9 +13,11 @@ from spark_compile.rules import Context, Hit, rule
 from spark_compile.spec.engine_values import draft_model, kv_cache_dtype, quantization
 from spark_compile.spec.sglang_facts import (
     COMPATIBLE_QUANTIZATION,
+    CUTLASS_EP_ONE_QUANTIZATIONS,
     DEPRECATED_TOOL_CALL_PARSERS,
     EAGLE_FAMILY,
     EP_ONE_OR_TP_RUNNERS,
+    FLASHINFER_CUTLASS_QUANTIZATIONS,
     FP4_AUTO_RUNNER,
     GB10_DEFAULT_MHA_BACKEND,
     KV4_MHA_BACKENDS,
@@ -132,6 +134,25 @@ def ep_for_runner(ctx: Context) -> Iterator[Hit]:
         yield Hit(("engine", "parallel", "ep"),
                   f"the MoE runner {runner} ({why}) takes ep 1 or ep = tp {tp}, not {par.ep}",
                   f"use ep: {tp} (or 1)")
+
+
+@rule("SC248", "error", "a MoE runner that serves the quantization",
+      "SGLang asserts in handle_moe_kernel_config that flashinfer_cutlass runs only modelopt_fp4, modelopt_fp8, "
+      "modelopt_mixed or unquantized weights, and that cutlass with FP8/MXFP8 weights runs with ep 1; the "
+      "quantization is the one the checkpoint gives the model at boot.",
+      "model: {config_json: dsv41-flash.config.json}   # fp8\nengine: {parallel: {tp: 4, ep: 4}, "
+      "backends: {moe_runner: cutlass}}",
+      "engine: {backends: {moe_runner: flashinfer_mxfp4}}")
+def runner_serves_quantization(ctx: Context) -> Iterator[Hit]:
+    runner, why = moe_runner(ctx)
+    quant, ep = run_quantization(ctx), ctx.profile.engine.parallel.ep
+    if runner == "flashinfer_cutlass" and quant not in FLASHINFER_CUTLASS_QUANTIZATIONS:
+        yield Hit(("engine", "backends", "moe_runner"),
+                  f"the MoE runner flashinfer_cutlass ({why}) serves modelopt_fp4, modelopt_fp8, modelopt_mixed or "
+                  f"unquantized weights, not {quant}", "use another moe_runner, or leave it unset (auto)")
+    elif runner == "cutlass" and quant in CUTLASS_EP_ONE_QUANTIZATIONS and ep != 1:
+        yield Hit(("engine", "parallel", "ep"), f"the MoE runner cutlass ({why}) takes ep 1 with {quant} weights, "
+                  f"not ep {ep}", "use ep: 1, or another moe_runner")
 
 
 @rule("SC244", "error", "quantization the checkpoint agrees with",

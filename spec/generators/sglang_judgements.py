@@ -33,7 +33,7 @@ STATIC: dict[str, tuple[str, ...]] = {
     "srt/arg_groups/deepseek_v4_hook.py:apply_deepseek_v4_defaults": ("SC202", "SC207", "SC219"),
     "srt/arg_groups/model_overrides/deepseek_v4.py:_deepseek_v4_overrides": ("SC217", "SC218"),
     "srt/arg_groups/serving_hook.py:handle_deprecated_args": ("SC246", "SC305"),
-    "srt/arg_groups/moe_hook.py:handle_moe_kernel_config": ("SC243",),
+    "srt/arg_groups/moe_hook.py:handle_moe_kernel_config": ("SC243", "SC248"),
     "srt/arg_groups/overrides.py:_moe_runner_backend_quant_constraints": ("SC243",),
     "srt/arg_groups/kv_cache_hook.py:handle_kv4_compatibility": ("SC245",),
     "srt/arg_groups/overrides.py:_attention_backend_fa3_fp8_fallback": ("SC245",),
