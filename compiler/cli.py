@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import signal
 import sys
@@ -65,7 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--engine", action="store_true",
                        help="also run SGLang's own resolution and boot checks on every rank (in the engine venv)")
     check.add_argument("--engine-python", default=None,
-                       help="with --engine: the engine venv's interpreter (default: $ENGINE_PYTHON, else .venv-engine)")
+                       help="with --engine: the engine venv's interpreter (default: $ENGINE_PYTHON, else the "
+                       ".venv-engine of spark-compile's own checkout, never the current directory's)")
     _target_option(check)
     plan = sub.add_parser("plan", help="print the launch plan")
     plan.add_argument("profile", type=Path)
@@ -142,7 +142,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         try:
             outcomes.append(load_and_validate(path, args.target, args.root))
         except InputError as exc:  # report it and go on: every other file still gets its findings
-            sys.stderr.write(f"spark-compile: error: {exc}\n")
+            sys.stderr.write(_error_line(exc))
             unreadable += 1
     per_profile = [[o] if isinstance(o, Finding) else list(o.findings) for o in outcomes]
     if args.engine:
@@ -169,8 +169,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Print the launch plan as JSON."""
+    from spark_compile.secrets import redacted_json
+
     validated = _validated_or_exit(args.profile, root=args.root)
-    sys.stdout.write(json.dumps(validated.planned()[1].to_json(), indent=2) + "\n")
+    sys.stdout.write(redacted_json(validated.planned()[1].to_json(), indent=2))
     return EXIT_OK
 
 
@@ -275,15 +277,17 @@ def run(argv: Sequence[str]) -> int:
 
 
 class _Redacting(io.TextIOBase):
-    """A text stream that passes everything written through the one redaction step."""
+    """A text stream that passes everything written through the one redaction step (unless its values were
+    redacted before serialisation) and the one terminal-safe escaping of control and bidi characters."""
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
 
     def write(self, text: str) -> int:
-        from spark_compile.secrets import redact
+        from spark_compile.quoting import terminal_text
+        from spark_compile.secrets import Redacted, redact
 
-        self.stream.write(redact(text))
+        self.stream.write(text if isinstance(text, Redacted) else terminal_text(redact(text)))
         return len(text)
 
     def flush(self) -> None:
@@ -328,6 +332,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout, sys.stderr = stdout, stderr
 
 
+def _error_line(exc: Exception) -> str:
+    """An error's one line: a path or revision in it cannot add a line (a forged `::error::`) or move the
+    cursor."""
+    from spark_compile.quoting import terminal_text
+
+    text = terminal_text(str(exc), one_line=True)
+    return f"{text}\n" if text.startswith("spark-compile") else f"spark-compile: error: {text}\n"
+
+
 def _io_error(exc: OSError) -> int:
     if isinstance(exc, BrokenPipeError):
         _silence_stdout()
@@ -341,7 +354,7 @@ def _run_guarded(argv: Sequence[str] | None) -> int:
     try:
         return run(sys.argv[1:] if argv is None else argv)
     except SparkCompileError as exc:
-        sys.stderr.write(f"spark-compile: error: {exc}\n" if not str(exc).startswith("spark-compile") else f"{exc}\n")
+        sys.stderr.write(_error_line(exc))
         return exc.exit_code
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
@@ -360,7 +373,10 @@ def _run_guarded(argv: Sequence[str] | None) -> int:
 
 
 def _internal(exc: BaseException) -> int:
-    sys.stderr.write(f"spark-compile: internal error: {type(exc).__name__}: {str(exc)[:300]} (please report this)\n")
+    from spark_compile.quoting import terminal_text
+
+    sys.stderr.write(f"spark-compile: internal error: {type(exc).__name__}: "
+                     f"{terminal_text(str(exc)[:300], one_line=True)} (please report this)\n")
     return EXIT_INTERNAL
 
 

@@ -256,17 +256,43 @@ def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = 
     return EXIT_OK if result.identical else int(EXIT_FINDINGS)
 
 
+def _verify_revision(rev: str) -> None:
+    """Refuse a revision git cannot name a commit by here (misspelt, or outside a repository)."""
+    if not rev or rev.startswith("-") or not rev.isprintable():
+        raise InputError(f"--since {rev[:80]!r}: a revision may not be empty, start with '-' or hold control "
+                         "characters")
+    try:
+        proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
+                              capture_output=True, check=False)
+    except OSError as exc:
+        raise InputError(f"--since {rev[:80]!r}: cannot run git: {exc.strerror or exc}") from None
+    if proc.returncode != 0:
+        where = "here" if _in_repository() else "(the current directory is not in a git repository)"
+        raise InputError(f"--since {rev[:80]!r}: git knows no commit by that name {where}; name a branch, tag "
+                         "or commit (e.g. --since HEAD)")
+
+
+def _in_repository() -> bool:
+    proc = subprocess.run(["git", "rev-parse", "--git-dir"], capture_output=True, check=False)
+    return proc.returncode == 0
+
+
+def _header(fmt: str, text: str) -> str:
+    from spark_compile.diff_format import md
+
+    return f"#### {md(text)}\n\n" if fmt == "markdown" else f"{text}\n"
+
+
 def run_since(rev: str, paths: list[str], *, fmt: str = "text") -> int:
     """Each path against itself at ``rev`` (the pre-commit hook): prints every diff; exits 0 (it informs),
-    2 when a side cannot be read."""
+    2 when a side cannot be read or ``rev`` names no commit."""
     from spark_compile.diff_format import FORMATS
 
-    if rev.startswith("-") or not rev:
-        raise InputError(f"--since {rev!r}: a revision may not be empty or start with '-'")
+    _verify_revision(rev)
     for path in paths:
-        sys.stdout.write(f"== {path} against {rev}\n")
+        sys.stdout.write(_header(fmt, f"== {path} against {rev}"))
         if not _git_exists(rev)(Path(path)):
-            sys.stdout.write(f"{path}: new profile (not in {rev})\n")
+            sys.stdout.write(_header(fmt, f"{path}: new profile (not in {rev})"))
             continue
         old, new = load_both(f"{rev}:{path}", path)
         sys.stdout.write(FORMATS[fmt](diff_profiles(old, new)))

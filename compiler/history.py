@@ -15,7 +15,7 @@ from spark_compile.compile import Validated
 from spark_compile.diff import diff_profiles, load_checked
 from spark_compile.diff_format import ARROW, fold_text, md, ranks_text, show
 from spark_compile.errors import EXIT_OK, InputError
-from spark_compile.load import load_file
+from spark_compile.load import LoadError, load_file
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,10 @@ class Release:
 
 
 def _extends(path: Path) -> Path | None:
-    data = load_file(path).data
+    try:
+        data = load_file(path).data
+    except LoadError:
+        return None  # a root for the ordering: loading it for its row reports why it is broken
     parent = data.get("extends") if isinstance(data, dict) else None
     return (path.parent / parent).resolve() if isinstance(parent, str) else None
 
@@ -141,6 +144,11 @@ def history(directory: Path) -> list[Release]:
     """The rows of DIR's release table, parents first."""
     order = chain_order(directory)
     base = Path.cwd()
+    ordered = {path for path, _ in order}
+    for path in sorted(p.resolve() for p in directory.glob("*.yaml")):
+        if path not in ordered:  # in an extends cycle: loading it reports the cycle with its finding
+            load_checked(os.path.relpath(path, base))
+            raise InputError(f"{path}: its extends chain never reaches a profile without `extends`")
     validated = {path: load_checked(os.path.relpath(path, base)) for path, _ in order}
     return [_row(path, parent, validated) for path, parent in order]
 

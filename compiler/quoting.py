@@ -129,9 +129,27 @@ def yaml_scalar(value: str) -> str:
     return json.dumps(value, ensure_ascii=True)
 
 
+# C0, DEL, C1 (NEL among them), the Unicode line and paragraph separators, and the bidirectional controls
+# (they reorder what a viewer shows: the Trojan Source attack).
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+_UNSAFE_LINE = re.compile(r"[\n\t]|" + _UNSAFE.pattern)
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(match.group(), f"\\x{code:02x}" if code < 0x100
+                                                     else f"\\u{code:04x}")
+
+
+def terminal_text(value: str, *, one_line: bool = False) -> str:
+    """``value`` safe to show in a terminal, a CI log, an HTML page or Markdown: every control and bidi
+    character written as a visible escape (with ``one_line``, line breaks and tabs too)."""
+    return (_UNSAFE_LINE if one_line else _UNSAFE).sub(_escape_char, value)
+
+
 def html_text(value: str) -> str:
-    """Text inside an HTML element or attribute."""
-    return html.escape(value, quote=True)
+    """Text inside an HTML element or attribute (control and bidi characters shown as escapes)."""
+    return html.escape(terminal_text(value), quote=True)
 
 
 def markdown_text(value: str) -> str:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Literal
 
 from spark_compile.findings import Finding
 from spark_compile.quoting import github_data, github_property
-from spark_compile.secrets import redact
+from spark_compile.secrets import redact, redacted_json
 
 Format = Literal["text", "json", "github"]
 EXCERPT = 120  # characters of a source line shown around the column at fault
@@ -83,7 +82,7 @@ def render(findings: Iterable[Finding], fmt: Format, profiles: int) -> str:
         errors = sum(f.severity == "error" for f in items)
         body = {"profiles": profiles, "errors": errors, "warnings": len(items) - errors,
                 "findings": [finding_json(f) for f in items]}
-        return json.dumps(body, indent=2, sort_keys=True) + "\n"
+        return redacted_json(body, indent=2, sort_keys=True)
     if fmt == "github":
         return "".join(_github(f) + "\n" for f in items)
     blocks = [_text(f) for f in items]

@@ -607,7 +607,12 @@ _FABRIC: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Fabric'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Fabric',
+    },
     'ref': 'Fabric',
 }
 _NODE: dict[str, Any] = {
@@ -676,7 +681,12 @@ _NODE: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Node'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Node',
+    },
     'ref': 'Node',
 }
 _FLEET: dict[str, Any] = {
@@ -703,7 +713,12 @@ _FLEET: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Fleet'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Fleet',
+    },
     'ref': 'Fleet',
 }
 _ENGRAM: dict[str, Any] = {
@@ -747,7 +762,12 @@ _ENGRAM: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Engram'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Engram',
+    },
     'ref': 'Engram',
 }
 _MODEL: dict[str, Any] = {
@@ -867,7 +887,12 @@ _MODEL: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Model'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Model',
+    },
 }
 _MODEL_CHECKED: dict[str, Any] = {
     'type': 'function-after',
@@ -896,7 +921,12 @@ _PARALLEL: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Parallel'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Parallel',
+    },
     'ref': 'Parallel',
 }
 _BACKENDS: dict[str, Any] = {
@@ -956,7 +986,12 @@ _BACKENDS: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Backends'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Backends',
+    },
     'ref': 'Backends',
 }
 _SPECULATIVE: dict[str, Any] = {
@@ -1029,7 +1064,12 @@ _SPECULATIVE: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Speculative'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Speculative',
+    },
     'ref': 'Speculative',
 }
 _CUDA_GRAPH: dict[str, Any] = {
@@ -1068,7 +1108,12 @@ _CUDA_GRAPH: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'CudaGraph'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'CudaGraph',
+    },
     'ref': 'CudaGraph',
 }
 _CHAT: dict[str, Any] = {
@@ -1132,7 +1177,12 @@ _CHAT: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Chat'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Chat',
+    },
     'ref': 'Chat',
 }
 _LIMITS: dict[str, Any] = {
@@ -1206,7 +1256,12 @@ _LIMITS: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Limits'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Limits',
+    },
     'ref': 'Limits',
 }
 _ENGINE: dict[str, Any] = {
@@ -1471,7 +1526,12 @@ _ENGINE: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Engine'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Engine',
+    },
     'ref': 'Engine',
 }
 _CONTAINER_MOUNT: dict[str, Any] = {
@@ -1509,6 +1569,7 @@ _CONTAINER_MOUNT: dict[str, Any] = {
     'config': {
         'extra_fields_behavior': 'forbid',
         'strict': True,
+        'allow_inf_nan': False,
         'title': 'ContainerMount',
     },
     'ref': 'ContainerMount',
@@ -1710,7 +1771,12 @@ _CONTAINER: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Container'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Container',
+    },
     'ref': 'Container',
 }
 _NCCL: dict[str, Any] = {
@@ -1762,7 +1828,12 @@ _NCCL: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Nccl'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Nccl',
+    },
     'ref': 'Nccl',
 }
 _OVERLAY_SECTION: dict[str, Any] = {
@@ -2165,6 +2236,7 @@ _OVERLAY_SECTION: dict[str, Any] = {
     'config': {
         'extra_fields_behavior': 'forbid',
         'strict': True,
+        'allow_inf_nan': False,
         'title': 'OverlaySection',
     },
     'ref': 'OverlaySection',
@@ -2247,7 +2319,12 @@ _DEPLOY: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Deploy'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Deploy',
+    },
     'ref': 'Deploy',
 }
 _WATCHDOG: dict[str, Any] = {
@@ -2322,7 +2399,12 @@ _WATCHDOG: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Watchdog'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Watchdog',
+    },
     'ref': 'Watchdog',
 }
 _SMOKE: dict[str, Any] = {
@@ -2361,7 +2443,12 @@ _SMOKE: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Smoke'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Smoke',
+    },
     'ref': 'Smoke',
 }
 _IMAGE_CHECK: dict[str, Any] = {
@@ -2387,7 +2474,12 @@ _IMAGE_CHECK: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'ImageCheck'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'ImageCheck',
+    },
     'ref': 'ImageCheck',
 }
 _PREVIOUS_STACK: dict[str, Any] = {
@@ -2449,6 +2541,7 @@ _PREVIOUS_STACK: dict[str, Any] = {
     'config': {
         'extra_fields_behavior': 'forbid',
         'strict': True,
+        'allow_inf_nan': False,
         'title': 'PreviousStack',
     },
 }
@@ -2505,7 +2598,12 @@ _VERIFY: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Verify'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Verify',
+    },
     'ref': 'Verify',
 }
 _OPERATOR_CHECK: dict[str, Any] = {
@@ -2581,6 +2679,7 @@ _OPERATOR_CHECK: dict[str, Any] = {
     'config': {
         'extra_fields_behavior': 'forbid',
         'strict': True,
+        'allow_inf_nan': False,
         'title': 'OperatorCheck',
     },
 }
@@ -2650,7 +2749,12 @@ _WINDOW: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Window'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Window',
+    },
 }
 _WINDOW_CHECKED: dict[str, Any] = {
     'type': 'function-after',
@@ -2743,7 +2847,12 @@ _OPERATIONS: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Operations'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Operations',
+    },
     'ref': 'Operations',
 }
 _SECRETS: dict[str, Any] = {
@@ -2785,7 +2894,12 @@ _SECRETS: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Secrets'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Secrets',
+    },
     'ref': 'Secrets',
 }
 _KUBERNETES_RDMA: dict[str, Any] = {
@@ -2828,6 +2942,7 @@ _KUBERNETES_RDMA: dict[str, Any] = {
     'config': {
         'extra_fields_behavior': 'forbid',
         'strict': True,
+        'allow_inf_nan': False,
         'title': 'KubernetesRdma',
     },
 }
@@ -2980,7 +3095,12 @@ _KUBERNETES: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'Kubernetes'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'Kubernetes',
+    },
     'ref': 'Kubernetes',
 }
 _PROFILE: dict[str, Any] = {
@@ -3128,6 +3248,7 @@ _PROFILE: dict[str, Any] = {
     'config': {
         'extra_fields_behavior': 'forbid',
         'strict': True,
+        'allow_inf_nan': False,
         'title': 'spark-compile profile',
     },
     'ref': 'Profile',
@@ -3174,7 +3295,12 @@ _SECRET_REF: dict[str, Any] = {
     },
     'custom_init': False,
     'root_model': False,
-    'config': {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'SecretRef'},
+    'config': {
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+        'allow_inf_nan': False,
+        'title': 'SecretRef',
+    },
 }
 _SECRET_REF_CHECKED: dict[str, Any] = {
     'type': 'function-after',
@@ -3188,7 +3314,7 @@ _SCHEMA: dict[str, Any] = {
     'definitions': [_SECRET_REF_CHECKED],
 }
 
-_CONFIG: dict[str, Any] = {'extra_fields_behavior': 'forbid', 'strict': True, 'title': 'spark-compile profile'}
+_CONFIG: dict[str, Any] = {'extra_fields_behavior': 'forbid', 'strict': True, 'allow_inf_nan': False, 'title': 'spark-compile profile'}
 VALIDATOR = SchemaValidator(cast(Any, _SCHEMA), cast(Any, _CONFIG))
 _SECTIONS: dict[type[Record], dict[str, Any]] = {
     Profile: _PROFILE,

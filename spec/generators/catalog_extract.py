@@ -47,14 +47,13 @@ def default_catalog_dir() -> Path:
 
 
 def default_engine_python() -> str | None:
+    """$ENGINE_PYTHON, else the .venv-engine of spark-compile's own checkout; never one under the current
+    directory (checking a pull request's branch must not run an interpreter the branch can add)."""
     from_env = os.environ.get(ENGINE_PYTHON_ENV)
     if from_env:
         return from_env
-    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
-        candidate = base / DEFAULT_ENGINE_PYTHON
-        if candidate.exists():
-            return str(candidate)
-    return None
+    candidate = Path(__file__).resolve().parents[2] / DEFAULT_ENGINE_PYTHON
+    return str(candidate) if candidate.exists() else None
 
 
 def catalog_paths(out_dir: Path, version: str) -> tuple[Path, Path]:
@@ -136,15 +135,18 @@ def _run_probe(command: list[str]) -> Any:
 
 def write_catalogs(flags: Catalog, env: Catalog, out_dir: Path) -> tuple[Path, Path]:
     """Write both catalogs into ``out_dir`` (atomically, each); return their paths."""
+    from spark_compile.errors import InputError
+    from spark_compile.write import write_file
+
     paths = named_paths(out_dir, str(flags["catalog"]))
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         for path, doc in zip(paths, (flags, env), strict=True):
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(render_catalog(doc), encoding="utf-8")
-            tmp.replace(path)
+            write_file(path, render_catalog(doc).encode("utf-8"))
     except OSError as exc:
         raise CatalogError(f"cannot write {exc.filename or out_dir}: {exc.strerror or exc}") from None
+    except InputError as exc:
+        raise CatalogError(str(exc)) from None
     return paths
 
 
@@ -235,7 +237,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("engine", choices=("sglang",), help="which engine's catalogs")
     parser.add_argument(
         "--python",
-        help=f"interpreter that imports sglang (default: ${ENGINE_PYTHON_ENV}, else {DEFAULT_ENGINE_PYTHON})",
+        help=f"interpreter that imports sglang (default: ${ENGINE_PYTHON_ENV}, else spark-compile's own "
+        f"{DEFAULT_ENGINE_PYTHON})",
     )
     parser.add_argument("--source", type=Path, metavar="DIR",
                         help="build the catalogs from an SGLang source tree (a checkout, an unpacked sdist or wheel) "
