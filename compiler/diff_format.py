@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from spark_compile.artifact_diff import UNSET, Fold, Grouped, ProfileChange, ProfileDiff
+from spark_compile.quoting import terminal_text
 from spark_compile.secrets import redact, redact_value, redacted_json
 
 ARROW = "→"
@@ -114,7 +115,7 @@ def as_json(result: ProfileDiff) -> str:
 
 def md(value: Any) -> str:
     """A value for a Markdown table cell: redacted, HTML-escaped, Markdown punctuation escaped, lines <br>."""
-    shown = html.escape(show(value), quote=True)
+    shown = html.escape(terminal_text(show(value)), quote=True)
     return _MD_SPECIAL.sub(r"\\\1", shown).replace("\r", "").replace("\n", "<br>")
 
 

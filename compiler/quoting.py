@@ -157,7 +157,8 @@ def markdown_text(value: str) -> str:
     other than line breaks refused."""
     if _CONTROL.search(value.replace("\n", "").replace("\t", "")):
         raise _refuse(value, "Markdown", "it holds control characters")
-    lines = (_MARKDOWN_INLINE.sub(r"\\\1", html.escape(line, quote=False)) for line in value.split("\n"))
+    lines = (_MARKDOWN_INLINE.sub(r"\\\1", html.escape(terminal_text(line), quote=False))
+             for line in value.split("\n"))
     return "\n".join(_MARKDOWN_LINE_START.sub(r"\1\\\2", line) for line in lines)
 
 
@@ -165,6 +166,7 @@ def markdown_code(value: str) -> str:
     """An inline code span holding ``value``: a backtick fence longer than any run of backticks in it."""
     if _CONTROL.search(value):
         raise _refuse(value, "a Markdown code span", "it holds control characters")
+    value = terminal_text(value)  # bidi controls would reorder the text around the span
     longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if value.startswith("`") or value.endswith("`") else ""

@@ -20,6 +20,7 @@ from spark_compile.diff import diff_profiles, load_checked
 from spark_compile.diff_format import ARROW, ranks_text, show
 from spark_compile.errors import EXIT_OK
 from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted
+from spark_compile.quoting import terminal_text
 from spark_compile.secrets import redact
 
 if TYPE_CHECKING:
@@ -73,8 +74,11 @@ def environment() -> jinja2.Environment:
     import markupsafe
 
     def finalize(value: Any) -> Any:
-        # Every value printed passes redaction; markup built by the template itself (a macro) is already done.
-        return redact(value) if isinstance(value, str) and not isinstance(value, markupsafe.Markup) else value
+        # Every value printed passes redaction and the terminal-safe escaping (no bidi control reorders the
+        # page); markup built by the template itself (a macro) is already done.
+        if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+            return terminal_text(redact(value))
+        return value
 
     root = resources.files("spark_compile.templates")
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(root)), autoescape=True, finalize=finalize,
