@@ -117,9 +117,9 @@ class _Merger:
         updates: dict[Any, tuple[int, Any]] = {}
         repeats: list[tuple[int, Any]] = []  # a name given twice stays twice, for the validator to report
         for i, item in enumerate(over):
-            if not isinstance(item, dict):
+            if isinstance(item, Delete):
                 continue
-            name = _name_of(item, key)
+            name = _name_of(item, key)  # None for a scalar or a list: kept, so the validator reports it
             if name in updates or name is None:
                 repeats.append((i, item))
             else:

@@ -97,7 +97,7 @@ class _Scan:
     dirs: dict[str, int] = field(default_factory=dict)
 
 
-def _read_regular(path: Path, limit: int) -> bytes:
+def read_regular(path: Path, limit: int) -> bytes:
     """A regular file's bytes, opened without blocking (a FIFO in its place never hangs us), at most
     ``limit``; anything else raises OSError."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
@@ -113,7 +113,7 @@ def _read_regular(path: Path, limit: int) -> bytes:
 
 def _manifest_data(target: Path) -> dict[str, object] | None:
     try:
-        data = json.loads(_read_regular(target / MANIFEST, MAX_MANIFEST))
+        data = json.loads(read_regular(target / MANIFEST, MAX_MANIFEST))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or not str(data.get("compiler", "")).startswith("spark-compile"):
@@ -166,7 +166,7 @@ def _same(path: Path, artifact: Artifact) -> bool:
         info = os.lstat(path)
         return (stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) == artifact.mode
                 and info.st_size == len(artifact.content)
-                and _read_regular(path, len(artifact.content)) == artifact.content)
+                and read_regular(path, len(artifact.content)) == artifact.content)
     except OSError:
         return False
 
