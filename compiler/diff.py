@@ -37,16 +37,24 @@ def _git_exists(rev: str) -> Any:
     return exists
 
 
+def _git(args: list[str], rev: str, rel: str) -> bytes:
+    proc = subprocess.run(["git", *args], capture_output=True, check=False)
+    if proc.returncode != 0:
+        message = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise InputError(f"{rev}:{rel}: {message[-1] if message else 'git failed'}")
+    return proc.stdout
+
+
 def _git_reader(rev: str) -> Any:
     def read(path: Path, display: str) -> Document:
-        rel = _git_path(path)
-        proc = subprocess.run(["git", "show", "--end-of-options", f"{rev}:./{rel}"], capture_output=True, check=False)
-        if proc.returncode != 0:
-            message = proc.stderr.decode(errors="replace").strip().splitlines()
-            raise InputError(f"{rev}:{rel}: {message[-1] if message else 'git show failed'}")
-        from spark_compile.load import decode
+        from spark_compile.load import MAX_BYTES, decode, oversized
 
-        return parse_text(decode(proc.stdout, f"{rev}:{rel}"), f"{rev}:{rel}")
+        rel = _git_path(path)
+        size = _git(["cat-file", "-s", "--end-of-options", f"{rev}:./{rel}"], rev, rel)
+        if not size.strip().isdigit() or int(size) > MAX_BYTES:  # sized before read: never a huge blob in memory
+            raise oversized(f"{rev}:{rel}")
+        blob = _git(["cat-file", "blob", "--end-of-options", f"{rev}:./{rel}"], rev, rel)
+        return parse_text(decode(blob, f"{rev}:{rel}"), f"{rev}:{rel}")
 
     return read
 

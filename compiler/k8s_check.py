@@ -11,7 +11,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spark_compile.k8s import API_PORT_NAME, PROBED, bound_ranks, host_volumes, lws_options, settings
+from spark_compile.k8s import (
+    API_PORT_NAME,
+    POD_MOUNTS,
+    PROBED,
+    bound_ranks,
+    host_volumes,
+    lws_options,
+    settings,
+)
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.spec.hardware import HARDWARE
 
@@ -186,3 +194,34 @@ def check_settings(plan: LaunchPlan, profile: Profile) -> Iterator[Problem]:
                       "LWS may place a rank on any node, and the entrypoint stops a rank that lands elsewhere")
     if profile.secrets.api_key is not None:
         yield Problem("SC507", ("secrets", "api_key"), "secrets.api_key is not supported by the Kubernetes target yet")
+
+
+ENTRYPOINT_ROOM = 256 << 10  # far above the rendered entrypoint (its template is under 6 KB)
+_DNS_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def check_objects(lws: dict[str, Any], plan: LaunchPlan, profile: Profile) -> Iterator[Problem]:
+    """SC508: what the API server refuses in the objects as built: a mount at one of the pod's own paths or
+    twice at one path, a volume name that is not a DNS label, a ConfigMap over its size limit."""
+    from spark_compile.k8s import CONFIGMAP_LIMIT, configmap_data, configmap_problem
+
+    reserved = {m.target: m for rank in plan.ranks for m in rank.mounts if m.target in POD_MOUNTS}
+    for target, mount in sorted(reserved.items()):
+        yield Problem("SC508", mount.origin or ("container", "mounts"), f"{target} is where every pod mounts its "
+                      "own volume (the config, /dev/shm or the HCAs): a bind mount there is a duplicate mountPath")
+    for role, template in templates(lws):
+        paths = [m.get("mountPath") for m in _engine(template).get("volumeMounts", []) if isinstance(m, dict)]
+        for path in sorted({p for p in paths if paths.count(p) > 1 and p not in POD_MOUNTS}, key=str):
+            yield Problem("SC508", ("container", "mounts"), f"the {role} pod mounts two volumes at {path}")
+        for volume in template.get("spec", {}).get("volumes", []):
+            if not _DNS_LABEL.fullmatch(str(volume.get("name", ""))):
+                yield Problem("SC508", ("container", "mounts"), f"volume name {volume.get('name')!r} of the "
+                              f"{role} pod is not a DNS label (a-z, 0-9 and '-', 63 at most, no '-' at an end)")
+    # The entrypoint is a few KB: only a ConfigMap near the limit is worth rendering it (and importing Jinja).
+    data = configmap_data(plan, "")
+    if sum(len(key) + len(value.encode()) for key, value in data.items()) + ENTRYPOINT_ROOM > CONFIGMAP_LIMIT:
+        from spark_compile.k8s_render import entrypoint_text
+
+        problem = configmap_problem(plan, settings(profile), configmap_data(plan, entrypoint_text(plan, profile)))
+        if problem:
+            yield Problem("SC508", ("fleet", "nodes"), problem)

@@ -250,11 +250,16 @@ def parse_text(text: str, path: str) -> Document:
     return doc
 
 
+def oversized(path: str) -> LoadError:
+    """The finding on a file over MAX_BYTES (raised by whoever measured it, before reading it)."""
+    return _fail("SC108", Position(path, 1, 1), f"the file is over {MAX_BYTES} bytes; profiles are limited "
+                 f"to {MAX_BYTES} bytes", "split the profile or remove what does not belong in it")
+
+
 def decode(raw: bytes, path: str) -> str:
     """The file's text; refuses oversized and non-UTF-8 files, and hidden line breaks, with a finding."""
     if len(raw) > MAX_BYTES:
-        raise _fail("SC108", Position(path, 1, 1), f"the file is over {MAX_BYTES} bytes; profiles are limited "
-                    f"to {MAX_BYTES} bytes", "split the profile or remove what does not belong in it")
+        raise oversized(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
