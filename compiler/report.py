@@ -94,7 +94,7 @@ def render(findings: Iterable[Finding], fmt: Format, profiles: int) -> str:
         errors = sum(f.severity == "error" for f in items)
         body = {"profiles": profiles, "errors": errors, "warnings": len(items) - errors,
                 "findings": [finding_json(f) for f in items]}
-        return redacted_json(body, indent=2, sort_keys=True)
+        return redacted_json(body, prose=True, indent=2, sort_keys=True)
     if fmt == "github":
         return "".join(_github(f) + "\n" for f in items)
     blocks = [_text(f) for f in items]

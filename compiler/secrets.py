@@ -59,33 +59,34 @@ class Redacted(str):
 _ASSIGNMENT = re.compile(r"(--?)?([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.DOTALL)
 
 
-def _redact_string(value: str) -> str:
-    value = SECRET_VALUE.sub(REDACTED, value)
+def _redact_string(value: str, prose: bool) -> str:
+    value = redact(value) if prose else SECRET_VALUE.sub(REDACTED, value)
     assigned = _ASSIGNMENT.fullmatch(value)
     if assigned and secret_name(assigned.group(2)) and assigned.group(3):
         return f"{assigned.group(1) or ''}{assigned.group(2)}={REDACTED}"
     return value
 
 
-def redact_value(value: object, name: str = "") -> object:
+def redact_value(value: object, name: str = "", *, prose: bool = False) -> object:
     """``value`` (JSON data) with every secret-shaped string, every value of a secret-named key, and every
-    word after a secret-named flag in a list replaced."""
+    word after a secret-named flag in a list replaced; with ``prose`` (messages, not profile values) each
+    string also passes the text redaction."""
     if isinstance(value, dict):
-        return {key: redact_value(item, str(key)) for key, item in value.items()}
+        return {key: redact_value(item, str(key), prose=prose) for key, item in value.items()}
     if isinstance(value, list | tuple):
         out: list[object] = []
         for index, item in enumerate(value):
             flag = value[index - 1] if index else None
             after_flag = isinstance(flag, str) and flag.startswith("-") and "=" not in flag and secret_name(flag)
-            out.append(REDACTED if after_flag and isinstance(item, str) else redact_value(item))
+            out.append(REDACTED if after_flag and isinstance(item, str) else redact_value(item, prose=prose))
         return out
     if isinstance(value, str):
-        return REDACTED if value and secret_name(name) else _redact_string(value)
+        return REDACTED if value and secret_name(name) else _redact_string(value, prose)
     return value
 
 
-def redacted_json(value: object, **dumps: object) -> Redacted:
+def redacted_json(value: object, *, prose: bool = False, **dumps: object) -> Redacted:
     """``value`` as JSON text, redacted value by value first (never as text afterwards)."""
     import json
 
-    return Redacted(json.dumps(redact_value(value), **dumps) + "\n")  # type: ignore[arg-type]
+    return Redacted(json.dumps(redact_value(value, prose=prose), **dumps) + "\n")  # type: ignore[arg-type]
