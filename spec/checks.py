@@ -400,12 +400,12 @@ def check_operator_check(check: _Check) -> _Check:
         raise PydanticCustomError("window_expectation", "check '{name}' needs exactly one of expect (an exact "
                                   "answer) or pattern (a regular expression)", {"name": check.name})
     if check.pattern is not None:
-        try:
-            re.compile(check.pattern)
-        except re.error as err:
-            raise PydanticCustomError("window_pattern", "check '{name}': pattern '{pattern}' is not a regular "
-                                      "expression: {why}", {"name": check.name, "pattern": check.pattern,
-                                                            "why": str(err)}) from err
+        from spark_compile.spec.patterns import pattern_problem
+
+        problem = pattern_problem(check.pattern)
+        if problem:
+            raise PydanticCustomError("window_pattern", "check '{name}': pattern '{pattern}' is {why}",
+                                      {"name": check.name, "pattern": check.pattern[:80], "why": problem})
     return check
 
 

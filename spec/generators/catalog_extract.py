@@ -214,19 +214,18 @@ def check_catalogs(flags: Catalog, env: Catalog, out_dir: Path) -> list[str]:
 
 
 def extract_from_source(root: Path, name: str | None) -> tuple[Catalog, Catalog]:
-    """Catalogs of an SGLang source tree: flags by parsing server_args.py here, environment variables by the
-    probe in a subprocess of this interpreter (the tree's environ.py is run there, never in this process)."""
+    """Catalogs of an SGLang source tree, by parsing it here: server_args.py for the flags, environ.py and
+    the srt/ sources for the environment variables. Nothing of the tree is imported or run."""
+    from spark_compile.spec.generators.sglang_environ import env_entries_static
+    from spark_compile.spec.generators.sglang_probe import FORMAT
     from spark_compile.spec.generators.sglang_source import SourceError, find_package, source_catalog
 
     try:
         flags = source_catalog(root, name)
-        srt_dir = find_package(root) / "srt"
+        variables = env_entries_static(find_package(root) / "srt")
     except (SourceError, OSError, SyntaxError) as exc:
         raise CatalogError(str(exc)) from None
-    env_doc = _run_probe([sys.executable, "-I", str(PROBE), "--env-source", str(srt_dir), str(flags["catalog"])])
-    if not isinstance(env_doc, dict) or not isinstance(env_doc.get("env"), dict):
-        raise CatalogError("the environment probe printed JSON without an 'env' object")
-    return _validate({"flags": flags, "env": env_doc["env"]})
+    return _validate({"flags": flags, "env": {"format": FORMAT, "catalog": flags["catalog"], "variables": variables}})
 
 
 def _parser() -> argparse.ArgumentParser:
