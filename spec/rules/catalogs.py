@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from spark_compile.overlay.registry import FLAGS_BY_NAME
 from spark_compile.spec.catalog import (
@@ -28,6 +28,21 @@ def _catalog(ctx: Context) -> EngineCatalog | None:
         return None
 
 
+SUGGESTION_BUDGET = 64  # unknown names per rule and profile that get a "did you mean" (difflib: ~10 ms a name)
+
+
+def _budgeted(suggest: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    """``suggest`` for the first SUGGESTION_BUDGET names, then no suggestion: thousands of unknown names
+    (a pasted environment) must not cost minutes; the finding on each stays."""
+    left = [SUGGESTION_BUDGET]
+
+    def run(name: str) -> list[str]:
+        left[0] -= 1
+        return suggest(name) if left[0] >= 0 else []
+
+    return run
+
+
 def _suggestion(candidates: list[str]) -> str:
     return f"did you mean {candidates[0]!r}?" if candidates else ""
 
@@ -51,6 +66,7 @@ def unknown_flag(ctx: Context) -> Iterator[Hit]:
     catalog = _catalog(ctx)
     if catalog is None:
         return
+    suggest = _budgeted(catalog.suggest)
     for name, value in ctx.profile.engine.args.items():
         option = f"--{name}"
         if catalog.lookup(option) or catalog.abbreviation_of(option):
@@ -58,7 +74,7 @@ def unknown_flag(ctx: Context) -> Iterator[Hit]:
         if value is False and catalog.lookup(f"--{name.removeprefix('no-')}"):
             continue
         yield Hit("SC302", ("engine", "args", name), f"{catalog.name} has no flag {option}",
-                  _suggestion([s.removeprefix("--") for s in catalog.suggest(option)]), at_key=True)
+                  _suggestion([s.removeprefix("--") for s in suggest(option)]), at_key=True)
 
 
 @rule("SC303", "error", "abbreviated engine flag",
@@ -162,12 +178,13 @@ def unknown_sglang_env(ctx: Context) -> Iterator[Hit]:
         catalog = env_catalog(ctx.profile.engine.catalog)
     except CatalogNotFound:
         return
+    suggest = _budgeted(catalog.suggest)
     for name, value in ctx.profile.engine.env.items():
         if not name.startswith("SGLANG_"):
             continue
         if catalog.lookup(name) is None:
             yield Hit("SC307", ("engine", "env", name), f"{catalog_name(ctx)} does not read {name}",
-                      _suggestion(catalog.suggest(name)) or f"remove {name}: this SGLang build ignores it",
+                      _suggestion(suggest(name)) or f"remove {name}: this SGLang build ignores it",
                       at_key=True)
         else:
             problem = catalog.check_value(name, str(value))
@@ -201,12 +218,13 @@ rule("SC308", "error", "SGLANG_* value of the wrong type",
       "nccl: {extra: {NCCL_IB_GID_INDX: '3'}}", "nccl: {extra: {NCCL_DEBUG: WARN}}")
 def nccl_names(ctx: Context) -> Iterator[Hit]:
     catalog = nccl_catalog()
+    suggest = _budgeted(catalog.suggest)
     for path, name, value in _nccl_settings(ctx):
         if name.startswith("GLOO_") and name != "GLOO_SOCKET_IFNAME":
             continue
         if catalog.lookup(name) is None:
             yield Hit("SC309", path, f"NCCL does not read {name}",
-                      _suggestion(catalog.suggest(name)) or f"remove {name}: NCCL ignores names it does not know",
+                      _suggestion(suggest(name)) or f"remove {name}: NCCL ignores names it does not know",
                       at_key=True)
             continue
         problem = catalog.check_value(name, value)
