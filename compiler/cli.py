@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 ROOT_HELP = "a directory `extends:` may also lead into (default: only the profile's repository)"
 TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
+MAX_ERROR = 1000  # characters of an error line: a 5,000-character path is cut, not echoed whole
 COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile", "history",
             "report")
 
@@ -338,6 +339,8 @@ def _error_line(exc: Exception) -> str:
     from spark_compile.quoting import terminal_text
 
     text = terminal_text(str(exc), one_line=True)
+    if len(text) > MAX_ERROR:
+        text = f"{text[:MAX_ERROR]}... ({len(text) - MAX_ERROR} more characters)"
     return f"{text}\n" if text.startswith("spark-compile") else f"spark-compile: error: {text}\n"
 
 
@@ -362,8 +365,11 @@ def _run_guarded(argv: Sequence[str] | None) -> int:
         sys.stderr.write("spark-compile: interrupted\n")
         return 130
     except OSError as exc:
-        if exc.errno is None or exc.filename is not None:
+        if exc.errno is None:
             return _internal(exc)
+        if exc.filename is not None:  # a path the user named that the system refuses (too long, no access)
+            sys.stderr.write(_error_line(InputError(f"{exc.filename}: {exc.strerror or exc}")))
+            return EXIT_USAGE
         return _io_error(exc)
     except RecursionError:
         sys.stderr.write("spark-compile: error: the input nests too deeply\n")

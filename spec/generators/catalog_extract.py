@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,7 @@ ENGINE_PYTHON_ENV = "ENGINE_PYTHON"
 DEFAULT_ENGINE_PYTHON = Path(".venv-engine") / "bin" / "python"
 
 Catalog = dict[str, Any]
+CATALOG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+.]*(?:-[A-Za-z0-9_+.]+)+")  # sglang-0.5.23, sglang-main-abc1234
 
 
 class CatalogError(Exception):
@@ -87,6 +89,10 @@ def _validate(result: object) -> tuple[Catalog, Catalog]:
         raise CatalogError("the probe printed JSON without 'flags' and 'env' objects")
     flags: Catalog = result["flags"]
     env: Catalog = result["env"]
+    name = flags.get("catalog")
+    if not isinstance(name, str) or not CATALOG_NAME.fullmatch(name) or env.get("catalog") != name:
+        raise CatalogError(f"catalog name {str(name)[:80]!r} is not PACKAGE-VERSION in letters, digits and . _ + - "
+                           "(it names the files written: no '/', no '..'); pass --name")
     if flags.get("format") != CATALOG_FORMAT or env.get("format") != CATALOG_FORMAT:
         raise CatalogError(
             f"the probe printed catalog format {flags.get('format')!r}, expected {CATALOG_FORMAT}"
@@ -108,6 +114,7 @@ def _run_probe(command: list[str]) -> Any:
     try:
         proc = subprocess.run(
             command,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             encoding="utf-8",
