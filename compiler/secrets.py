@@ -56,15 +56,18 @@ class Redacted(str):
     stream passes it on untouched, since rewriting serialised text could break its syntax."""
 
 
-_ASSIGNMENT = re.compile(r"(--?)?([A-Za-z_][A-Za-z0-9_.-]*)=(.*)", re.DOTALL)
+# NAME=value and --flag=value inside a value (an argv word, a command line): only '=' assigns here, so a
+# path such as /etc/passwd:/etc/passwd:ro stays whole.
+_ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_.-])(--?)?([A-Za-z_][A-Za-z0-9_.-]*)=([^\s'\",;]+)")
+
+
+def _assigned(match: re.Match[str]) -> str:
+    return f"{match.group(1) or ''}{match.group(2)}={REDACTED}" if secret_name(match.group(2)) else match.group()
 
 
 def _redact_string(value: str, prose: bool) -> str:
     value = redact(value) if prose else SECRET_VALUE.sub(REDACTED, value)
-    assigned = _ASSIGNMENT.fullmatch(value)
-    if assigned and secret_name(assigned.group(2)) and assigned.group(3):
-        return f"{assigned.group(1) or ''}{assigned.group(2)}={REDACTED}"
-    return value
+    return _ASSIGNMENT.sub(_assigned, value) if "=" in value else value
 
 
 def redact_value(value: object, name: str = "", *, prose: bool = False) -> object:
