@@ -38,14 +38,23 @@ def cli_options() -> set[tuple[str, str]]:
     return found
 
 
+VICTIM_TEXT = "a file the command must not touch\n"
+
+
 def _special(tmp: Path) -> dict[str, str]:
-    """Files that are not what a path should be: a FIFO, a symlink loop, a dangling link, a directory."""
+    """Files that are not what a path should be: a FIFO, a symlink loop, a dangling link, a directory, a
+    symlink to a victim file, and a victim behind a planted temporary's name (.NAME.tmp)."""
     fifo, loop, dangling = tmp / "fifo.yaml", tmp / "loop.yaml", tmp / "dangling.yaml"
+    victim, link, planted = tmp / "victim", tmp / "victim-link", tmp / "planted.html"
     if not fifo.exists():
         os.mkfifo(fifo)
         loop.symlink_to(loop)
         dangling.symlink_to(tmp / "nowhere")
-    return {"@fifo": str(fifo), "@loop": str(loop), "@dangling": str(dangling), "@dir": str(tmp)}
+        victim.write_text(VICTIM_TEXT)
+        link.symlink_to(victim)
+        (tmp / f".{planted.name}.tmp").symlink_to(victim)
+    return {"@fifo": str(fifo), "@loop": str(loop), "@dangling": str(dangling), "@dir": str(tmp),
+            "@victim-link": str(link), "@planted": str(planted)}
 
 
 # Contents of a file a command reads as a profile (the profile's own fields have their own suite).
@@ -57,11 +66,15 @@ CONTENTS: dict[str, bytes] = {
     "@deep": b"name: " + b"[" * 5000 + b"]" * 5000 + b"\n", "@empty": b"",
 }
 PATHS = ("", ".", "/", "-", "-x", "--help=x", "/dev/null", "/dev/zero", "/proc/self/mem", "a\nb.yaml",
-         "\x1b[31mred.yaml", "\u202eyaml.lmth", "x" * 5000, "../../../../etc/passwd", "~", "/etc/shadow",
+         "\x1b[31mred.yaml", "\u202eyaml.lmth", "x" * 5000, "../../../../etc/passwd", "~", "/etc/hostname",
          f"$(touch {CANARY})", "no/such/file.yaml", "@fifo", "@loop", "@dangling", "@dir")
 REVISIONS = ("HEAD", "HEADD", "", "-x", "--output=/tmp/spark-compile-round2-out", "a\nb", "HEAD~99999", "@{-1}",
              "HEAD:spec", f"$(touch {CANARY})", "\x1b[2J", "HEAD..main", "x" * 5000, "\u202eDAEH")
 TEXTS = ("", "-x", "a\nb", "\x1b[2J", "\u202ex", "x" * 5000, "../../x", "sc101", "SC999", "%n", "*")
+# Where a command writes: only ever inside the test's folder (a relative name lands in its working folder
+# there). A hostile write path must never name a real file of the machine: a regression would replace it.
+OUTPUTS = ("", ".", "-", "-x", "a\nb", "\x1b[31mred", "\u202elmth.html", "x" * 5000, "~", "no/such/dir/x",
+           "@fifo", "@loop", "@dangling", "@dir", "@victim-link", "@planted", "..", "sub/../../x")
 INTERPRETERS = ("", "/dev/null", "/etc", "/bin/false", "no-such-python", "-c", "a\nb", "@dir", "@fifo")
 
 
@@ -72,6 +85,7 @@ class Input:
     values: tuple[str, ...]
     argv: Argv
     contents: bool = False  # also run with each of CONTENTS written to a file
+    in_repository: bool = False  # run in the project's checkout (git revisions), else in the test's folder
 
 
 def resolve_value(tmp: Path, value: str) -> str:
@@ -97,7 +111,7 @@ def _out(command: str, *after: str) -> Argv:
 
 INPUTS: dict[tuple[str, str], Input] = {
     ("compile", "profile"): Input(PATHS, _profile_at("compile", "--out", "OUT"), contents=True),
-    ("compile", "--out"): Input(PATHS, _out("compile", "--out")),
+    ("compile", "--out"): Input(OUTPUTS, _out("compile", "--out")),
     ("compile", "--root"): Input(PATHS, _out("compile", "--out", "OUT", "--root")),
     ("compile", "--target"): Input(TEXTS, _out("compile", "--out", "OUT", "--target")),
     ("check", "profiles"): Input(PATHS, lambda tmp, v: ["check", v, str(POSITIVE)], contents=True),
@@ -110,20 +124,21 @@ INPUTS: dict[tuple[str, str], Input] = {
     ("plan", "--root"): Input(PATHS, _out("plan", "--root")),
     ("explain", "rule"): Input(TEXTS, _profile_at("explain")),
     ("diff", "profiles"): Input(PATHS + REVISIONS[:6], lambda tmp, v: ["diff", str(REFERENCE_PROFILE), v],
-                                contents=True),
-    ("diff", "--since"): Input(REVISIONS, lambda tmp, v: ["diff", "--since", v, str(REFERENCE_PROFILE)]),
+                                contents=True, in_repository=True),
+    ("diff", "--since"): Input(REVISIONS, lambda tmp, v: ["diff", "--since", v, "spec/profiles/dsv41-4spark.yaml"],
+                               in_repository=True),
     ("diff", "--format"): Input(TEXTS, lambda tmp, v: ["diff", "--format", v, str(POSITIVE), str(POSITIVE)]),
     ("history", "directory"): Input(PATHS, lambda tmp, v: ["history", os.path.dirname(v) if v.startswith(
         str(tmp / "contents")) else v], contents=True),
     ("history", "--format"): Input(TEXTS, lambda tmp, v: ["history", "--format", v, str(tmp)]),
     ("report", "profile"): Input(PATHS + tuple(f"{r}:spec/profiles/dsv41-4spark.yaml" for r in REVISIONS[:6]),
-                                 _profile_at("report"), contents=True),
+                                 _profile_at("report"), contents=True, in_repository=True),
     ("report", "--against"): Input(PATHS + REVISIONS[:6], _out("report", "--against"), contents=True),
-    ("report", "--output"): Input(PATHS, _out("report", "--output")),
+    ("report", "--output"): Input(OUTPUTS, _out("report", "--output")),
     ("catalog", "engine"): Input(TEXTS, lambda tmp, v: ["catalog", v, "--check"]),
     ("catalog", "--python"): Input(INTERPRETERS, lambda tmp, v: ["catalog", "sglang", "--check", "--python", v]),
     ("catalog", "--source"): Input(PATHS, lambda tmp, v: ["catalog", "sglang", "--check", "--source", v]),
     ("catalog", "--name"): Input(TEXTS, lambda tmp, v: ["catalog", "sglang", "--source", "TREE", "--out", "OUT",
                                                         "--name", v]),
-    ("catalog", "--out"): Input(PATHS, lambda tmp, v: ["catalog", "sglang", "--source", "TREE", "--out", v]),
+    ("catalog", "--out"): Input(OUTPUTS, lambda tmp, v: ["catalog", "sglang", "--source", "TREE", "--out", v]),
 }

@@ -11,9 +11,13 @@ import collections
 from pathlib import Path
 
 import pytest
-from cli_inputs import CONTENTS, INPUTS, cli_options, resolve_value
+from cli_inputs import CONTENTS, INPUTS, OUTPUTS, VICTIM_TEXT, cli_options, resolve_value
 from hostile import assert_handled, run_main
 from round2 import CANARY, assert_terminal_safe, hostile_tree
+
+from conftest import ROOT
+
+WRITES = {("compile", "--out"), ("report", "--output"), ("catalog", "--out")}
 
 
 def test_every_option_that_takes_a_value_is_covered() -> None:
@@ -37,11 +41,24 @@ def test_the_suite_runs_every_command_with_many_inputs() -> None:
     assert min(counts.values()) >= 11, counts
 
 
+def test_write_options_only_get_paths_inside_the_test_folder() -> None:
+    assert {key for key, spec in INPUTS.items() if spec.values == OUTPUTS} == WRITES
+    assert not [v for v in OUTPUTS if v.startswith("/") or "etc" in v]
+
+
+def _listing(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
 @pytest.mark.parametrize("key", sorted(INPUTS), ids=[f"{c} {o}" for c, o in sorted(INPUTS)])
-def test_hostile_values_through_each_option(key: tuple[str, str], tmp_path: Path) -> None:
+def test_hostile_values_through_each_option(key: tuple[str, str], tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     spec = INPUTS[key]
     tree = hostile_tree(tmp_path / "tree") if key[0] == "catalog" else None
-    outside = set(Path("/tmp").iterdir())
+    before = {folder: _listing(folder) for folder in (Path("/"), ROOT)}
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(ROOT if spec.in_repository else work)
     values = [*spec.values, *(CONTENTS if spec.contents else ())]
     for value in values:
         CANARY.unlink(missing_ok=True)
@@ -51,4 +68,6 @@ def test_hostile_values_through_each_option(key: tuple[str, str], tmp_path: Path
         assert_handled(outcome)
         assert_terminal_safe(outcome)
         assert not CANARY.exists(), (argv, "ran a command hidden in a value")
-    assert not {p for p in Path("/tmp").iterdir() if p.name.startswith("spark-compile-round2")} - outside
+    assert (tmp_path / "victim").read_text() == VICTIM_TEXT if (tmp_path / "victim").exists() else True
+    after = {folder: _listing(folder) for folder in before}
+    assert {folder: after[folder] - before[folder] for folder in before} == {folder: set() for folder in before}
