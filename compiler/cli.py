@@ -3,7 +3,8 @@
 Exit codes: 0 fine; 1 findings (errors, or warnings with --strict), drift, or a diff that differs;
 2 usage or I/O error (a closed or full standard output too); 3 an internal error (a bug: reported in one
 line, never as a traceback); 130 interrupted (Ctrl-C), without a traceback.
-Everything printed passes through one redaction step (spark_compile.secrets.redact).
+Everything printed passes through one redaction step (spark_compile.secrets.redact; JSON is redacted value by
+value before serialisation) and one terminal-safe escaping (spark_compile.quoting.terminal_text).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Two kinds of text are hidden: anything with a known token's shape, and the value given to a name that
 says it holds a secret (``HF_TOKEN: x``, ``HF_TOKEN=x``, ``--api-key x``, ``"HF_TOKEN": "x"``, and the
-``got 'x'`` of a message about such a key)."""
+``got 'x'`` of a message about such a key). JSON output is redacted value by value before it is serialised
+(redacted_json), so the text step never rewrites inside a JSON string."""
 
 from __future__ import annotations
 
