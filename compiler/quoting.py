@@ -7,6 +7,7 @@ the consumer has no way to carry it (the model's grammars should have refused su
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from spark_compile.errors import UnquotableError
 from spark_compile.spec.envfile import env_value_problem
@@ -123,11 +124,10 @@ def env_file_value(value: str) -> str:
     return value
 
 
-def yaml_scalar(value: str) -> str:
-    """A YAML double-quoted scalar (JSON's string syntax is valid YAML, with every non-ASCII escaped)."""
-    import json
-
-    return json.dumps(value, ensure_ascii=True)
+def env_file(pairs: Iterable[tuple[str, str]]) -> str:
+    """The NAME=value lines of an env file, for every target (docker and systemd on a node, the Kubernetes
+    entrypoint); a value one of them would read differently is refused."""
+    return "".join(f"{name}={env_file_value(value)}\n" for name, value in pairs)
 
 
 # C0, DEL, C1 (NEL among them), the Unicode line and paragraph separators, and the bidirectional controls
@@ -146,13 +146,6 @@ def terminal_text(value: str, *, one_line: bool = False) -> str:
     """``value`` safe to show in a terminal, a CI log, an HTML page or Markdown: every control and bidi
     character written as a visible escape (with ``one_line``, line breaks and tabs too)."""
     return (_UNSAFE_LINE if one_line else _UNSAFE).sub(_escape_char, value)
-
-
-def html_text(value: str) -> str:
-    """Text inside an HTML element or attribute (control and bidi characters shown as escapes)."""
-    import html
-
-    return html.escape(terminal_text(value), quote=True)
 
 
 def markdown_text(value: str) -> str:
