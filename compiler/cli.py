@@ -253,8 +253,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_catalog(argv: list[str]) -> int:
     """Regenerate (or --check) the engine catalogs from a real SGLang install."""
     from spark_compile.spec.generators.catalog_extract import main_catalog
+    from spark_compile.write import write_file
 
-    return main_catalog(argv)
+    return main_catalog(argv, write_file)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {

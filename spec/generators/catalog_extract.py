@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ ENGINE_PYTHON_ENV = "ENGINE_PYTHON"
 DEFAULT_ENGINE_PYTHON = Path(".venv-engine") / "bin" / "python"
 
 Catalog = dict[str, Any]
+Writer = Callable[[Path, bytes], None]
 CATALOG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+.]*(?:-[A-Za-z0-9_+.]+)+")  # sglang-0.5.23, sglang-main-abc1234
 
 
@@ -135,20 +137,16 @@ def _run_probe(command: list[str]) -> Any:
         raise CatalogError(f"the sglang probe printed invalid JSON: {exc}") from None
 
 
-def write_catalogs(flags: Catalog, env: Catalog, out_dir: Path) -> tuple[Path, Path]:
-    """Write both catalogs into ``out_dir`` (atomically, each); return their paths."""
-    from spark_compile.errors import InputError
-    from spark_compile.write import write_file
-
+def write_catalogs(flags: Catalog, env: Catalog, out_dir: Path, write: Writer) -> tuple[Path, Path]:
+    """Write both catalogs into ``out_dir`` with ``write`` (the CLI's one atomic write of an output file,
+    compiler/write.py; its refusals are the CLI's errors); return their paths."""
     paths = named_paths(out_dir, str(flags["catalog"]))
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        for path, doc in zip(paths, (flags, env), strict=True):
-            write_file(path, render_catalog(doc).encode("utf-8"))
     except OSError as exc:
         raise CatalogError(f"cannot write {exc.filename or out_dir}: {exc.strerror or exc}") from None
-    except InputError as exc:
-        raise CatalogError(str(exc)) from None
+    for path, doc in zip(paths, (flags, env), strict=True):
+        write(path, render_catalog(doc).encode("utf-8"))
     return paths
 
 
@@ -252,7 +250,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main_catalog(argv: list[str]) -> int:
+def main_catalog(argv: list[str], write: Writer) -> int:
     """``spark-compile catalog ...``: 0 ok, 1 differs (--check), 2 usage or I/O error."""
     try:
         args = _parser().parse_args(argv)
@@ -281,7 +279,7 @@ def main_catalog(argv: list[str]) -> int:
                 return EXIT_DIFFERS
             sys.stdout.write(f"catalogs {flags['catalog']} are up to date\n")
             return EXIT_OK
-        flags_path, env_path = write_catalogs(flags, env, out_dir)
+        flags_path, env_path = write_catalogs(flags, env, out_dir, write)
     except CatalogError as exc:
         sys.stderr.write(f"spark-compile catalog: error: {exc}\n")
         return EXIT_USAGE
@@ -289,6 +287,3 @@ def main_catalog(argv: list[str]) -> int:
     sys.stdout.write(f"wrote {env_path} ({len(env['variables'])} variables)\n")
     return EXIT_OK
 
-
-if __name__ == "__main__":
-    sys.exit(main_catalog(sys.argv[1:]))
