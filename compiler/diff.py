@@ -237,8 +237,9 @@ def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = 
     return EXIT_OK if result.identical else int(EXIT_FINDINGS)
 
 
-def _verify_revision(rev: str) -> None:
-    """Refuse a revision git cannot name a commit by here (misspelt, or outside a repository)."""
+def _verify_revision(rev: str) -> bool:
+    """Refuse a revision git cannot name a commit by here (misspelt, or outside a repository); False for
+    HEAD of a repository without a commit yet (the first commit's pre-commit hook: every path is new)."""
     if not rev or rev.startswith("-") or not rev.isprintable():
         raise InputError(f"--since {rev[:80]!r}: a revision may not be empty, start with '-' or hold control "
                          "characters")
@@ -247,15 +248,24 @@ def _verify_revision(rev: str) -> None:
                               capture_output=True, check=False)
     except OSError as exc:
         raise InputError(f"--since {rev[:80]!r}: cannot run git: {exc.strerror or exc}") from None
-    if proc.returncode != 0:
-        where = "here" if _in_repository() else "(the current directory is not in a git repository)"
-        raise InputError(f"--since {rev[:80]!r}: git knows no commit by that name {where}; name a branch, tag "
-                         "or commit (e.g. --since HEAD)")
+    if proc.returncode == 0:
+        return True
+    if rev == "HEAD" and _unborn_head():
+        return False
+    where = "here" if _in_repository() else "(the current directory is not in a git repository)"
+    raise InputError(f"--since {rev[:80]!r}: git knows no commit by that name {where}; name a branch, tag "
+                     "or commit (e.g. --since HEAD)")
 
 
 def _in_repository() -> bool:
     proc = subprocess.run(["git", "rev-parse", "--git-dir"], capture_output=True, check=False)
     return proc.returncode == 0
+
+
+def _unborn_head() -> bool:
+    """HEAD names a branch with no commit yet (a repository before its first commit)."""
+    proc = subprocess.run(["git", "symbolic-ref", "--quiet", "HEAD"], capture_output=True, check=False)
+    return proc.returncode == 0 and _in_repository()
 
 
 def _header(fmt: str, text: str) -> str:
@@ -269,10 +279,10 @@ def run_since(rev: str, paths: list[str], *, fmt: str = "text") -> int:
     1 when a side has errors, 2 when a side cannot be read or ``rev`` names no commit."""
     from spark_compile.diff_format import FORMATS
 
-    _verify_revision(rev)
+    has_commits = _verify_revision(rev)
     for path in paths:
         sys.stdout.write(_header(fmt, f"== {path} against {rev}"))
-        if not _git_exists(rev)(Path(path)):
+        if not has_commits or not _git_exists(rev)(Path(path)):
             sys.stdout.write(_header(fmt, f"{path}: new profile (not in {rev})"))
             continue
         old, new = load_both(f"{rev}:{path}", path)

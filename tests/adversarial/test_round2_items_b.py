@@ -223,3 +223,16 @@ def test_item18_literal_secrets_in_three_more_shapes(tmp_path: Path) -> None:
     assert run_main("compile", str(tmp_path / "p.yaml"), "--out", str(tmp_path / "out")).code == 1
     assert not (tmp_path / "out").exists()
     assert_terminal_safe(outcome)
+
+
+def test_item14_head_of_a_repository_without_commits_is_every_path_new(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "p.yaml").write_text("name: x\n")
+    code = "import sys; from spark_compile.cli import main; sys.exit(main(sys.argv[1:]))"
+    proc = subprocess.run([sys.executable, "-c", code, "diff", "--since", "HEAD", "p.yaml"], cwd=tmp_path,
+                          capture_output=True, text=True, check=False)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "== p.yaml against HEAD\np.yaml: new profile (not in "
+                                                              "HEAD)\n", "")
+    proc = subprocess.run([sys.executable, "-c", code, "diff", "--since", "HEADD", "p.yaml"], cwd=tmp_path,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
