@@ -5,9 +5,10 @@ from __future__ import annotations
 import itertools
 import re
 
-# An HTTP Authorization header's token; it stops before another "Bearer" so that one glued to the token is
-# matched on its own (the redaction applies this pattern first: another pattern can swallow the keyword).
-BEARER = re.compile(r"Bearer\s+(?=[A-Za-z0-9._~+/-]*[0-9])(?:(?!Bearer)[A-Za-z0-9._~+/-]){12,}=*")
+# An HTTP Authorization header's token. The redaction applies BEARER first: it stops before another
+# "Bearer", so a token glued to one is matched on its own (another pattern could swallow the keyword).
+# SECRET_VALUE's own form is a POSIX ERE too (the audit greps with it on the nodes): no lookaround.
+BEARER = re.compile(r"Bearer[ \t]+(?=[A-Za-z0-9._~+/-]*[0-9])(?:(?!Bearer)[A-Za-z0-9._~+/-]){12,}=*")
 SECRET_VALUE = re.compile(
     r"hf_[A-Za-z0-9]{30,}"  # Hugging Face access token
     r"|sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}"  # OpenAI / Anthropic style API keys
@@ -20,7 +21,7 @@ SECRET_VALUE = re.compile(
     r"|AKIA[0-9A-Z]{16}"  # AWS access key id
     r"|xox[abposr]-[A-Za-z0-9-]{10,}"  # Slack tokens
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
-    rf"|{BEARER.pattern}"
+    r"|Bearer[ \t]+[A-Za-z0-9._~+/-]*[0-9][A-Za-z0-9._~+/-]*=*"  # with a digit: not the word "tokenization"
 )
 _ALWAYS_SECRET = (r"SECRET|PASSWORD|PASSWD|API[_-]?KEY|ACCESS[_-]KEY|PRIVATE[_-]KEY|CREDENTIAL|AUTH[_-]KEY"
                   r"|AUTH[_-]HEADER|AUTHORIZATION")
