@@ -57,13 +57,20 @@ def _special(tmp: Path) -> dict[str, str]:
             "@victim-link": str(link), "@planted": str(planted)}
 
 
-# Contents of a file a command reads as a profile (the profile's own fields have their own suite).
+# Contents of a file a command reads as a profile (the profile's own fields have their own suite), and of a
+# node's capture that `audit --inspect` reads.
 CONTENTS: dict[str, bytes] = {
     "@nul": b"name: a\x00b\n", "@latin1": b"name: caf\xe9\n", "@bom-cr": b"\xef\xbb\xbfname: x\r  host: y\n",
     "@esc": b"name: \x1b[2Jx\n", "@bidi": "name: \u202ex\n".encode(), "@list": b"- a\n- b\n",
     "@alias-bomb": b"a: &a [x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"
                    b"c: &c [*b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n",
     "@deep": b"name: " + b"[" * 5000 + b"]" * 5000 + b"\n", "@empty": b"",
+}
+CAPTURES: dict[str, bytes] = {
+    "@cap-empty": b"", "@cap-magic": b"spark-audit 1\n", "@cap-cut": b"spark-audit 1\nrank 0 99999\nx",
+    "@cap-rank": b"spark-audit 1\nrank 0 1\nx\n", "@cap-huge-length": b"spark-audit 1\nrank 0 " + b"9" * 400 + b"\n",
+    "@cap-inspect": b"spark-audit 1\nrank 0 1\n0\ninspect 0 7\n[[[[[[[\n", "@cap-esc": b"spark-audit 1\nrank 0 1\n0\n"
+    b"\x1b[2J\xe2\x80\xae 0 2\nab\n", "@cap-deep": b"spark-audit 1\nrank 0 1\n0\ninspect 0 20000\n" + b"[" * 20000 + b"\n",
 }
 PATHS = ("", ".", "/", "-", "-x", "--help=x", "/dev/null", "/dev/zero", "/proc/self/mem", "a\nb.yaml",
          "\x1b[31mred.yaml", "\u202eyaml.lmth", "x" * 5000, "../../../../etc/passwd", "~", "/etc/hostname",
@@ -85,6 +92,7 @@ class Input:
     values: tuple[str, ...]
     argv: Argv
     contents: bool = False  # also run with each of CONTENTS written to a file
+    captures: bool = False  # also run with each of CAPTURES in a folder
     in_repository: bool = False  # run in the project's checkout (git revisions), else in the test's folder
 
 
@@ -98,6 +106,13 @@ def resolve_value(tmp: Path, value: str) -> str:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(CONTENTS[value])
         return str(path)
+    if value in CAPTURES:  # a folder of captures: this one, a FIFO and a symlink beside it
+        folder = tmp / "captures" / value[1:]
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "rank0-spark-0.audit").write_bytes(CAPTURES[value])
+        os.mkfifo(folder / "rank1-spark-1.audit")
+        (folder / "rank2-spark-2.audit").symlink_to("/dev/zero")
+        return str(folder)
     return value
 
 
@@ -135,6 +150,13 @@ INPUTS: dict[tuple[str, str], Input] = {
                                  _profile_at("report"), contents=True, in_repository=True),
     ("report", "--against"): Input(PATHS + REVISIONS[:6], _out("report", "--against"), contents=True),
     ("report", "--output"): Input(OUTPUTS, _out("report", "--output")),
+    ("audit", "profile"): Input(PATHS, lambda tmp, v: ["audit", v, "--inspect", str(tmp)], contents=True),
+    ("audit", "--inspect"): Input(PATHS, lambda tmp, v: ["audit", str(REFERENCE_PROFILE), "--inspect", v],
+                                  captures=True),
+    ("audit", "--format"): Input(TEXTS, lambda tmp, v: ["audit", str(REFERENCE_PROFILE), "--inspect", str(tmp),
+                                                        "--format", v]),
+    ("audit", "--root"): Input(PATHS, lambda tmp, v: ["audit", str(REFERENCE_PROFILE), "--inspect", str(tmp),
+                                                      "--root", v]),
     ("catalog", "engine"): Input(TEXTS, lambda tmp, v: ["catalog", v, "--check"]),
     ("catalog", "--python"): Input(INTERPRETERS, lambda tmp, v: ["catalog", "sglang", "--check", "--python", v]),
     ("catalog", "--source"): Input(PATHS, lambda tmp, v: ["catalog", "sglang", "--check", "--source", v]),

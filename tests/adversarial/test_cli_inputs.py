@@ -11,7 +11,7 @@ import collections
 from pathlib import Path
 
 import pytest
-from cli_inputs import CONTENTS, INPUTS, OUTPUTS, VICTIM_TEXT, cli_options, resolve_value
+from cli_inputs import CAPTURES, CONTENTS, INPUTS, OUTPUTS, VICTIM_TEXT, cli_options, resolve_value
 from hostile import assert_handled, run_main
 from round2 import CANARY, assert_terminal_safe, hostile_tree
 
@@ -31,7 +31,8 @@ def runs_per_command() -> dict[str, int]:
     """How many command lines the suite runs, per command."""
     counts: collections.Counter[str] = collections.Counter()
     for (command, _), spec in INPUTS.items():
-        counts[command] += len(spec.values) + (len(CONTENTS) if spec.contents else 0)
+        counts[command] += (len(spec.values) + (len(CONTENTS) if spec.contents else 0)
+                            + (len(CAPTURES) if spec.captures else 0))
     return dict(sorted(counts.items()))
 
 
@@ -59,7 +60,7 @@ def test_hostile_values_through_each_option(key: tuple[str, str], tmp_path: Path
     work = tmp_path / "cwd"
     work.mkdir()
     monkeypatch.chdir(ROOT if spec.in_repository else work)
-    values = [*spec.values, *(CONTENTS if spec.contents else ())]
+    values = [*spec.values, *(CONTENTS if spec.contents else ()), *(CAPTURES if spec.captures else ())]
     for value in values:
         CANARY.unlink(missing_ok=True)
         argv = [str(tmp_path / "out") if word == "OUT" else str(tree) if word == "TREE" else word
