@@ -36,10 +36,11 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symlink"), (stat.S_IS
           (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
 
 
-def write_file(path: Path, data: bytes) -> None:
+def write_file(path: Path, data: bytes, *, ours: bytes | None = None, force: bool = False) -> None:
     """Write ``path`` atomically: a new temporary file (a random name, created exclusively, so a planted
     file or symlink is never followed) renamed over it. Refuses a target that is not a regular file (a
-    symlink, a device, a directory) and a path naming no file; keeps an existing file's mode."""
+    symlink, a device, a directory) and a path naming no file; keeps an existing file's mode. With ``ours``,
+    an existing file is replaced only when it starts with those bytes (we wrote it) or ``force`` is given."""
     if path.name in ("", ".", ".."):
         raise InputError(f"{str(path)!r} names no file: give the path of a file to write, e.g. review.html")
     try:
@@ -51,6 +52,9 @@ def write_file(path: Path, data: bytes) -> None:
     if info is not None and not stat.S_ISREG(info.st_mode):
         kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
         raise InputError(f"{path} is {kind}: spark-compile only replaces regular files; choose another path")
+    if info is not None and ours is not None and not force and _head(path, len(ours)) != ours:
+        raise InputError(f"{path} exists and spark-compile did not write it: refusing to overwrite it "
+                         "(give --force to replace it, or choose another -o)")
     mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
     import tempfile
 
@@ -67,6 +71,20 @@ def write_file(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _head(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes of a regular file (not through a symlink, never blocking); b"" if unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, size) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 def _umask() -> int:
