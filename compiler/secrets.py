@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from spark_compile.spec.secret_patterns import BEARER, SECRET_NAME, SECRET_VALUE, secret_name
+from spark_compile.spec.secret_patterns import SECRET_NAME, hide_tokens, secret_name
 
 REDACTED = "(redacted)"
 _NAME = re.compile(r"[A-Za-z0-9_.-]*(?:" + SECRET_NAME.pattern + r")[A-Za-z0-9_-]*", re.IGNORECASE)
@@ -48,7 +48,7 @@ def _redact_line(line: str) -> str:
 
 def redact(text: str) -> str:
     """``text`` with every secret-shaped substring, and every value given to a secret's name, replaced."""
-    text = SECRET_VALUE.sub(REDACTED, BEARER.sub(REDACTED, text))
+    text = hide_tokens(text, REDACTED)
     if not SECRET_NAME.search(text):
         return text
     return "\n".join(_redact_line(line) if SECRET_NAME.search(line) else line for line in text.split("\n"))
@@ -69,7 +69,7 @@ def _assigned(match: re.Match[str]) -> str:
 
 
 def _redact_string(value: str, prose: bool) -> str:
-    value = redact(value) if prose else SECRET_VALUE.sub(REDACTED, BEARER.sub(REDACTED, value))
+    value = redact(value) if prose else hide_tokens(value, REDACTED)
     return _ASSIGNMENT.sub(_assigned, value) if "=" in value else value
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from pydantic_core import PydanticCustomError
 
-from spark_compile.spec.secret_patterns import SECRET_VALUE
+from spark_compile.spec.secret_patterns import hide_tokens
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import KubernetesRdma, Model, SecretRef
@@ -96,7 +96,7 @@ def _shown(value: str) -> str:
     """A value as a message shows it: repr, cut to a bounded excerpt (secrets hidden before the cut, which
     would otherwise leave a token too short to recognise)."""
     size = len(value)
-    value = SECRET_VALUE.sub("(redacted)", value)
+    value = hide_tokens(value)
     return repr(value) if len(value) <= 80 else repr(value[:80]) + f"... ({size} characters)"
 
 

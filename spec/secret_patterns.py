@@ -23,6 +23,13 @@ SECRET_VALUE = re.compile(
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
     r"|Bearer[ \t]+[A-Za-z0-9._~+/-]*[0-9][A-Za-z0-9._~+/-]*=*"  # with a digit: not the word "tokenization"
 )
+
+
+def hide_tokens(text: str, mark: str = "(redacted)") -> str:
+    """``text`` with every token-shaped substring replaced by ``mark`` (Bearer tokens first)."""
+    return SECRET_VALUE.sub(mark, BEARER.sub(mark, text))
+
+
 _ALWAYS_SECRET = (r"SECRET|PASSWORD|PASSWD|API[_-]?KEY|ACCESS[_-]KEY|PRIVATE[_-]KEY|CREDENTIAL|AUTH[_-]KEY"
                   r"|AUTH[_-]HEADER|AUTHORIZATION")
 SECRET_NAME = re.compile(rf"(TOKEN|{_ALWAYS_SECRET})", re.IGNORECASE)

@@ -70,7 +70,8 @@ CAPTURES: dict[str, bytes] = {
     "@cap-empty": b"", "@cap-magic": b"spark-audit 1\n", "@cap-cut": b"spark-audit 1\nrank 0 99999\nx",
     "@cap-rank": b"spark-audit 1\nrank 0 1\nx\n", "@cap-huge-length": b"spark-audit 1\nrank 0 " + b"9" * 400 + b"\n",
     "@cap-inspect": b"spark-audit 1\nrank 0 1\n0\ninspect 0 7\n[[[[[[[\n", "@cap-esc": b"spark-audit 1\nrank 0 1\n0\n"
-    b"\x1b[2J\xe2\x80\xae 0 2\nab\n", "@cap-deep": b"spark-audit 1\nrank 0 1\n0\ninspect 0 20000\n" + b"[" * 20000 + b"\n",
+    b"\x1b[2J\xe2\x80\xae 0 2\nab\n",
+    "@cap-deep": b"spark-audit 1\nrank 0 1\n0\ninspect 0 20000\n" + b"[" * 20000 + b"\n",
 }
 PATHS = ("", ".", "/", "-", "-x", "--help=x", "/dev/null", "/dev/zero", "/proc/self/mem", "a\nb.yaml",
          "\x1b[31mred.yaml", "\u202eyaml.lmth", "x" * 5000, "../../../../etc/passwd", "~", "/etc/hostname",
