@@ -184,7 +184,7 @@ _DNS_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
 
 
 def check_objects(lws: dict[str, Any], plan: LaunchPlan, profile: Profile) -> Iterator[Problem]:
-    """SC508: what the API server refuses in the objects as built: a mount at one of the pod's own paths or
+    """SC509: what the API server refuses in the objects as built: a mount at one of the pod's own paths or
     twice at one path, a volume name that is not a DNS label, a ConfigMap over its size limit."""
     from spark_compile.k8s import CONFIGMAP_LIMIT, configmap_data, configmap_problem
 

@@ -60,7 +60,7 @@ def uniform_templates(ctx: Context) -> Iterator[Hit]:
                      "let the entrypoint probe per-node values; keep paths the same on every node")
 
 
-@rule("SC508", "error", "objects the Kubernetes API server accepts",
+@rule("SC509", "error", "objects the Kubernetes API server accepts",
       "The check builds the objects the compile writes and refuses what the API server would: a bind mount at "
       "one of the pod's own paths (/etc/spark-compile, /dev/shm, /dev/infiniband) or two at one path (a "
       "duplicate mountPath), a volume name that is not a DNS label, and a ConfigMap over 1 MiB (every rank's "

@@ -129,8 +129,8 @@ def test_item14_since_with_an_unknown_revision_or_outside_git_exits_2(tmp_path: 
 def test_item15_mounts_at_the_pods_own_paths_are_refused(tmp_path: Path, target: str) -> None:
     body = (_extends(tmp_path) + "kubernetes: {}\ncontainer:\n  mounts:\n"
             f"    - {{source: /srv/x, target: {target}}}\n")
-    got = [g for g in findings(check_text(tmp_path, body)) if g[2] == "SC508"]
-    assert got == [(5, 7, "SC508", f"{target} is where every pod mounts its own volume (the config, /dev/shm or "
+    got = [g for g in findings(check_text(tmp_path, body)) if g[2] == "SC509"]
+    assert got == [(5, 7, "SC509", f"{target} is where every pod mounts its own volume (the config, /dev/shm or "
                     "the HCAs): a bind mount there is a duplicate mountPath")]
 
 
@@ -154,7 +154,7 @@ def test_item15_kubernetes_check_refuses_the_fleet_the_compile_refuses(tmp_path:
                                        "engine": {"parallel": {"tp": 1204}}})
     outcome = run_main("check", str(profile))
     assert outcome.code == 1
-    assert [msg for _, _, rule, msg in findings(outcome) if rule == "SC508"] == [
+    assert [msg for _, _, rule, msg in findings(outcome) if rule == "SC509"] == [
         "the ConfigMap dsv41-4spark-config would take 1460676 bytes, over the 1048576 Kubernetes allows: 1204 "
         "ranks' env files do not fit one ConfigMap"]
 
