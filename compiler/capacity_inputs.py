@@ -42,7 +42,7 @@ def _read_config(path: Path) -> dict[str, Any] | str:
         with path.open("rb") as handle:
             raw = handle.read(MAX_CONFIG_BYTES + 1)
         data = json.loads(raw) if len(raw) <= MAX_CONFIG_BYTES else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested deeper than any config.json
         return f"{path} is not a readable JSON file"
     if not isinstance(data, dict):
         return f"{path} is not a model config.json (a JSON object under 1 MiB)"

@@ -34,12 +34,14 @@ def committed_config(resolved: Resolved, profile: Profile) -> dict[str, Any] | N
     name = profile.model.config_json
     if name is None:
         return None
+    from spark_compile.errors import InputError
+    from spark_compile.load import read_bytes
+
     path = Path(resolved.origin(("model", "config_json")).spot.value.file).parent / name
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        raw = read_bytes(path)  # a regular file, read bounded (a FIFO never hangs the check)
         data = json.loads(raw) if len(raw) <= MAX_CONFIG_BYTES else None
-    except (OSError, ValueError):
+    except (InputError, ValueError, RecursionError):  # RecursionError: nested deeper than any config.json
         return None
     return data if isinstance(data, dict) else None
 

@@ -199,7 +199,7 @@ cmd_window() {
 
 # window_run: the window's steps; any failure ends the window (the EXIT trap restores production).
 window_run() {
-    local baseline status
+    local baseline=() status
     disarm_watchdog || { window_reason="the head was unreachable to disarm the watchdog"; exit 2; }
     window_stage=disarmed
     window_say "stopping production ($profile)"
@@ -215,12 +215,13 @@ window_run() {
         window_reason="the candidate did not come up (its launch.sh start exited $status)"
         exit 2
     fi
-    baseline=$(python3 "$window_here/verdict.py" baseline "$window_verdicts")
-    window_say "gate ${baseline:+(bench baseline: $baseline)}"
+    # One option per line, each a --name=value word: a verdict file's text never becomes a word of its own.
+    mapfile -t baseline < <(python3 "$window_here/verdict.py" baseline "$window_verdicts")
+    window_say "gate${baseline[0]:+ (bench baseline: ${baseline[*]})}"
     status=0
-    # shellcheck disable=SC2016,SC2086  # $1.. expand in that bash; the baseline is gate.py's options, split
+    # shellcheck disable=SC2016  # $1.. expand in that bash
     window_step bash -c 'set -o pipefail; python3 "$1" "${@:3}" 2>&1 | tee "$2"' window-gate \
-        "$window_candidate/fleet/gate.py" "$window_dir/gate" $baseline || status=$?
+        "$window_candidate/fleet/gate.py" "$window_dir/gate" ${baseline[@]+"${baseline[@]}"} || status=$?
     gate_status=$status
     if ((gate_status)); then
         window_reason="$gate_status gate check(s) failed"
