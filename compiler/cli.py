@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 ROOT_HELP = "a directory `extends:` may also lead into (default: only the profile's repository)"
 TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
 COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile", "history",
-            "report")
+            "report", "import")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -90,7 +90,17 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("profile")
     report.add_argument("--against", default=None, help="an older profile (path or GITREV:path) to highlight")
     report.add_argument("-o", "--output", type=Path, default=None, help="the HTML file (default: stdout)")
+    _import_parsers(sub)
     return parser
+
+
+def _import_parsers(sub: Any) -> None:
+    imp = sub.add_parser("import", help="write a profile from a sparkrun recipe, a docker run line or a launcher")
+    imp.add_argument("sources", type=Path, nargs="+", metavar="SOURCE")
+    imp.add_argument("-o", "--output", type=Path, default=None, help="the profile to write (default: stdout)")
+    imp.add_argument("--hosts", default="", help="the nodes, head first: H1,H2,... (address or user@address)")
+    imp.add_argument("--architecture", default=None, help="the model's architecture (config.json architectures[0])")
+    imp.add_argument("--force", action="store_true", help="replace an -o file spark-compile did not write")
 
 
 def _target_option(parser: argparse.ArgumentParser) -> None:
@@ -248,6 +258,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     return run_report(args.profile, args.against, args.output)
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    """Import a deployment into a profile."""
+    from spark_compile.importer.profile import Request
+    from spark_compile.importer.run import run_import
+
+    name = args.output.stem if args.output is not None else None
+    hosts = tuple(h for h in args.hosts.split(",") if h)
+    request = Request(hosts=hosts, name=name, architecture=args.architecture)
+    return run_import(args.sources, args.output, request, force=args.force)
+
+
 def cmd_catalog(argv: list[str]) -> int:
     """Regenerate (or --check) the engine catalogs from a real SGLang install."""
     from spark_compile.spec.generators.catalog_extract import main_catalog
@@ -258,6 +279,7 @@ def cmd_catalog(argv: list[str]) -> int:
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check, "plan": cmd_plan, "schema": cmd_schema, "rules": cmd_rules, "explain": cmd_explain,
     "flags": cmd_flags, "compile": cmd_compile, "diff": cmd_diff, "history": cmd_history, "report": cmd_report,
+    "import": cmd_import,
 }
 
 

@@ -278,3 +278,32 @@ def _adopt_late(source: Path, dest: Path, *, replace: bool) -> None:
     except OSError as exc:
         if exc.errno != errno.ENOENT:
             raise
+
+
+def write_file(path: Path, content: bytes, *, ours: bytes, force: bool = False) -> None:
+    """Write one file atomically (a temporary file beside it, then a rename); an existing file is replaced only
+    when it starts with ``ours`` (we wrote it) or ``force`` is given, and never through a symlink."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if mode is not None:
+        if stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
+            raise InputError(f"{path} is not a regular file: spark-compile will not replace it; choose another -o")
+        try:
+            head = _read_regular(path, MAX_MANIFEST)[:len(ours)]
+        except OSError:
+            head = b""
+        if head != ours and not force:
+            raise InputError(f"{path} exists and spark-compile did not write it: refusing to overwrite it "
+                             "(give --force to replace it, or choose another -o)")
+    temp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        _write_new(temp, Artifact(path.name, content, 0o644))
+        os.replace(temp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None

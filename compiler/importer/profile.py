@@ -1,0 +1,187 @@
+"""One profile from the launches of a deployment: the nodes and fabric, then the head's engine, container and
+environment, then every other node checked against the head (a profile has one value for every node)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from spark_compile.errors import UsageError
+from spark_compile.importer import mapping
+from spark_compile.importer.draft import Draft
+from spark_compile.importer.mapping import Rank
+from spark_compile.importer.source import Launch, Origin
+from spark_compile.importer.tables import FABRIC_ENV
+from spark_compile.spec import fields as f
+from spark_compile.spec.secret_patterns import secret_name
+
+HARDWARE = "dgx-spark-gb10"
+_PER_NODE = ("--node-rank",)
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the command line adds to the sources: node hosts, a profile name, the model's architecture."""
+
+    hosts: tuple[str, ...] = ()
+    name: str | None = None
+    architecture: str | None = None
+
+
+def _address(host: str) -> str:
+    return host.rsplit("@", 1)[-1]
+
+
+def _home(ssh: str) -> str:
+    user = ssh.rsplit("@", 1)[0] if "@" in ssh else "root"
+    return "/root" if user == "root" else f"/home/{user}"
+
+
+def _node_name(host: str, rank: int) -> str:
+    name = re.sub(r"[^a-z0-9-]+", "-", _address(host).lower()).strip("-")[:63].strip("-")
+    return name if name and not mapping.fits(f.Name, name) and not name[0].isdigit() else f"node{rank}"
+
+
+def _dist_init(head: Rank) -> tuple[str, str, Origin] | None:
+    option = next((o for o in head.engine.options if o.flag == "--dist-init-addr" and o.values), None)
+    if option is None:
+        return None
+    host, _, port = option.values[0].rpartition(":")
+    return host, port, option.origin
+
+
+def _hosts(found: list[Rank], request: Request, nnodes: int) -> list[str]:
+    if request.hosts:
+        if len(request.hosts) != nnodes:
+            raise UsageError(f"--hosts names {len(request.hosts)} host(s) but the deployment has {nnodes} node(s)")
+        return list(request.hosts)
+    traced = [r.launch.ssh for r in found]
+    dist = _dist_init(found[0])
+    if nnodes == 1 and not traced[0] and dist is None:
+        raise UsageError("the source does not say which machine runs it: give --hosts HOST (its address, or "
+                         "user@address)")
+    if len(traced) == nnodes and all(traced[1:]):
+        head = traced[0] or (dist[0] if dist else None)
+        if head:
+            return [head, *(t for t in traced[1:] if t)]
+    raise UsageError(f"the source does not name the address of every one of its {nnodes} nodes: give --hosts "
+                     "H1,H2,... (the head first, as user@address or address)")
+
+
+def _fleet(draft: Draft, found: list[Rank], request: Request, fabric_env: dict[str, tuple[str, Origin]]) -> str:
+    head = found[0]
+    nnodes_opt = next((o for o in head.engine.options if o.flag == "--nnodes" and o.values), None)
+    nnodes = int(nnodes_opt.values[0]) if nnodes_opt and nnodes_opt.values[0].isdigit() else len(found)
+    if nnodes > len(found):
+        draft.notes.append(f"{head.launch.origin}: --nnodes {nnodes} with {len(found)} docker run line(s): the "
+                           "other nodes are taken to run the same line with their own --node-rank")
+    hosts = _hosts(found, request, nnodes)
+    where = "--hosts" if request.hosts else "the traced ssh targets"
+    ips = []
+    for rank, host in enumerate(hosts):
+        at = ("fleet", "nodes", rank)
+        ip = _address(host)
+        if mapping.fits(f.IPv4, ip):
+            raise UsageError(f"node {rank}'s host {host!r} is not an IPv4 address; give --hosts as addresses "
+                             "(user@192.0.2.1)")
+        ips.append(ip)
+        draft.set((*at, "name"), _node_name(host, rank), "named after its host")
+        draft.set((*at, "fabric_ip"), ip, f"from {where}")
+        draft.set((*at, "ssh"), host, f"from {where}")
+        draft.set((*at, "home"), _home(host), "assumed: the ssh user's home")
+    dist = _dist_init(head)
+    if dist is not None:
+        host, port, origin = dist
+        if host != ips[0]:
+            draft.leave(origin, f"--dist-init-addr {host}:{port}", f"the rendezvous is always the head's fabric "
+                        f"address ({ips[0]})")
+        mapping.put(draft, ("engine", "dist_init_port"), f.Port, port, origin, f"--dist-init-addr {host}:{port}")
+    if nnodes > 1:
+        _fabric(draft, fabric_env, ips, head.launch.origin)
+    else:
+        for name, (value, origin) in fabric_env.items():
+            draft.set(("nccl", "extra", name), value, origin)
+    return ips[0]
+
+
+def _fabric(draft: Draft, env: dict[str, tuple[str, Origin]], ips: list[str], origin: Origin) -> None:
+    at = ("fleet", "fabric")
+    interface = env.get("NCCL_SOCKET_IFNAME") or env.get("GLOO_SOCKET_IFNAME")
+    if interface is None:
+        draft.leave(origin, "NCCL_SOCKET_IFNAME", "a multi-node profile needs the fabric's interface and the "
+                    "source names none; set fleet.fabric.interface")
+    else:
+        mapping.put(draft, (*at, "interface"), f.IfName, interface[0], interface[1], "NCCL_SOCKET_IFNAME")
+    net, disable, hca = env.get("NCCL_NET"), env.get("NCCL_IB_DISABLE"), env.get("NCCL_IB_HCA")
+    tcp = (net and net[0] == "Socket") or (disable and disable[0] == "1") or not hca
+    kind_origin = (net or disable or hca or (None, origin))[1]
+    draft.set((*at, "kind"), "tcp" if tcp else "roce", kind_origin)
+    draft.set((*at, "subnet"), mapping.subnet_of(ips), "derived: the smallest subnet holding every node's address")
+    if hca and not tcp:
+        draft.set((*at, "rdma_devices"), [d for d in hca[0].split(",") if d], hca[1])
+    gid = env.get("NCCL_IB_GID_INDEX")
+    if gid and not tcp:
+        mapping.put(draft, (*at, "gid_index"), int, gid[0], gid[1], f"NCCL_IB_GID_INDEX={gid[0]}")
+
+
+def _compare(draft: Draft, head: Rank, other: Rank) -> None:
+    """Report what a worker runs differently from the head: the profile has one value for every node."""
+    ours = [(o.flag, o.values) for o in head.engine.options if o.flag not in _PER_NODE]
+    theirs = [(o, (o.flag, o.values)) for o in other.engine.options if o.flag not in _PER_NODE]
+    for option, key in theirs:
+        if key not in ours:
+            draft.leave(option.origin, " ".join(w.text for w in option.words),
+                        f"node {other.rank} runs this and the head does not; the profile has one engine command")
+    head_env = {(n, v) for n, v, _ in head.launch.env}
+    for name, value, origin in other.launch.env:
+        if (name, value) not in head_env and name != "HOST_IP":
+            shown = "(redacted)" if secret_name(name) else value
+            draft.leave(origin, f"-e {name}={shown}", f"node {other.rank} sets this and the head does not; the "
+                        "profile's environment is the same on every node")
+    head_opts = {(k.text, v.text if v else None) for k, v in head.launch.options}
+    for flag, given in other.launch.options:
+        if (flag.text, given.text if given else None) not in head_opts:
+            what = flag.text + ("" if given is None else f" {given.text}")
+            draft.leave(flag.origin, what, f"node {other.rank} runs its container with this and the head does not; "
+                        "the profile's docker options are the same on every node (a per-node container name has "
+                        "no key yet)")
+
+
+def build(launches: list[Launch], request: Request) -> Draft:
+    """The profile draft of a deployment's launches."""
+    draft = Draft()
+    found = mapping.ranks(launches)
+    head = found[0]
+    draft.set(("name",), request.name or "imported", "given with -o" if request.name else "assumed")
+    fabric_env = {n: (v, o) for n, v, o in head.launch.env if n in FABRIC_ENV}
+    head_ip = _fleet(draft, found, request, fabric_env)
+    draft.set(("hardware",), HARDWARE, "assumed: every node is a DGX Spark (GB10)")
+    if request.architecture:
+        draft.set(("model", "architecture"), request.architecture, "given with --architecture")
+    else:
+        draft.leave(head.launch.origin, "model.architecture", "the source does not say the model's architecture "
+                    "(config.json `architectures[0]`); give --architecture")
+    mounts = mapping.volumes(head.launch)
+    mapping.engine(draft, head.engine, mounts)
+    if ("model", "served_name") not in draft.values:
+        _served_name(draft, head)
+    if head.launch.image is not None:
+        mapping.put(draft, ("engine", "image"), f.ImageRef, head.launch.image.text, head.launch.image.origin,
+                    head.launch.image.text)
+    mapping.docker(draft, head.launch, mounts)
+    mapping.environment(draft, head.launch, head_ip)
+    container = draft.values.get(("engine", "container_name"))
+    if not request.name and container is not None:
+        draft.set(("name",), container[0], "named after the container (" + container[1] + ")")
+    for other in found[1:]:
+        _compare(draft, head, other)
+    return draft
+
+
+def _served_name(draft: Draft, head: Rank) -> None:
+    model = next((o for o in head.engine.options if o.flag == "--model-path" and o.values), None)
+    if model is not None and not mapping.fits(f.Text, model.values[0]):
+        draft.set(("model", "served_name"), model.values[0], "assumed: SGLang serves the model path when no "
+                  "--served-model-name is given")
+        draft.notes.append(f"{model.origin}: added --served-model-name {model.values[0]} (SGLang's default): "
+                           "the profile always names the served model")

@@ -1,0 +1,57 @@
+"""`spark-compile import`: read the sources, build the profile, write it (or print it), report what was left out."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from spark_compile.errors import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
+from spark_compile.importer.docker_run import launches, read_source
+from spark_compile.importer.draft import Draft, comment, render
+from spark_compile.importer.profile import Request, build
+from spark_compile.importer.source import Launch, Leftover
+
+MARK = "# Written by spark-compile import from "
+
+
+def read_launches(sources: list[Path], left: list[Leftover]) -> list[Launch]:
+    """Every node's launch in the sources' docker run lines."""
+    found: list[Launch] = []
+    for source in sources:
+        text = read_source(source)
+        found += launches(text, str(source), source.parent, left)
+    if not found:
+        raise InputError(f"{', '.join(map(str, sources))}: no `docker run … sglang.launch_server` line found")
+    return found
+
+
+def _report(draft: Draft) -> None:
+    for note in draft.notes:
+        sys.stderr.write(f"spark-compile import: note: {comment(note)}\n")
+    for item in draft.left:
+        sys.stderr.write(f"spark-compile import: left out: {comment(str(item.origin))}: {comment(item.text)}: "
+                         f"{comment(item.why)}\n")
+    if draft.left:
+        sys.stderr.write(f"spark-compile import: {len(draft.left)} setting(s) left out; the profile does not "
+                         "reproduce the source until they are resolved\n")
+
+
+def run_import(sources: list[Path], output: Path | None, request: Request, *, force: bool) -> int:
+    """Import ``sources`` into one profile; exit 1 when anything was left out."""
+    left: list[Leftover] = []
+    found = read_launches(sources, left)
+    draft = build(found, request)
+    draft.left[:0] = left
+    header = [MARK.removeprefix("# ") + ", ".join(map(str, sources)) + ".",
+              "Review it: `spark-compile check` it, and see what import reported as left out.", ""]
+    text = render(draft, header)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        from spark_compile.write import write_file
+
+        if output.suffix not in (".yaml", ".yml"):
+            raise UsageError(f"-o {output}: a profile is a .yaml file")
+        write_file(output, text.encode("utf-8"), ours=MARK.encode("utf-8"), force=force)
+    _report(draft)
+    return EXIT_FINDINGS if draft.left else EXIT_OK

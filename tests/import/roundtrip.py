@@ -1,0 +1,79 @@
+"""compile(import(x)) against x, per rank: engine options, environment and docker options, each side read by the
+same parser and normalised the same way (every normalisation listed in NORMALISATIONS)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from spark_compile.cli import load_and_validate
+from spark_compile.compile import Validated
+from spark_compile.importer.argv import parse_engine
+from spark_compile.importer.shell import ShellWord
+from spark_compile.importer.source import Launch, Origin
+from spark_compile.importer.tables import SUPERVISION
+
+NORMALISATIONS = (
+    "engine flags: SGLang's aliases and argparse abbreviations read as the flag they stand for (--tp: --tp-size)",
+    "engine and docker options: `--flag=value` read as `--flag value`",
+    "engine and docker options compared as multisets: order is not compared",
+    "docker: -d/--rm/-i/-t dropped from the source (the systemd unit supervises the container), `--restart no` and "
+    "the generated --env-file options dropped from the compiled line (their variables are compared as environment)",
+    "docker -v: compared as (host, container, read-only)",
+)
+
+
+@dataclass(frozen=True)
+class Sides:
+    """One rank's three comparisons: what only the source has, what only the compiled profile has."""
+
+    engine: tuple[Counter[tuple[str, tuple[str, ...]]], Counter[tuple[str, tuple[str, ...]]]]
+    env: tuple[dict[str, str], dict[str, str]]
+    docker: tuple[Counter[tuple[str, str | None]], Counter[tuple[str, str | None]]]
+
+
+def _engine(words: list[str]) -> Counter[tuple[str, tuple[str, ...]]]:
+    command = parse_engine([ShellWord(w, Origin("-", 0)) for w in words])
+    return Counter((o.flag, o.values) for o in command.options)
+
+
+def _docker(launch: Launch) -> Counter[tuple[str, str | None]]:
+    found: Counter[tuple[str, str | None]] = Counter()
+    for flag, value in launch.options:
+        name = {"--volume": "-v", "--net": "--network"}.get(flag.text, flag.text)
+        if name in SUPERVISION or (name, value.text if value else None) == ("--restart", "no"):
+            continue
+        text = value.text if value else None
+        if name == "-v" and text and text.count(":") == 1:
+            text += ":rw"
+        found[(name, text)] += 1
+    return found
+
+
+def compiled(profile: Path) -> Validated:
+    outcome = load_and_validate(profile)
+    assert not isinstance(outcome, type(None))
+    return outcome  # type: ignore[return-value]
+
+
+def compare(source: Launch, validated: Validated, rank: int) -> Sides:
+    """The differences between the source's launch of ``rank`` and the compiled profile's."""
+    from spark_compile.importer.docker_run import parse_launch
+
+    _, plan = validated.planned()
+    ours = plan.ranks[rank]
+    words = [ShellWord(w, Origin("plan", 0)) for w in ours.docker_argv]
+    mine = parse_launch(words, Path("."), [])
+    assert mine is not None
+    mine.options = [(f, v) for f, v in mine.options if f.text not in ("--entrypoint",)]
+    env = {name: value for env_file in ours.env_files for name, value in env_file.values}
+    src_engine = _engine([w.text for w in source.command])
+    our_engine = _engine([w.text for w in mine.command])
+    src_env = {name: value for name, value, _ in source.env}
+    src_docker, our_docker = _docker(source), _docker(mine)
+    return Sides(
+        (src_engine - our_engine, our_engine - src_engine),
+        ({k: v for k, v in src_env.items() if env.get(k) != v}, {k: v for k, v in env.items() if src_env.get(k) != v}),
+        (src_docker - our_docker, our_docker - src_docker),
+    )
