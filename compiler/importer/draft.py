@@ -66,6 +66,44 @@ def _lists(node: Any) -> Any:
     return node
 
 
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"})
+
+
+def key_text(key: str | int) -> str:
+    """A mapping key: plain when it can only be read back as the same string, else double-quoted."""
+    text = str(key)
+    return text if _PLAIN_KEY.match(text) and text.lower() not in _YAML_WORDS else scalar(text)
+
+
+def ordered(node: Any, model: Any) -> Any:
+    """``node`` with every mapping's keys in the order the profile model declares them (others after)."""
+    from pydantic import BaseModel
+
+    if isinstance(node, list):
+        return [ordered(item, model) for item in node]
+    if not isinstance(node, dict) or not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return node
+    fields = list(model.model_fields)
+    rank = {name: i for i, name in enumerate(fields)}
+    out = {}
+    for key in sorted(node, key=lambda k: (rank.get(k, len(fields)), list(node).index(k))):
+        info = model.model_fields.get(key)
+        out[key] = ordered(node[key], _inner(info.annotation) if info else None)
+    return out
+
+
+def _inner(annotation: Any) -> Any:
+    """The model class inside an annotation (X, X | None, list[X]), or None."""
+    from typing import get_args
+
+    from pydantic import BaseModel
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((found for arg in get_args(annotation) if (found := _inner(arg)) is not None), None)
+
+
 def scalar(value: Scalar) -> str:
     """One YAML scalar: booleans and numbers plain, every string double-quoted with YAML's own escapes."""
     if isinstance(value, bool):
@@ -84,7 +122,7 @@ def comment(text: str) -> str:
 def _emit(node: Any, path: Path, draft: Draft, indent: str, lines: list[str]) -> None:
     for key, value in (node.items() if isinstance(node, dict) else enumerate(node)):
         here = (*path, key)
-        lead = f"{indent}- " if isinstance(node, list) else f"{indent}{scalar(key)}:"
+        lead = f"{indent}- " if isinstance(node, list) else f"{indent}{key_text(key)}:"
         if isinstance(value, dict | list) and value and here not in draft.values:
             lines.append(lead.rstrip() if isinstance(node, dict) else f"{indent}-")
             _emit(value, here, draft, indent + "  ", lines)
@@ -98,5 +136,7 @@ def _emit(node: Any, path: Path, draft: Draft, indent: str, lines: list[str]) ->
 def render(draft: Draft, header: list[str]) -> str:
     """The profile's YAML text."""
     lines = [f"# {comment(line)}" if line else "#" for line in header]
-    _emit(draft.tree(), (), draft, "", lines)
+    from spark_compile.spec.model import Profile
+
+    _emit(ordered(draft.tree(), Profile), (), draft, "", lines)
     return "\n".join(lines) + "\n"

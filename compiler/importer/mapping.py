@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from spark_compile.importer import fields
 from spark_compile.importer.argv import EngineCommand, EngineOption, parse_engine
 from spark_compile.importer.draft import Draft, Scalar
 from spark_compile.importer.shell import ShellWord
@@ -19,8 +20,10 @@ from spark_compile.importer.source import Launch, Origin, Word
 from spark_compile.importer.tables import (
     DOCKER_FIELDS,
     DOCKER_LISTS,
+    DOCKER_SWITCHES,
     DOCKER_UNMAPPED,
     ENGINE_FIELDS,
+    ENGINE_LISTS,
     ENGINE_SWITCHES,
     FABRIC_ENV,
     SUPERVISION,
@@ -31,14 +34,6 @@ from spark_compile.spec.secret_patterns import secret_name
 DEFAULT_LAUNCHER = ["python3", "-m", "sglang.launch_server"]
 _ARG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _SNAPSHOT_PATH = re.compile(r"^(/.+)/snapshots/([^/]+)$")
-# Keys whose model default the plan writes anyway: equal to it, they are left out of the profile.
-_MODEL_DEFAULTS: dict[tuple[str | int, ...], Scalar] = {
-    ("engine", "host"): "0.0.0.0", ("engine", "port"): 30000, ("engine", "parallel", "ep"): 1,
-    ("container", "network"): "host", ("container", "ipc"): "host", ("container", "gpus"): "all",
-    ("model", "container_repo"): "/models/repo", ("engine", "dist_init_port"): 20000,
-}
-
-
 @dataclass
 class Rank:
     """One node's launch with its parsed engine command and rank."""
@@ -81,11 +76,11 @@ def put(draft: Draft, path: tuple[str | int, ...], kind: Any, text: str, origin:
     except ValueError:
         draft.leave(origin, what, f"{text!r} is not a number, which {'.'.join(map(str, path))} needs")
         return False
-    problem = fits(kind, value)
+    problem = fields.problem(path, value)
     if problem:
         draft.leave(origin, what, f"{'.'.join(map(str, path))} refuses it: {problem}")
         return False
-    if _MODEL_DEFAULTS.get(path) != value:
+    if not fields.is_default(path, value):
         draft.set(path, value, origin)
     return True
 
@@ -162,44 +157,76 @@ def _engine_option(draft: Draft, option: EngineOption, mounts: dict[str, tuple[s
         return  # the fleet's nodes: see fleet()
     if flag == "--model-path":
         model_path(draft, option, mounts)
-    elif flag in ENGINE_SWITCHES and not values:
+    elif flag == "--speculative-draft-model-path" and fields.exists(("engine", "speculative", "draft")):
+        draft_path(draft, option, mounts)
+    elif flag in ENGINE_SWITCHES and not values and fields.exists(ENGINE_SWITCHES[flag]):
         draft.set(ENGINE_SWITCHES[flag], True, option.origin)
     elif flag == "--disable-cuda-graph" and not values:
         draft.set(("engine", "cuda_graph", "enabled"), False, option.origin)
     elif flag == "--default-chat-template-kwargs" and _chat_kwargs(draft, option):
         return
-    elif flag in ENGINE_FIELDS and len(values) == 1:
+    elif flag in ENGINE_LISTS and values and all(v.isdigit() for v in values) and fields.exists(ENGINE_LISTS[flag]):
+        draft.set(ENGINE_LISTS[flag], [int(v) for v in values], option.origin)
+    elif flag in ENGINE_FIELDS and len(values) == 1 and fields.exists(ENGINE_FIELDS[flag][0]):
         path, kind = ENGINE_FIELDS[flag]
-        if not put(draft, path, kind, values[0], option.origin, what) and flag == "--speculative-draft-model-path":
-            draft.left[-1] = draft.left[-1].__class__(option.origin, what, "a draft model that is not an absolute "
-                                                      "path inside the container (a hub id) has no profile key yet")
+        put(draft, path, kind, values[0], option.origin, what)
     else:
         _raw_arg(draft, option)
 
 
-def model_path(draft: Draft, option: EngineOption, mounts: dict[str, tuple[str, bool, Origin]]) -> None:
-    """--model-path: an HF cache snapshot inside a mounted directory becomes model.repo/container_repo/snapshot."""
-    what = " ".join(w.text for w in option.words)
+def _source(draft: Draft, at: tuple[str, ...], option: EngineOption, mounts: dict[str, tuple[str, bool, Origin]],
+            default_target: str) -> bool:
+    """A model path (target or draft) onto ``at``: an HF cache snapshot or a plain directory inside a mounted
+    directory (repo, container_repo, snapshot), or a hub id; False when the profile cannot say it."""
     path = option.values[0] if option.values else ""
+    if not path.startswith("/"):
+        if not fields.exists((*at, "hub_id")) or fits(str, path):
+            return False
+        return put(draft, (*at, "hub_id"), str, path, option.origin, f"{option.flag} {path}")
     match = _SNAPSHOT_PATH.match(path)
+    if match is None and not fields.exists((*at, "hub_id")):
+        return False  # a plain directory: only the HF cache form exists in this model
+    repo_dir, snapshot = (match.group(1), match.group(2)) if match else (path.rstrip("/"), None)
     mount = next(((t, m) for t, m in sorted(mounts.items(), key=lambda i: -len(i[0]))
-                  if match and (match.group(1) == t or match.group(1).startswith(t.rstrip("/") + "/"))), None)
-    if match is None or mount is None:
-        form = "a hub id" if not path.startswith("/") else "a plain directory" if match is None else \
-            "a snapshot in a directory no -v mounts"
-        draft.leave(option.origin, what, f"the model path is {form}; the profile's model path is always "
-                    "<container_repo>/snapshots/<snapshot> of a mounted repo directory")
-        return
-    target, (source, _, origin) = mount
-    repo_dir = match.group(1)
-    put(draft, ("model", "repo"), f.AbsPath, source + repo_dir[len(target):], origin, what)
-    put(draft, ("model", "container_repo"), f.AbsPath, repo_dir, option.origin, what)
-    put(draft, ("model", "snapshot"), f.Snapshot, match.group(2), option.origin, what)
+                  if repo_dir == t or repo_dir.startswith(t.rstrip("/") + "/")), None)
+    if mount is None:
+        return False
+    target, (source, read_only, origin) = mount
+    what = f"{option.flag} {path}"
+    put(draft, (*at, "repo"), f.AbsPath, source + repo_dir[len(target):], origin, what)
+    if repo_dir != default_target:
+        draft.set((*at, "container_repo"), repo_dir, option.origin)
+    if snapshot is not None:
+        put(draft, (*at, "snapshot"), f.Snapshot, snapshot, option.origin, what)
     if target == repo_dir:
-        del mounts[target]  # the plan mounts the repo itself, read-only
-        if not mount[1][1]:
+        del mounts[target]  # the plan mounts the directory itself, read-only
+        if not read_only:
             draft.notes.append(f"{origin}: the model directory is mounted read-only (the source mounts it "
                                "read-write)")
+    return True
+
+
+def model_path(draft: Draft, option: EngineOption, mounts: dict[str, tuple[str, bool, Origin]]) -> None:
+    """--model-path: model.repo/container_repo/snapshot, or model.hub_id."""
+    if not _source(draft, ("model",), option, mounts, str(fields.default(("model", "container_repo")))):
+        draft.leave(option.origin, " ".join(w.text for w in option.words), _path_why(option, ("model",)))
+
+
+def draft_path(draft: Draft, option: EngineOption, mounts: dict[str, tuple[str, bool, Origin]]) -> None:
+    """--speculative-draft-model-path: engine.speculative.draft, like the model."""
+    at = ("engine", "speculative", "draft")
+    if not _source(draft, at, option, mounts, str(fields.default((*at, "container_repo")))):
+        draft.leave(option.origin, " ".join(w.text for w in option.words), _path_why(option, at))
+
+
+def _path_why(option: EngineOption, at: tuple[str, ...]) -> str:
+    path = option.values[0] if option.values else ""
+    key = ".".join(at)
+    if not path.startswith("/"):
+        return f"the path is a hub id, which {key} cannot hold"
+    if fields.exists((*at, "hub_id")) or _SNAPSHOT_PATH.match(path):
+        return f"{path} lies in no directory the container mounts (-v), so {key}.repo cannot be its host side"
+    return f"the path is a plain directory; {key} holds <container_repo>/snapshots/<snapshot> of a mounted repo"
 
 
 # -- docker -----------------------------------------------------------------------------------------------
@@ -223,14 +250,16 @@ def docker(draft: Draft, launch: Launch, mounts: dict[str, tuple[str, bool, Orig
         what = flag.text + ("" if value is None else f" {value.text}")
         if value is not None and isinstance(value, ShellWord) and value.expands:
             draft.leave(flag.origin, what, f"{value.text!r} is expanded by the shell (import with --trace)")
+        elif flag.text in DOCKER_SWITCHES and value is None and fields.exists(DOCKER_SWITCHES[flag.text]):
+            draft.set(DOCKER_SWITCHES[flag.text], True, flag.origin)
         elif flag.text in SUPERVISION:
             draft.notes.append(f"{flag.origin}: {flag.text} replaced: {SUPERVISION[flag.text]}")
         elif flag.text == "--restart":
             _restart(draft, flag, value)
-        elif flag.text in DOCKER_FIELDS and value is not None:
+        elif flag.text in DOCKER_FIELDS and value is not None and fields.exists(DOCKER_FIELDS[flag.text][0]):
             path, kind = DOCKER_FIELDS[flag.text]
             put(draft, path, kind, value.text, flag.origin, what)
-        elif flag.text in DOCKER_LISTS and value is not None:
+        elif flag.text in DOCKER_LISTS and value is not None and fields.exists(DOCKER_LISTS[flag.text]):
             lists.setdefault(DOCKER_LISTS[flag.text], []).append(value.text)
         elif flag.text == "--ulimit" and value is not None:
             name, _, limit = value.text.partition("=")
@@ -242,6 +271,32 @@ def docker(draft: Draft, launch: Launch, mounts: dict[str, tuple[str, bool, Orig
     for path, items in lists.items():
         draft.set(path, items, launch.origin)
     _mounts(draft, mounts)
+
+
+RDMA_ACCESS = ((("container", "devices"), "/dev/infiniband"), (("container", "cap_add"), "IPC_LOCK"))
+
+
+def rdma_access(draft: Draft) -> None:
+    """On an RDMA fabric the plan gives the container its devices, IPC_LOCK and unlimited memlock itself (when
+    the model has container.rdma_access): the source's own three are then left to it, or access is turned off
+    when the source lacks one."""
+    kind = draft.values.get(("fleet", "fabric", "kind"), ("tcp", ""))[0]
+    if not fields.exists(("container", "rdma_access")) or kind not in ("roce", "infiniband"):
+        return
+    memlock = draft.values.get(("container", "ulimits", "memlock"), ("", ""))[0]
+    present = [item in draft.values.get(path, ([], ""))[0] for path, item in RDMA_ACCESS]  # type: ignore[operator]
+    if not (all(present) and memlock == "-1"):
+        draft.set(("container", "rdma_access"), False, "the source's containers lack part of the RDMA access "
+                  "(--device /dev/infiniband, --cap-add IPC_LOCK, --ulimit memlock=-1)")
+        return
+    for path, item in RDMA_ACCESS:
+        items, origin = draft.values[path]
+        rest = [i for i in items if i != item]  # type: ignore[union-attr]
+        if rest:
+            draft.values[path] = (rest, origin)
+        else:
+            del draft.values[path]
+    del draft.values[("container", "ulimits", "memlock")]
 
 
 def _restart(draft: Draft, flag: Word, value: Word | None) -> None:
@@ -273,15 +328,23 @@ def _mounts(draft: Draft, mounts: dict[str, tuple[str, bool, Origin]]) -> None:
 # -- environment ------------------------------------------------------------------------------------------
 
 
-def environment(draft: Draft, launch: Launch, fabric_ip: str) -> dict[str, tuple[str, Origin]]:
-    """The head's variables onto engine.env and nccl.extra; returns the fabric's own (for fleet())."""
-    fabric: dict[str, tuple[str, Origin]] = {}
+def nccl_as_written() -> bool:
+    """The model can leave NCCL at the source's own variables (nccl.preset none): then every NCCL_/GLOO_ variable
+    is imported as written, and the fabric only describes the network."""
+    return fields.problem(("nccl", "preset"), "none") is None
+
+
+def environment(draft: Draft, launch: Launch, fabric_ip: str) -> None:
+    """The head's variables onto engine.env and nccl.extra (the fabric's own only with nccl.preset none)."""
+    as_written = nccl_as_written()
+    if as_written:
+        draft.set(("nccl", "preset"), "none", "the source sets NCCL's variables itself")
     for name, value, origin in launch.env:
         if secret_name(name):
             draft.leave(origin, f"-e {name}=(redacted)", "a secret's value is never copied into a profile; set "
                         f"secrets.env.{name} to a file or variable on the node")
-        elif name in FABRIC_ENV:
-            fabric[name] = (value, origin)
+        elif name in FABRIC_ENV and not as_written:
+            continue  # the plan writes it from fleet.fabric
         elif name == "HOST_IP" and value == fabric_ip:
             continue  # the plan sets HOST_IP to each node's fabric address
         elif fits(f.EnvName, name):
@@ -294,7 +357,6 @@ def environment(draft: Draft, launch: Launch, fabric_ip: str) -> dict[str, tuple
                 draft.set((*section, name), value, origin)
             else:
                 draft.leave(origin, f"-e {name}", "the value holds a line break or control character")
-    return fabric
 
 
 def subnet_of(addresses: list[str]) -> str:

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from spark_compile.errors import UsageError
-from spark_compile.importer import mapping
+from spark_compile.importer import fields, mapping
 from spark_compile.importer.draft import Draft
 from spark_compile.importer.mapping import Rank
 from spark_compile.importer.source import Launch, Origin
@@ -98,7 +98,7 @@ def _fleet(draft: Draft, found: list[Rank], request: Request, fabric_env: dict[s
         mapping.put(draft, ("engine", "dist_init_port"), f.Port, port, origin, f"--dist-init-addr {host}:{port}")
     if nnodes > 1:
         _fabric(draft, fabric_env, ips, head.launch.origin)
-    else:
+    elif not mapping.nccl_as_written():
         for name, (value, origin) in fabric_env.items():
             draft.set(("nccl", "extra", name), value, origin)
     return ips[0]
@@ -125,26 +125,44 @@ def _fabric(draft: Draft, env: dict[str, tuple[str, Origin]], ips: list[str], or
 
 
 def _compare(draft: Draft, head: Rank, other: Rank) -> None:
-    """Report what a worker runs differently from the head: the profile has one value for every node."""
+    """What a worker runs differently from the head: its own container name and variables where the profile has
+    per-node keys, else reported (the profile has one engine command and one set of docker options)."""
     ours = [(o.flag, o.values) for o in head.engine.options if o.flag not in _PER_NODE]
-    theirs = [(o, (o.flag, o.values)) for o in other.engine.options if o.flag not in _PER_NODE]
-    for option, key in theirs:
-        if key not in ours:
+    for option in other.engine.options:
+        if option.flag not in _PER_NODE and (option.flag, option.values) not in ours:
             draft.leave(option.origin, " ".join(w.text for w in option.words),
                         f"node {other.rank} runs this and the head does not; the profile has one engine command")
-    head_env = {(n, v) for n, v, _ in head.launch.env}
-    for name, value, origin in other.launch.env:
-        if (name, value) not in head_env and name != "HOST_IP":
-            shown = "(redacted)" if secret_name(name) else value
-            draft.leave(origin, f"-e {name}={shown}", f"node {other.rank} sets this and the head does not; the "
-                        "profile's environment is the same on every node")
+    _compare_env(draft, head, other)
     head_opts = {(k.text, v.text if v else None) for k, v in head.launch.options}
     for flag, given in other.launch.options:
-        if (flag.text, given.text if given else None) not in head_opts:
-            what = flag.text + ("" if given is None else f" {given.text}")
-            draft.leave(flag.origin, what, f"node {other.rank} runs its container with this and the head does not; "
-                        "the profile's docker options are the same on every node (a per-node container name has "
-                        "no key yet)")
+        if (flag.text, given.text if given else None) in head_opts:
+            continue
+        at = ("fleet", "nodes", other.rank, "container_name")
+        if flag.text == "--name" and given is not None and fields.exists(at):
+            mapping.put(draft, at, str, given.text, flag.origin, f"--name {given.text}")
+            continue
+        what = flag.text + ("" if given is None else f" {given.text}")
+        draft.leave(flag.origin, what, f"node {other.rank} runs its container with this and the head does not; "
+                    "the profile's docker options are the same on every node")
+
+
+def _compare_env(draft: Draft, head: Rank, other: Rank) -> None:
+    head_env = {n: v for n, v, _ in head.launch.env}
+    theirs = {n: v for n, v, _ in other.launch.env}
+    per_node = fields.exists(("fleet", "nodes", 0, "env"))
+    for name, value, origin in other.launch.env:
+        if head_env.get(name) == value or name == "HOST_IP":
+            continue
+        shown = "(redacted)" if secret_name(name) else value
+        if per_node and not secret_name(name):
+            mapping.put(draft, ("fleet", "nodes", other.rank, "env", name), str, value, origin, f"-e {name}={shown}")
+            continue
+        draft.leave(origin, f"-e {name}={shown}", f"node {other.rank} sets this and the head does not; the "
+                    "profile's environment is the same on every node")
+    for name, _value, origin in head.launch.env:
+        if name not in theirs and name != "HOST_IP":
+            draft.leave(origin, f"-e {name}", f"the head sets this and node {other.rank} does not; the profile's "
+                        "environment is the same on every node")
 
 
 def build(launches: list[Launch], request: Request) -> Draft:
@@ -170,6 +188,7 @@ def build(launches: list[Launch], request: Request) -> Draft:
                     head.launch.image.text)
     mapping.docker(draft, head.launch, mounts)
     mapping.environment(draft, head.launch, head_ip)
+    mapping.rdma_access(draft)
     container = draft.values.get(("engine", "container_name"))
     if not request.name and container is not None:
         draft.set(("name",), container[0], "named after the container (" + container[1] + ")")

@@ -42,8 +42,24 @@ ENGINE_FIELDS: dict[str, tuple[Path, Any]] = {
     "--speculative-draft-model-path": (("engine", "speculative", "draft_model"), f.AbsPath),
     "--tool-call-parser": (("engine", "chat", "tool_call_parser"), f.Word),
     "--reasoning-parser": (("engine", "chat", "reasoning_parser"), f.Word),
+    # Keys of issue 22's profile-model half: used once the model has them (importer/fields.py asks), raw
+    # engine.args until then.
+    "--quantization": (("model", "quantization"), f.Word),
+    "--kv-cache-dtype": (("engine", "kv_cache_dtype"), f.Word),
+    "--page-size": (("engine", "page_size"), f.Positive),
+    "--dp-size": (("engine", "parallel", "dp"), f.Positive),
+    "--fp4-gemm-backend": (("engine", "backends", "fp4_gemm"), f.Word),
+    "--speculative-draft-model-quantization": (("engine", "speculative", "draft", "quantization"), f.Word),
 }
-ENGINE_SWITCHES: dict[str, Path] = {"--trust-remote-code": ("engine", "trust_remote_code")}
+ENGINE_SWITCHES: dict[str, Path] = {
+    "--trust-remote-code": ("engine", "trust_remote_code"),
+    "--enable-dp-attention": ("engine", "parallel", "dp_attention"),
+}
+# Engine flags whose values are a list of whole numbers.
+ENGINE_LISTS: dict[str, Path] = {
+    "--cuda-graph-bs-decode": ("engine", "cuda_graph", "batch_sizes"),
+    "--cuda-graph-bs": ("engine", "cuda_graph", "batch_sizes"),
+}
 
 # docker run option -> (profile key, value type); `list` keys collect every occurrence.
 DOCKER_FIELDS: dict[str, tuple[Path, Any]] = {
@@ -55,8 +71,13 @@ DOCKER_FIELDS: dict[str, tuple[Path, Any]] = {
     "--memory": (("container", "memory"), f.DockerSize), "-m": (("container", "memory"), f.DockerSize),
     "--memory-swap": (("container", "memory_swap"), f.DockerSize),
     "--oom-score-adj": (("container", "oom_score_adj"), int),
+    "--user": (("container", "user"), str), "-u": (("container", "user"), str),
+    "--cpuset-cpus": (("container", "cpuset_cpus"), str),
 }
-DOCKER_LISTS: dict[str, Path] = {"--cap-add": ("container", "cap_add"), "--device": ("container", "devices")}
+DOCKER_LISTS: dict[str, Path] = {"--cap-add": ("container", "cap_add"), "--device": ("container", "devices"),
+                                 "--security-opt": ("container", "security_opt")}
+DOCKER_SWITCHES: dict[str, Path] = {"--privileged": ("container", "privileged"), "--rm": ("container", "remove"),
+                                    "-d": ("container", "detach"), "--detach": ("container", "detach")}
 # Options the generated systemd unit replaces: it runs the container in the foreground, removes it before and
 # after each run, and applies the restart policy itself.
 SUPERVISION: dict[str, str] = {

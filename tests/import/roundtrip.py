@@ -9,7 +9,7 @@ from pathlib import Path
 
 from spark_compile.cli import load_and_validate
 from spark_compile.compile import Validated
-from spark_compile.importer.argv import parse_engine
+from spark_compile.importer.argv import parse_engine, resolve_flag
 from spark_compile.importer.shell import ShellWord
 from spark_compile.importer.source import Launch, Origin
 from spark_compile.importer.tables import SUPERVISION
@@ -21,6 +21,7 @@ NORMALISATIONS = (
     "docker: -d/--rm/-i/-t dropped from the source (the systemd unit supervises the container), `--restart no` and "
     "the generated --env-file options dropped from the compiled line (their variables are compared as environment)",
     "docker -v: compared as (host, container, read-only)",
+    "values of SGLang's float flags compared as numbers (the plan writes fractions with two decimals: 0.8 as 0.80)",
 )
 
 
@@ -33,9 +34,19 @@ class Sides:
     docker: tuple[Counter[tuple[str, str | None]], Counter[tuple[str, str | None]]]
 
 
+def _value(flag: str, value: str) -> str:
+    entry, _ = resolve_flag(flag)
+    if entry is not None and entry.kind == "float":
+        try:
+            return repr(float(value))
+        except ValueError:
+            return value
+    return value
+
+
 def _engine(words: list[str]) -> Counter[tuple[str, tuple[str, ...]]]:
     command = parse_engine([ShellWord(w, Origin("-", 0)) for w in words])
-    return Counter((o.flag, o.values) for o in command.options)
+    return Counter((o.flag, tuple(_value(o.flag, v) for v in o.values)) for o in command.options)
 
 
 def _docker(launch: Launch) -> Counter[tuple[str, str | None]]:

@@ -60,6 +60,41 @@ def test_one_node_nvfp4_profile(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     ]
 
 
+# What the plan adds on every node whatever the profile says (today's model): the NCCL tails of one GPU per node
+# and the trim preset, the writable cache mount, --host.
+TAILS = {"NCCL_CUMEM_ENABLE": "0", "NCCL_DEBUG": "WARN", "NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1",
+         "NCCL_BUFFSIZE": "1048576", "NCCL_LL128_BUFFSIZE": "262144", "NCCL_PROTO": "^LL128",
+         "NCCL_MAX_NCHANNELS": "8"}
+ROCE = {"NCCL_NET": "IB", "NCCL_IB_ROCE_VERSION_NUM": "2", "NCCL_IB_ADDR_FAMILY": "AF_INET",
+        "NCCL_IB_ADDR_RANGE": "10.10.0.0/30", "NCCL_IB_SUBNET_PREFIX_LEN": "30", "NCCL_CROSS_NIC": "1",
+        "NCCL_IB_MERGE_NICS": "0", "NCCL_IB_SUBNET_AWARE_ROUTING": "1"}
+CACHE = {("-v", "/home/ops/.cache:/root/.cache:rw"): 1}
+MULTI_NODE = [
+    ("two-node-roce-eagle3.sh", "ops@10.10.0.1,ops@10.10.0.2", "Qwen3MoeForCausalLM", ["SC412", "SC312"],
+     [{"engine": ({}, {("--host", ("0.0.0.0",)): 1, ("--port", ("30000",)): 1}), "env": ({}, {**ROCE, **TAILS}),
+       "docker": ({}, CACHE)}] * 2),
+    ("two-node-tcp.sh", "ops@198.51.100.1,ops@198.51.100.2", "Glm4MoeForCausalLM", ["SC312", "SC412"],
+     [{"engine": ({}, {("--host", ("0.0.0.0",)): 1}),
+       "env": ({}, {"HOST_IP": f"198.51.100.{rank + 1}", "NCCL_NET": "Socket", **TAILS}), "docker": ({}, CACHE)}
+      for rank in range(2)]),
+]
+
+
+@pytest.mark.parametrize(("fixture", "hosts", "architecture", "rules", "gaps"), MULTI_NODE)
+def test_multi_node_round_trip(capsys: pytest.CaptureFixture[str], tmp_path: Path, fixture: str, hosts: str,
+                               architecture: str, rules: list[str], gaps: list[dict[str, object]]) -> None:
+    source = FIXTURES / fixture
+    out = tmp_path / "imported.yaml"
+    code, err = _import(capsys, out, str(source), "--hosts", hosts, "--architecture", architecture)
+    assert code == 0, err
+    validated = compiled(out)
+    assert [f.rule for f in validated.findings] == rules
+    found = ranks(launches(source.read_text(), str(source), source.parent, []))
+    assert [r.rank for r in found] == [0, 1]
+    sides = [compare(r.launch, validated, r.rank) for r in found]
+    assert [{"engine": s.engine, "env": s.env, "docker": s.docker} for s in sides] == gaps
+
+
 # What the profile model cannot yet leave out (the plan writes it whatever the profile says); each closes with a
 # field of issue 22's profile-model half.
 ONE_NODE_GAPS = {
