@@ -100,6 +100,10 @@ def _import_parsers(sub: Any) -> None:
     imp.add_argument("-o", "--output", type=Path, default=None, help="the profile to write (default: stdout)")
     imp.add_argument("--hosts", default="", help="the nodes, head first: H1,H2,... (address or user@address)")
     imp.add_argument("--architecture", default=None, help="the model's architecture (config.json architectures[0])")
+    imp.add_argument("--fabric", choices=("roce", "infiniband", "tcp"), default=None,
+                     help="the network between the nodes, when the source does not say (a recipe never does)")
+    imp.add_argument("--interface", default=None, help="the fabric's network interface on every node")
+    imp.add_argument("--rdma-devices", default="", help="the RDMA devices (HCAs) of a roce/infiniband fabric: A,B")
     imp.add_argument("--force", action="store_true", help="replace an -o file spark-compile did not write")
 
 
@@ -265,7 +269,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     name = args.output.stem if args.output is not None else None
     hosts = tuple(h for h in args.hosts.split(",") if h)
-    request = Request(hosts=hosts, name=name, architecture=args.architecture)
+    request = Request(hosts=hosts, name=name, architecture=args.architecture, fabric=args.fabric,
+                      interface=args.interface, rdma_devices=tuple(d for d in args.rdma_devices.split(",") if d))
     return run_import(args.sources, args.output, request, force=args.force)
 
 

@@ -69,16 +69,18 @@ def _expands(words: tuple[Word, ...] | list[Word]) -> Word | None:
     return next((w for w in words if isinstance(w, ShellWord) and w.expands), None)
 
 
-def put(draft: Draft, path: tuple[str | int, ...], kind: Any, text: str, origin: Origin, what: str) -> bool:
+def put(draft: Draft, path: tuple[str | int, ...], kind: Any, text: str | list[str], origin: Origin | str,
+        what: str) -> bool:
     """Set a typed key from source text; report it left out when the profile's type refuses the value."""
+    where = origin if isinstance(origin, Origin) else Origin("(command line)", 0)
     try:
-        value = _convert(kind, text)
+        value: Scalar | list[Scalar] = list(text) if isinstance(text, list) else _convert(kind, text)
     except ValueError:
-        draft.leave(origin, what, f"{text!r} is not a number, which {'.'.join(map(str, path))} needs")
+        draft.leave(where, what, f"{text!r} is not a number, which {'.'.join(map(str, path))} needs")
         return False
     problem = fields.problem(path, value)
     if problem:
-        draft.leave(origin, what, f"{'.'.join(map(str, path))} refuses it: {problem}")
+        draft.leave(where, what, f"{'.'.join(map(str, path))} refuses it: {problem}")
         return False
     if not fields.is_default(path, value):
         draft.set(path, value, origin)

@@ -26,6 +26,11 @@ class Request:
     hosts: tuple[str, ...] = ()
     name: str | None = None
     architecture: str | None = None
+    fabric: str | None = None
+    interface: str | None = None
+    rdma_devices: tuple[str, ...] = ()
+    container_name: str | None = None  # when the source names none (sparkrun names its containers itself)
+    description: str | None = None
 
 
 def _address(host: str) -> str:
@@ -97,30 +102,48 @@ def _fleet(draft: Draft, found: list[Rank], request: Request, fabric_env: dict[s
                         f"address ({ips[0]})")
         mapping.put(draft, ("engine", "dist_init_port"), f.Port, port, origin, f"--dist-init-addr {host}:{port}")
     if nnodes > 1:
-        _fabric(draft, fabric_env, ips, head.launch.origin)
+        _fabric(draft, fabric_env, ips, request, head.launch.origin)
     elif not mapping.nccl_as_written():
         for name, (value, origin) in fabric_env.items():
             draft.set(("nccl", "extra", name), value, origin)
     return ips[0]
 
 
-def _fabric(draft: Draft, env: dict[str, tuple[str, Origin]], ips: list[str], origin: Origin) -> None:
+def _fabric(draft: Draft, env: dict[str, tuple[str, Origin]], ips: list[str], request: Request,
+            origin: Origin) -> None:
+    """fleet.fabric of a multi-node deployment: from the source's NCCL variables, or --fabric/--interface/
+    --rdma-devices (which win), else reported missing."""
     at = ("fleet", "fabric")
-    interface = env.get("NCCL_SOCKET_IFNAME") or env.get("GLOO_SOCKET_IFNAME")
+    interface = (request.interface, "given with --interface") if request.interface else \
+        env.get("NCCL_SOCKET_IFNAME") or env.get("GLOO_SOCKET_IFNAME")
     if interface is None:
-        draft.leave(origin, "NCCL_SOCKET_IFNAME", "a multi-node profile needs the fabric's interface and the "
-                    "source names none; set fleet.fabric.interface")
+        draft.leave(origin, "fleet.fabric.interface", "a multi-node profile needs the fabric's interface and the "
+                    "source names none; give --interface")
     else:
-        mapping.put(draft, (*at, "interface"), f.IfName, interface[0], interface[1], "NCCL_SOCKET_IFNAME")
-    net, disable, hca = env.get("NCCL_NET"), env.get("NCCL_IB_DISABLE"), env.get("NCCL_IB_HCA")
-    tcp = (net and net[0] == "Socket") or (disable and disable[0] == "1") or not hca
-    kind_origin = (net or disable or hca or (None, origin))[1]
-    draft.set((*at, "kind"), "tcp" if tcp else "roce", kind_origin)
+        mapping.put(draft, (*at, "interface"), f.IfName, interface[0], interface[1], "the fabric interface")
+    net, disable = env.get("NCCL_NET"), env.get("NCCL_IB_DISABLE")
+    hca = (",".join(request.rdma_devices), "given with --rdma-devices") if request.rdma_devices else \
+        env.get("NCCL_IB_HCA")
+    kind: tuple[str, Origin | str] | None = (request.fabric, "given with --fabric") if request.fabric else None
+    if kind is None and ((net and net[0] == "Socket") or (disable and disable[0] == "1")):
+        kind = ("tcp", (net or disable or ("", origin))[1])
+    elif kind is None and hca:
+        kind = ("roce", hca[1])
+    if kind is None:
+        draft.leave(origin, "fleet.fabric.kind", "the source does not say whether the nodes talk over RoCE, "
+                    "InfiniBand or TCP; give --fabric")
+        return
+    draft.set((*at, "kind"), kind[0], kind[1])
     draft.set((*at, "subnet"), mapping.subnet_of(ips), "derived: the smallest subnet holding every node's address")
-    if hca and not tcp:
-        draft.set((*at, "rdma_devices"), [d for d in hca[0].split(",") if d], hca[1])
+    if kind[0] == "tcp":
+        return
+    if hca is None:
+        draft.leave(origin, "fleet.fabric.rdma_devices", "an RDMA fabric needs its devices (NCCL_IB_HCA) and the "
+                    "source names none; give --rdma-devices")
+    else:
+        mapping.put(draft, (*at, "rdma_devices"), list, [d for d in hca[0].split(",") if d], hca[1], "NCCL_IB_HCA")
     gid = env.get("NCCL_IB_GID_INDEX")
-    if gid and not tcp:
+    if gid and kind[0] == "roce":
         mapping.put(draft, (*at, "gid_index"), int, gid[0], gid[1], f"NCCL_IB_GID_INDEX={gid[0]}")
 
 
@@ -187,6 +210,10 @@ def build(launches: list[Launch], request: Request) -> Draft:
         mapping.put(draft, ("engine", "image"), f.ImageRef, head.launch.image.text, head.launch.image.origin,
                     head.launch.image.text)
     mapping.docker(draft, head.launch, mounts)
+    if ("engine", "container_name") not in draft.values and request.container_name:
+        draft.set(("engine", "container_name"), request.container_name, "assumed: the source names no container")
+    if request.description and not fields.problem(("description",), request.description):
+        draft.set(("description",), request.description, "from the recipe's metadata.description")
     mapping.environment(draft, head.launch, head_ip)
     mapping.rdma_access(draft)
     container = draft.values.get(("engine", "container_name"))

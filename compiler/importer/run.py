@@ -2,27 +2,44 @@
 
 from __future__ import annotations
 
+import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from spark_compile.errors import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
 from spark_compile.importer.docker_run import launches, read_source
 from spark_compile.importer.draft import Draft, comment, render
 from spark_compile.importer.profile import Request, build
+from spark_compile.importer.recipe import is_recipe, metadata, recipe_launches
 from spark_compile.importer.source import Launch, Leftover
 
 MARK = "# Written by spark-compile import from "
 
 
-def read_launches(sources: list[Path], left: list[Leftover]) -> list[Launch]:
-    """Every node's launch in the sources' docker run lines."""
+def read_launches(sources: list[Path], request: Request, left: list[Leftover],
+                  notes: list[str]) -> tuple[list[Launch], Request]:
+    """Every node's launch in the sources (docker run lines or sparkrun recipes), and the request completed with
+    what a recipe says beyond its launches."""
     found: list[Launch] = []
     for source in sources:
         text = read_source(source)
-        found += launches(text, str(source), source.parent, left)
+        if is_recipe(text):
+            found += recipe_launches(text, str(source), request.hosts, left, notes)
+            description = metadata(text).get("description")
+            request = replace(request, container_name=request.container_name or _name_from(source),
+                              description=description if isinstance(description, str) else None)
+        else:
+            found += launches(text, str(source), source.parent, left)
     if not found:
-        raise InputError(f"{', '.join(map(str, sources))}: no `docker run … sglang.launch_server` line found")
-    return found
+        raise InputError(f"{', '.join(map(str, sources))}: no `docker run … sglang.launch_server` line and no "
+                         "sparkrun recipe found")
+    return found, request
+
+
+def _name_from(source: Path) -> str:
+    """A container name from a recipe's file name: lower-case letters, digits and '-'."""
+    return re.sub(r"[^a-z0-9]+", "-", source.stem.lower()).strip("-")[:63].strip("-") or "sglang"
 
 
 def _report(draft: Draft) -> None:
@@ -39,9 +56,11 @@ def _report(draft: Draft) -> None:
 def run_import(sources: list[Path], output: Path | None, request: Request, *, force: bool) -> int:
     """Import ``sources`` into one profile; exit 1 when anything was left out."""
     left: list[Leftover] = []
-    found = read_launches(sources, left)
+    notes: list[str] = []
+    found, request = read_launches(sources, request, left, notes)
     draft = build(found, request)
     draft.left[:0] = left
+    draft.notes[:0] = notes
     header = [MARK.removeprefix("# ") + ", ".join(map(str, sources)) + ".",
               "Review it: `spark-compile check` it, and see what import reported as left out.", ""]
     text = render(draft, header)

@@ -44,6 +44,11 @@ def _value(flag: str, value: str) -> str:
     return value
 
 
+def engine_options(words: list[str]) -> Counter[tuple[str, tuple[str, ...]]]:
+    """An engine argv (what follows the launcher) as a multiset of canonical (flag, values)."""
+    return _engine(["python3", "-m", "sglang.launch_server", *words])
+
+
 def _engine(words: list[str]) -> Counter[tuple[str, tuple[str, ...]]]:
     command = parse_engine([ShellWord(w, Origin("-", 0)) for w in words])
     return Counter((o.flag, tuple(_value(o.flag, v) for v in o.values)) for o in command.options)
