@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 ROOT_HELP = "a directory `extends:` may also lead into (default: only the profile's repository)"
 TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
 COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile", "history",
-            "report", "import")
+            "report", "import", "export")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--against", default=None, help="an older profile (path or GITREV:path) to highlight")
     report.add_argument("-o", "--output", type=Path, default=None, help="the HTML file (default: stdout)")
     _import_parsers(sub)
+    _export_parser(sub)
     return parser
 
 
@@ -105,6 +106,15 @@ def _import_parsers(sub: Any) -> None:
     imp.add_argument("--interface", default=None, help="the fabric's network interface on every node")
     imp.add_argument("--rdma-devices", default="", help="the RDMA devices (HCAs) of a roce/infiniband fabric: A,B")
     imp.add_argument("--force", action="store_true", help="replace an -o file spark-compile did not write")
+
+
+def _export_parser(sub: Any) -> None:
+    exp = sub.add_parser("export", help="write a profile as a sparkrun recipe")
+    exp.add_argument("profile", type=Path)
+    exp.add_argument("--sparkrun", action="store_true", required=True, help="as a sparkrun 0.4.2 recipe")
+    exp.add_argument("-o", "--output", type=Path, default=None, help="the recipe to write (default: stdout)")
+    exp.add_argument("--force", action="store_true", help="replace an -o file spark-compile did not write")
+    exp.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
 
 
 def _target_option(parser: argparse.ArgumentParser) -> None:
@@ -274,6 +284,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     return run_import(args.sources, args.output, request, force=args.force)
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """Export a profile as a sparkrun recipe."""
+    from spark_compile.export_sparkrun import run_export
+
+    validated = _validated_or_exit(args.profile, root=args.root)
+    return run_export(validated, args.profile, args.output, force=args.force)
+
+
 def cmd_catalog(argv: list[str]) -> int:
     """Regenerate (or --check) the engine catalogs from a real SGLang install."""
     from spark_compile.spec.generators.catalog_extract import main_catalog
@@ -284,7 +302,7 @@ def cmd_catalog(argv: list[str]) -> int:
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check, "plan": cmd_plan, "schema": cmd_schema, "rules": cmd_rules, "explain": cmd_explain,
     "flags": cmd_flags, "compile": cmd_compile, "diff": cmd_diff, "history": cmd_history, "report": cmd_report,
-    "import": cmd_import,
+    "import": cmd_import, "export": cmd_export,
 }
 
 
