@@ -106,6 +106,10 @@ def _import_parsers(sub: Any) -> None:
     imp.add_argument("--interface", default=None, help="the fabric's network interface on every node")
     imp.add_argument("--rdma-devices", default="", help="the RDMA devices (HCAs) of a roce/infiniband fabric: A,B")
     imp.add_argument("--force", action="store_true", help="replace an -o file spark-compile did not write")
+    imp.add_argument("--trace", action="store_true",
+                     help="RUN each SOURCE (a launcher script) in a sandbox and import the docker run lines it records")
+    imp.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                     help="with --trace: a variable of the script's environment (repeatable)")
 
 
 def _export_parser(sub: Any) -> None:
@@ -279,8 +283,12 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     name = args.output.stem if args.output is not None else None
     hosts = tuple(h for h in args.hosts.split(",") if h)
+    env = dict(item.partition("=")[::2] for item in args.env)
+    if any("=" not in item or not item.partition("=")[0] for item in args.env):
+        raise UsageError("spark-compile import: --env takes NAME=VALUE (see --help)")
     request = Request(hosts=hosts, name=name, architecture=args.architecture, fabric=args.fabric,
-                      interface=args.interface, rdma_devices=tuple(d for d in args.rdma_devices.split(",") if d))
+                      interface=args.interface, rdma_devices=tuple(d for d in args.rdma_devices.split(",") if d),
+                      trace=args.trace, env=env)
     return run_import(args.sources, args.output, request, force=args.force)
 
 

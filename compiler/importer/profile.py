@@ -4,7 +4,7 @@ environment, then every other node checked against the head (a profile has one v
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from spark_compile.errors import UsageError
 from spark_compile.importer import fields, mapping
@@ -29,6 +29,8 @@ class Request:
     fabric: str | None = None
     interface: str | None = None
     rdma_devices: tuple[str, ...] = ()
+    trace: bool = False
+    env: dict[str, str] = field(default_factory=dict)  # the traced script's environment
     container_name: str | None = None  # when the source names none (sparkrun names its containers itself)
     description: str | None = None
 

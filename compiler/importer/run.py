@@ -23,6 +23,12 @@ def read_launches(sources: list[Path], request: Request, left: list[Leftover],
     what a recipe says beyond its launches."""
     found: list[Launch] = []
     for source in sources:
+        if request.trace:
+            from spark_compile.importer.trace import traced_launches
+
+            found += traced_launches(source, request.hosts, request.env, left, notes, request.interface,
+                                     request.rdma_devices)
+            continue
         text = read_source(source)
         if is_recipe(text):
             found += recipe_launches(text, str(source), request.hosts, left, notes)
@@ -55,6 +61,10 @@ def _report(draft: Draft) -> None:
 
 def run_import(sources: list[Path], output: Path | None, request: Request, *, force: bool) -> int:
     """Import ``sources`` into one profile; exit 1 when anything was left out."""
+    if request.trace:
+        sys.stderr.write(f"spark-compile import: --trace RUNS {', '.join(map(str, sources))} in a sandbox (stand-in "
+                         "docker, ssh, nvidia-smi, ip, ...; no network; a throwaway HOME; read-only outside a copy "
+                         "of its folder; a time limit) and imports the docker run lines it records\n")
     left: list[Leftover] = []
     notes: list[str] = []
     found, request = read_launches(sources, request, left, notes)
