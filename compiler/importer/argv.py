@@ -51,11 +51,16 @@ def preferred(entry: EngineFlag) -> str:
 
 
 def resolve_flag(flag: str) -> tuple[EngineFlag | None, str]:
-    """The catalog entry of a flag as written (exact, else argparse's unique-prefix expansion), and why renamed."""
+    """The catalog entry of a flag as written (exact, else argparse's unique-prefix expansion), and why renamed:
+    a typed flag takes the plan's spelling, any other keeps the source's."""
+    from spark_compile.engine_options import TYPED_FLAGS
+
     for catalog in _catalogs():
         entry = catalog.lookup(flag)
         if entry is not None:
-            return entry, "" if preferred(entry) == flag else f"{flag} is SGLang's alias of {preferred(entry)}"
+            if preferred(entry) == flag or preferred(entry) not in TYPED_FLAGS:
+                return entry, ""
+            return entry, f"{flag} is SGLang's alias of {preferred(entry)}"
     for catalog in _catalogs():
         entry = catalog.abbreviation_of(flag)
         if entry is not None:
@@ -115,7 +120,8 @@ def parse_engine(words: list[Word]) -> EngineCommand:
         else:
             used = _arity(entry, rest[i + 1:])
             values = rest[i + 1:i + 1 + used]
-        flag = preferred(entry) if entry else written
+        flag = written if entry is not None and written in entry.options and not why else \
+            preferred(entry) if entry else written
         cmd.options.append(EngineOption(flag, tuple(v.text for v in values), word.origin, written,
                                         (word, *values), entry is not None))
         i += 1 + used

@@ -34,15 +34,18 @@ VIOLATIONS = {"Read-only file system": "tried to write outside its folder",
               "Could not resolve host": "tried to reach the network"}
 _RUNNER = r"""
 set -u
-sandbox=$1; script=$2; shift 2
+sandbox=$1; folder=$2; script=$3; shift 3
 mount --make-rprivate / || exit 97
 mount --bind "$sandbox" "$sandbox" || exit 97
+# The script sees its own folder and $HOME where they are, each a writable copy inside the sandbox.
+mount --bind "$sandbox/work" "$folder" || exit 97
+[[ -d $HOME ]] && mount --bind "$sandbox/home" "$HOME" || exit 97
 while read -r _ mnt _; do
     mnt=$(printf '%b' "$mnt")
-    case "$mnt" in /proc|/proc/*|"$sandbox") continue ;; esac
+    case "$mnt" in /proc|/proc/*|"$sandbox"|"$folder"|"$HOME") continue ;; esac
     mount -o remount,bind,ro "$mnt" 2>/dev/null || { echo "cannot make $mnt read-only" >&2; exit 97; }
 done < /proc/self/mounts
-cd "$sandbox/work" || exit 97
+cd "$folder" || exit 97
 timeout -k 2 "$SPARK_TRACE_LIMIT" bash "./$script" "$@"
 status=$?
 # The script's background jobs (an ssh to a worker) are ours now: wait until they are done.
@@ -96,7 +99,7 @@ def _prepare(sandbox: Path, script: Path) -> None:
 
 def _environment(sandbox: Path, hosts: tuple[str, ...], extra: dict[str, str], interface: str | None,
                  devices: tuple[str, ...]) -> dict[str, str]:
-    return {**extra, "HOME": str(sandbox / "home"), "TMPDIR": str(sandbox / "tmp"), "USER": "root",
+    return {**extra, "HOME": "/root", "TMPDIR": str(sandbox / "tmp"), "USER": "root",
             "PATH": f"{sandbox / 'bin'}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "SPARK_TRACE": str(sandbox),
             "SPARK_TRACE_HEAD": hosts[0] if hosts else "",
             "SPARK_TRACE_IFACE": interface or "", "SPARK_TRACE_HCAS": ",".join(devices)}
@@ -131,7 +134,7 @@ def run_traced(script: Path, hosts: tuple[str, ...], env: dict[str, str], interf
     try:
         _prepare(sandbox, script)
         command = ["unshare", "--mount", "--net", "--pid", "--fork", "--mount-proc", "--kill-child", "bash", "-c",
-                   _RUNNER, "runner", str(sandbox), script.name]
+                   _RUNNER, "runner", str(sandbox), str(script.resolve().parent), script.name]
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT,
                                    env={**_environment(sandbox, hosts, env, interface, devices),

@@ -22,7 +22,10 @@ NORMALISATIONS = (
     "the generated --env-file options dropped from the compiled line (their variables are compared as environment)",
     "docker -v: compared as (host, container, read-only)",
     "values of SGLang's float flags compared as numbers (the plan writes fractions with two decimals: 0.8 as 0.80)",
+    "--disable-cuda-graph and SGLang 0.5.23's spelling of it (--cuda-graph-backend-decode disabled "
+    "--cuda-graph-backend-prefill disabled) compared as one setting",
 )
+_GRAPHS_OFF = (("--cuda-graph-backend-decode", ("disabled",)), ("--cuda-graph-backend-prefill", ("disabled",)))
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,11 @@ def engine_options(words: list[str]) -> Counter[tuple[str, tuple[str, ...]]]:
 
 def _engine(words: list[str]) -> Counter[tuple[str, tuple[str, ...]]]:
     command = parse_engine([ShellWord(w, Origin("-", 0)) for w in words])
-    return Counter((o.flag, tuple(_value(o.flag, v) for v in o.values)) for o in command.options)
+    found = Counter((o.flag, tuple(_value(o.flag, v) for v in o.values)) for o in command.options)
+    if all(found[option] for option in _GRAPHS_OFF):
+        found.subtract(_GRAPHS_OFF)
+        found[("--disable-cuda-graph", ())] += 1
+    return +found
 
 
 def _docker(launch: Launch) -> Counter[tuple[str, str | None]]:
