@@ -80,6 +80,10 @@ def parse_env_file(path: Path, shown: str) -> list[tuple[str, str, Origin]]:
 
 
 def _env(launch: Launch, flag: str, value: Word, base: Path, left: list[Leftover]) -> None:
+    if isinstance(value, ShellWord) and value.expands:
+        left.append(Leftover(value.origin, f"{flag} {value.text}", f"{value.text!r} is expanded by the shell; its "
+                             "value is not in the source (import the script with --trace)"))
+        return
     if flag in ("-e", "--env"):
         name, eq, val = value.text.partition("=")
         if not eq:

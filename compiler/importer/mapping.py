@@ -238,7 +238,7 @@ def volumes(launch: Launch) -> dict[str, tuple[str, bool, Origin]]:
     """The -v/--volume bind mounts: container path -> (host path, read-only, line)."""
     found = {}
     for flag, value in launch.options:
-        if flag.text in ("-v", "--volume") and value is not None:
+        if flag.text in ("-v", "--volume") and value is not None and _expands([value]) is None:
             parts = value.text.split(":")
             if len(parts) in (2, 3):
                 found[parts[1]] = (parts[0], parts[2:] == ["ro"], value.origin)
