@@ -9,22 +9,26 @@ from pathlib import Path
 
 from spark_compile.cli import load_and_validate
 from spark_compile.compile import Validated
+from spark_compile.importer import fields
 from spark_compile.importer.argv import parse_engine, resolve_flag
 from spark_compile.importer.shell import ShellWord
 from spark_compile.importer.source import Launch, Origin
-from spark_compile.importer.tables import SUPERVISION
+from spark_compile.importer.tables import DOCKER_SWITCHES, SUPERVISION
 
 NORMALISATIONS = (
     "engine flags: SGLang's aliases and argparse abbreviations read as the flag they stand for (--tp: --tp-size)",
     "engine and docker options: `--flag=value` read as `--flag value`",
     "engine and docker options compared as multisets: order is not compared",
-    "docker: -d/--rm/-i/-t dropped from the source (the systemd unit supervises the container), `--restart no` and "
-    "the generated --env-file options dropped from the compiled line (their variables are compared as environment)",
+    "docker: -i/-t (and -d/--rm where the profile model has no key for them) dropped from the source (the systemd "
+    "unit supervises the container); `--restart no`, --entrypoint and the generated --env-file options dropped "
+    "from the compiled line (the entrypoint is compared as the launcher, the variables as environment)",
     "docker -v: compared as (host, container, read-only)",
     "values of SGLang's float flags compared as numbers (the plan writes fractions with two decimals: 0.8 as 0.80)",
     "--disable-cuda-graph and SGLang 0.5.23's spelling of it (--cuda-graph-backend-decode disabled "
-    "--cuda-graph-backend-prefill disabled) compared as one setting",
+    "--cuda-graph-backend-prefill disabled) compared as one setting; so are 0.5.10's --cuda-graph-max-bs and "
+    "--cuda-graph-bs with 0.5.23's --cuda-graph-max-bs-decode and --cuda-graph-bs-decode",
 )
+_RENAMED = {"--cuda-graph-max-bs": "--cuda-graph-max-bs-decode", "--cuda-graph-bs": "--cuda-graph-bs-decode"}
 _GRAPHS_OFF = (("--cuda-graph-backend-decode", ("disabled",)), ("--cuda-graph-backend-prefill", ("disabled",)))
 
 
@@ -54,18 +58,24 @@ def engine_options(words: list[str]) -> Counter[tuple[str, tuple[str, ...]]]:
 
 def _engine(words: list[str]) -> Counter[tuple[str, tuple[str, ...]]]:
     command = parse_engine([ShellWord(w, Origin("-", 0)) for w in words])
-    found = Counter((o.flag, tuple(_value(o.flag, v) for v in o.values)) for o in command.options)
+    found = Counter((_RENAMED.get(o.flag, o.flag), tuple(_value(o.flag, v) for v in o.values))
+                    for o in command.options)
     if all(found[option] for option in _GRAPHS_OFF):
         found.subtract(_GRAPHS_OFF)
         found[("--disable-cuda-graph", ())] += 1
     return +found
 
 
+def _supervised() -> set[str]:
+    return {f for f in SUPERVISION if f not in DOCKER_SWITCHES or not fields.exists(DOCKER_SWITCHES[f])}
+
+
 def _docker(launch: Launch) -> Counter[tuple[str, str | None]]:
     found: Counter[tuple[str, str | None]] = Counter()
+    dropped = _supervised()
     for flag, value in launch.options:
-        name = {"--volume": "-v", "--net": "--network"}.get(flag.text, flag.text)
-        if name in SUPERVISION or (name, value.text if value else None) == ("--restart", "no"):
+        name = {"--volume": "-v", "--net": "--network", "--detach": "-d"}.get(flag.text, flag.text)
+        if name in dropped or (name, value.text if value else None) == ("--restart", "no"):
             continue
         text = value.text if value else None
         if name == "-v" and text and text.count(":") == 1:
