@@ -19,6 +19,7 @@ RECIPES = [
     ("qwen3-moe-nextn-tp2.yaml", ["192.0.2.11", "192.0.2.12"], "Qwen3NextForCausalLM",
      ["--fabric", "roce", "--interface", "enp1s0f0np0", "--rdma-devices", "rocep1s0f0,roceP2p1s0f0"]),
     ("llama-nvfp4-defaults.yaml", ["192.0.2.21"], "LlamaForCausalLM", []),
+    ("llama-eagle3-tcp.yaml", ["192.0.2.31", "192.0.2.32"], "LlamaForCausalLM", []),
 ]
 MULTI_NODE_FLAGS = ("--dist-init-addr", "--nnodes", "--node-rank")
 
