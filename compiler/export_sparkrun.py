@@ -21,7 +21,6 @@ _PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 # Flags sparkrun's `defaults` keys stand for: exported as a default and a placeholder, so `sparkrun run -o KEY=…`
 # overrides them as it does in its own recipes.
 _AS_DEFAULT = {flag: key for key, flag in facts.FLAG_MAP if key not in facts.BOOL_KEYS}
-_PER_NODE_ENV = ("HOST_IP",)
 
 
 def _yaml_value(text: str) -> str:
@@ -56,6 +55,25 @@ def _template(rank: RankPlan, model_word: str, defaults: dict[str, str]) -> list
     return lines
 
 
+def _env(rank: RankPlan) -> dict[str, str]:
+    return {name: value for env_file in rank.env_files for name, value in env_file.values}
+
+
+def _shared_env(ranks: tuple[RankPlan, ...], notes: list[str]) -> list[tuple[str, str]]:
+    """The variables every rank has with the same value (a recipe's env is the same on every node); the others
+    are reported."""
+    each = [_env(rank) for rank in ranks]
+    shared = []
+    for name, value in each[0].items():
+        if all(env.get(name) == value for env in each[1:]):
+            shared.append((name, value))
+        else:
+            notes.append(f"{name}: differs between ranks; a sparkrun recipe's env is the same on every node")
+    for name in sorted({n for env in each[1:] for n in env} - set(each[0])):
+        notes.append(f"{name}: set on some ranks only; a sparkrun recipe's env is the same on every node")
+    return shared
+
+
 def _model(rank: RankPlan) -> str:
     path = next(o for o in rank.engine_options if o.flag == "--model-path")
     return path.values[0]
@@ -78,9 +96,7 @@ def recipe_text(validated: Validated, source: str, notes: list[str]) -> tuple[st
                      f"{facts.INIT_PORT}")
     defaults: dict[str, str] = {}
     template = _template(head, "model", defaults)
-    env = [(n, v) for env_file in head.env_files for n, v in env_file.values if n not in _PER_NODE_ENV]
-    for name in _PER_NODE_ENV:
-        notes.append(f"{name}: set per node by the plan; a sparkrun recipe's env is the same on every node")
+    env = _shared_env(plan.ranks, notes)
     _not_carried(head, notes)
     lines = [f"{MARK}{comment(source)}.", "# Run it with:", f"#   sparkrun run RECIPE --hosts "
              f"{comment(','.join(r.fabric_ip for r in plan.ranks))}",

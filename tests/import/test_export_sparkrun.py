@@ -11,8 +11,8 @@ from sparkrun_oracle import dry_run, load_errors, node_commands
 from spark_compile.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
-PROFILES = [REPO / "spec" / "profiles" / "examples" / "single-node.yaml",
-            REPO / "spec" / "profiles" / "examples" / "two-node-tcp.yaml"]
+PROFILES = sorted((REPO / "spec" / "profiles" / "examples").glob("*.yaml"))
+TWO_NODE_TCP = REPO / "spec" / "profiles" / "examples" / "two-node-tcp.yaml"
 
 
 def _export(capsys: pytest.CaptureFixture[str], profile: Path, out: Path) -> str:
@@ -62,12 +62,12 @@ def _options(words: list[str]) -> list[tuple[str, ...]]:
 
 
 def test_export_lists_what_sparkrun_does_its_own_way(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    err = _export(capsys, PROFILES[1], tmp_path / "recipe.yaml")
+    err = _export(capsys, TWO_NODE_TCP, tmp_path / "recipe.yaml")
     notes = [line for line in err.splitlines() if line.startswith("spark-compile export:")]
     assert notes == [
         "spark-compile export: not carried: engine.dist_init_port 20000: sparkrun rendezvouses on port 25000",
-        "spark-compile export: not carried: HOST_IP: set per node by the plan; a sparkrun recipe's env is the same "
-        "on every node",
+        "spark-compile export: not carried: HOST_IP: differs between ranks; a sparkrun recipe's env is the same on "
+        "every node",
         "spark-compile export: not carried: docker --network host: sparkrun runs its container with its own options",
         "spark-compile export: not carried: docker --ipc host: sparkrun runs its container with its own options",
         "spark-compile export: not carried: docker --gpus all: sparkrun runs its container with its own options",
@@ -82,6 +82,6 @@ def test_export_lists_what_sparkrun_does_its_own_way(capsys: pytest.CaptureFixtu
 def test_export_never_overwrites_a_foreign_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "recipe.yaml"
     out.write_text("model: mine\n")
-    assert main(["export", "--sparkrun", str(PROFILES[0]), "-o", str(out)]) == 2
+    assert main(["export", "--sparkrun", str(TWO_NODE_TCP), "-o", str(out)]) == 2
     assert "did not write it: refusing to overwrite it" in capsys.readouterr().err
     assert out.read_text() == "model: mine\n"
