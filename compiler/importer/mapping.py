@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from spark_compile.importer import fields
-from spark_compile.importer.argv import EngineCommand, EngineOption, parse_engine
+from spark_compile.importer.argv import EngineCommand, EngineOption, parse_engine, resolve_flag
 from spark_compile.importer.draft import Draft, Scalar
 from spark_compile.importer.shell import ShellWord
 from spark_compile.importer.source import Launch, Origin, Word
@@ -126,6 +126,16 @@ def _number(text: str) -> Scalar:
     return int(text) if text.isdigit() and str(int(text)) == text else text
 
 
+def _note_default(draft: Draft, option: EngineOption) -> None:
+    """Say so when a flag only repeats SGLang's default: kept (the argv stays the source's), but removable."""
+    entry, _ = resolve_flag(option.flag)
+    if entry is None or not entry.takes_value or len(option.values) != 1 or entry.default is None:
+        return
+    if option.values[0] == str(entry.default):
+        draft.notes.append(f"{option.origin}: {option.written} {option.values[0]} is SGLang's default; kept so the "
+                           "command stays the source's (it may go)")
+
+
 def _chat_kwargs(draft: Draft, option: EngineOption) -> bool:
     try:
         kwargs = json.loads(option.values[0]) if len(option.values) == 1 else None
@@ -157,6 +167,7 @@ def _engine_option(draft: Draft, option: EngineOption, mounts: dict[str, tuple[s
     flag, values = option.flag, option.values
     if flag in ("--nnodes", "--node-rank", "--dist-init-addr"):
         return  # the fleet's nodes: see fleet()
+    _note_default(draft, option)
     if flag == "--model-path":
         model_path(draft, option, mounts)
     elif flag == "--speculative-draft-model-path" and fields.exists(("engine", "speculative", "draft")):
@@ -182,7 +193,7 @@ def _source(draft: Draft, at: tuple[str, ...], option: EngineOption, mounts: dic
     directory (repo, container_repo, snapshot), or a hub id; False when the profile cannot say it."""
     path = option.values[0] if option.values else ""
     if not path.startswith("/"):
-        if not fields.exists((*at, "hub_id")) or fits(str, path):
+        if not fields.exists((*at, "hub_id")):
             return False
         return put(draft, (*at, "hub_id"), str, path, option.origin, f"{option.flag} {path}")
     match = _SNAPSHOT_PATH.match(path)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from pydantic_core import PydanticUndefined
+
 from spark_compile.errors import UsageError
 from spark_compile.importer import fields, mapping
 from spark_compile.importer.draft import Draft
@@ -206,8 +208,8 @@ def build(launches: list[Launch], request: Request) -> Draft:
                     "(config.json `architectures[0]`); give --architecture")
     mounts = mapping.volumes(head.launch)
     mapping.engine(draft, head.engine, mounts)
-    if ("model", "served_name") not in draft.values:
-        _served_name(draft, head)
+    if ("model", "served_name") not in draft.values and fields.default(("model", "served_name")) is PydanticUndefined:
+        _served_name(draft, head)  # the model requires a served name
     if head.launch.image is not None:
         mapping.put(draft, ("engine", "image"), f.ImageRef, head.launch.image.text, head.launch.image.origin,
                     head.launch.image.text)

@@ -67,6 +67,8 @@ def test_one_node_nvfp4_profile(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     assert err.splitlines() == [
         f"spark-compile import: note: {FIXTURES}/one-node-nvfp4.sh:9: the model directory is mounted read-only "
         "(the source mounts it read-write)",
+        f"spark-compile import: note: {FIXTURES}/one-node-nvfp4.sh:19: --tp 1 is SGLang's default; kept so the "
+        "command stays the source's (it may go)",
         *replaced,
     ]
 
