@@ -52,12 +52,23 @@ def test_imported_profile_runs_sparkruns_argv(capsys: pytest.CaptureFixture[str]
                  "-o", str(out)])
     err = capsys.readouterr().err
     assert code == 0, err
-    _, plan = compiled(out).planned()
+    validated = compiled(out)
+    _, plan = validated.planned()
     sparkrun = node_commands(recipe, hosts)
+    env = yaml.safe_load(recipe.read_text()).get("env", {})
     for rank, words in enumerate(sparkrun):
         launcher = 3 if words[:3] == ["python3", "-m", "sglang.launch_server"] else 2
         assert engine_options(list(plan.ranks[rank].engine_argv)) == engine_options(words[launcher:])
         assert tuple(plan.ranks[rank].launcher) == tuple(words[:launcher])
+        compiled_env = {n: v for env_file in plan.ranks[rank].env_files for n, v in env_file.values}
+        assert {n: str(v) for n, v in env.items()} == {n: compiled_env.get(n) for n in env}
+    # and back: the profile exported as a recipe runs, under sparkrun, what the original recipe runs
+    exported = tmp_path / "exported.yaml"
+    assert main(["export", "--sparkrun", str(out), "-o", str(exported)]) == 0
+    capsys.readouterr()
+    again = node_commands(exported, hosts)
+    assert [engine_options(w[3:] if w[0] == "python3" else w[2:]) for w in again] == \
+        [engine_options(w[3:] if w[0] == "python3" else w[2:]) for w in sparkrun]
 
 
 def test_recipe_needs_hosts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -1,0 +1,100 @@
+"""Edges of the source formats: docker's option spellings, recipe keys import cannot carry, values shaped like
+sparkrun placeholders, and command-line mistakes — each with its whole message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spark_compile.cli import main
+from spark_compile.errors import UsageError
+from spark_compile.importer.docker_run import launches
+from spark_compile.importer.shell import commands
+
+
+def _texts(text: str) -> list[list[str]]:
+    return [[w.text for w in command] for command in commands(text, "f")]
+
+
+def test_shell_words() -> None:
+    text = "a 'b c' \"d \\\"e\\\"\" f\\ g \\\n h # comment\ni;j&&k || l | m & n\n"
+    assert _texts(text) == [["a", "b c", 'd "e"', "f g", "h"], ["i"], ["j"], ["k"], ["l"], ["m"], ["n"]]
+    lines = [[w.origin.line for w in command] for command in commands(text, "f")]
+    assert lines[0] == [1, 1, 1, 1, 2]
+
+
+def test_unclosed_quote_names_its_line() -> None:
+    with pytest.raises(Exception, match=r"^f:2: a single quote opened here is never closed$"):
+        commands("a\nb 'c\n", "f")
+
+
+def test_docker_option_spellings(tmp_path: Path) -> None:
+    text = ("sudo docker container run -it --env=A=1 -eB=2 --volume=/a:/b:ro -v/c:/d --name=web --rm "
+            "img:1 python3 -m sglang.launch_server --model-path /m\n")
+    (launch,) = launches(text, "f", tmp_path, [])
+    assert [(f.text, v.text if v else None) for f, v in launch.options] == [
+        ("-i", None), ("-t", None), ("--volume", "/a:/b:ro"), ("-v", "/c:/d"), ("--name", "web"), ("--rm", None)]
+    assert [(n, v) for n, v, _ in launch.env] == [("A", "1"), ("B", "2")]
+    assert launch.image is not None and launch.image.text == "img:1"
+
+
+def test_unmapped_docker_options_are_reported(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    source = tmp_path / "run.sh"
+    source.write_text("docker run --name web --cpu-shares 512 -p 8000:8000 img:1 python3 -m sglang.launch_server "
+                      "--model-path /models/repo/snapshots/a --served-model-name m\n")
+    assert main(["import", str(source), "--hosts", "192.0.2.1", "-o", str(tmp_path / "web.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert f"left out: {source}:1: --cpu-shares 512: no profile key holds this docker option" in err
+    assert (f"left out: {source}:1: -p 8000:8000: ports are not published: the container uses the host network "
+            "(container.network)") in err
+
+
+def test_a_source_without_a_launch(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    source = tmp_path / "notes.sh"
+    source.write_text("echo hello\ndocker ps\n")
+    assert main(["import", str(source), "--hosts", "192.0.2.1"]) == 2
+    assert capsys.readouterr().err == (f"spark-compile: error: {source}: no `docker run … sglang.launch_server` line "
+                                       "and no sparkrun recipe found\n")
+
+
+def test_unknown_recipe_keys_are_reported(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("model: org/m\nruntime: sglang\ncontainer: img:1\nmods: [patch-a]\ndefaults:\n  port: 8000\n"
+                      "command: |\n  python3 -m sglang.launch_server --model-path {model} --port {port} {missing}\n")
+    assert main(["import", str(recipe), "--hosts", "192.0.2.1", "-o", str(tmp_path / "p.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert f"left out: {recipe}:4: mods: a sparkrun recipe key with no profile equivalent" in err
+    assert f"left out: {recipe}:8: {{missing}}: the recipe gives no value for {{missing}}" in err
+
+
+def test_a_recipe_of_another_runtime(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("model: org/m\nruntime: vllm\ncontainer: img:1\ndefaults: {port: 8000}\n")
+    assert main(["import", str(recipe), "--hosts", "192.0.2.1"]) == 2
+    assert capsys.readouterr().err == f"spark-compile: error: {recipe}:2: runtime 'vllm': only sglang recipes import\n"
+
+
+def test_bad_env_option(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["import", "--trace", str(tmp_path / "x.sh"), "--env", "NOVALUE"]) == 2
+    assert capsys.readouterr().err == "spark-compile import: --env takes NAME=VALUE (see --help)\n"
+
+
+def test_hosts_must_be_addresses(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    source = Path(__file__).parent / "fixtures" / "docker" / "one-node-nvfp4.sh"
+    assert main(["import", str(source), "--hosts", "spark-a.example.net"]) == 2
+    assert capsys.readouterr().err == ("spark-compile: error: node 0's host 'spark-a.example.net' is not an IPv4 "
+                                       "address; give --hosts as addresses (user@192.0.2.1)\n")
+
+
+def test_export_refuses_a_value_sparkrun_would_replace(tmp_path: Path) -> None:
+    from spark_compile.cli import load_and_validate
+    from spark_compile.export_sparkrun import recipe_text
+
+    profile = tmp_path / "p.yaml"
+    example = Path(__file__).resolve().parents[2] / "spec" / "profiles" / "examples" / "single-node.yaml"
+    text = example.read_text().replace("engine:\n", "engine:\n  args: {chat-template: '{tools}'}\n", 1)
+    profile.write_text(text)
+    validated = load_and_validate(profile)
+    with pytest.raises(UsageError, match=r"^--chat-template \{tools\}: a value shaped like a sparkrun placeholder"):
+        recipe_text(validated, str(profile), [])  # type: ignore[arg-type]
