@@ -219,7 +219,8 @@ def build(launches: list[Launch], request: Request) -> Draft:
     if request.description and not fields.problem(("description",), request.description):
         draft.set(("description",), request.description, "from the recipe's metadata.description")
     mapping.environment(draft, head.launch, head_ip)
-    mapping.rdma_access(draft)
+    if head.launch.own_container:  # sparkrun's own containers get RDMA access by its detection, as the plan's do
+        mapping.rdma_access(draft)
     container = draft.values.get(("engine", "container_name"))
     if not request.name and container is not None:
         draft.set(("name",), container[0], "named after the container (" + container[1] + ")")

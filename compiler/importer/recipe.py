@@ -178,7 +178,7 @@ def recipe_launches(text: str, file: str, hosts: tuple[str, ...], left: list[Lef
             extra = [ShellWord(w, at) for w in ("--dist-init-addr", f"{head}:{facts.INIT_PORT}", "--nnodes",
                                                 str(len(hosts)), "--node-rank", str(rank))]
         launches.append(Launch(recipe.at("runtime"), image=ShellWord(image, recipe.at("container")),
-                               command=[*words, *extra], env=list(env)))
+                               command=[*words, *extra], env=list(env), own_container=False))
     if len(hosts) > 1:
         notes.append(f"{recipe.at('min_nodes')}: sparkrun appends --dist-init-addr {head}:{facts.INIT_PORT} "
                      f"--nnodes {len(hosts)} --node-rank R on each node")
