@@ -19,7 +19,7 @@ from spark_compile.validate import schema
 
 if TYPE_CHECKING:
     from spark_compile.render import Artifact
-    from spark_compile.spec.core_model import Profile
+    from spark_compile.spec.model import Profile
 
 SCHEMA_FILE = "profile.schema.json"
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from spark_compile.launch_plan import Option, ProfilePath
-from spark_compile.spec.core_model import Profile
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
 
 
 def cuda_graph_max_bs_decode(profile: Profile) -> int | None:

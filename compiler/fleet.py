@@ -7,8 +7,8 @@ folder's README are rendered.
 
 from __future__ import annotations
 
-from importlib import resources
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from spark_compile import __version__
 from spark_compile.fleet_data import (
@@ -24,7 +24,9 @@ from spark_compile.fleet_data import (
 from spark_compile.launch_plan import LaunchPlan, RankPlan
 from spark_compile.quoting import bash_words
 from spark_compile.render import SCRIPT_MODE, Artifact, environment
-from spark_compile.spec.core_model import Profile
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
 
 FLEET_DIR = "fleet"
 STATIC_SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "window.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py",
@@ -36,7 +38,11 @@ WATCHDOG_RUN_MARGIN = 1800
 
 def static_script(name: str) -> bytes:
     """One of the package's static fleet scripts, as shipped."""
-    return resources.files("spark_compile.templates").joinpath("fleet", "static", name).read_bytes()
+    # Package data beside the templates package, as render.py finds it (importlib.resources would import
+    # zipfile and its readers on every compile for nothing).
+    from spark_compile import templates
+
+    return Path(templates.__file__).with_name(FLEET_DIR).joinpath("static", name).read_bytes()
 
 
 def unit_exec_lines(rank: RankPlan) -> list[str]:

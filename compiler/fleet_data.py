@@ -11,14 +11,16 @@ import ipaddress
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import LaunchPlan, RankPlan
 from spark_compile.overlay.gates import enabled_hooks
 from spark_compile.overlay.settings import parse_environment
 from spark_compile.quoting import bash_word
-from spark_compile.spec.core_model import Profile
 from spark_compile.spec.record import as_data
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
 
 GID_AT_START = "found at start"
 ENGRAM_MANIFEST = "engram-local.json"

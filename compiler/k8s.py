@@ -20,7 +20,7 @@ from spark_compile.launch_plan import LaunchPlan, Mount, ProfilePath, RankPlan
 from spark_compile.spec.hardware import HARDWARE
 
 if TYPE_CHECKING:
-    from spark_compile.spec.core_model import Profile
+    from spark_compile.spec.model import Kubernetes, Profile
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"  # set by the LWS controller on every pod of the set
@@ -68,9 +68,9 @@ def quantity(docker_size: str | None) -> str | None:
 
 def settings(profile: Profile) -> Settings:
     """The effective settings of the target (defaults when the profile has no kubernetes section)."""
-    from spark_compile.spec.core_model import Kubernetes, defaults
+    from spark_compile.spec.core_validator import section_defaults
 
-    k8s = profile.kubernetes or defaults(Kubernetes)
+    k8s: Kubernetes = profile.kubernetes or section_defaults("Kubernetes")
     box = profile.container
     return Settings(
         name=k8s.name or profile.name, namespace=k8s.namespace, image=k8s.image or profile.engine.image,

@@ -16,7 +16,7 @@ from spark_compile.launch_plan import LaunchPlan
 from spark_compile.spec.hardware import HARDWARE
 
 if TYPE_CHECKING:
-    from spark_compile.spec.core_model import Profile
+    from spark_compile.spec.model import Profile
 
 _UNITS = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
           "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}

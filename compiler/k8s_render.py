@@ -14,7 +14,7 @@ from spark_compile.launch_plan import LaunchPlan
 from spark_compile.render import Artifact, environment
 
 if TYPE_CHECKING:
-    from spark_compile.spec.core_model import Profile
+    from spark_compile.spec.model import Profile
 
 DIRECTORY = "k8s"
 

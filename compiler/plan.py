@@ -6,6 +6,8 @@ and each option, variable and mount records the profile path it came from.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from spark_compile.engine_options import TYPED_FLAGS, engine_options
 from spark_compile.envsets import engine_env, nccl_env, overlay_env
 from spark_compile.launch_plan import (
@@ -18,8 +20,10 @@ from spark_compile.launch_plan import (
     RankPlan,
     UnitPlan,
 )
-from spark_compile.spec.core_model import Profile
 from spark_compile.spec.overlay_types import derived_engram_max_ids
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
 
 ENV_FILES = ("engine.env", "nccl.env", "overlay.env")
 RUNTIME_ENV = "runtime.env"

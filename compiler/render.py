@@ -6,11 +6,9 @@ scripts are static files driven by generated data, see spark_compile.fleet).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,8 +20,9 @@ from spark_compile.plan import ENGINE_SECRETS, secrets_dir
 if TYPE_CHECKING:
     import jinja2
 
-    from spark_compile.spec.core_model import Profile
+    from spark_compile.spec.model import Profile
 
+TEMPLATES_KEPT = 64  # compiled templates kept per compiler version (one per template, edits overwrite theirs)
 SCRIPT_MODE = 0o755
 FILE_MODE = 0o644
 
@@ -62,25 +61,28 @@ def sh_command(argv: list[str] | tuple[str, ...], first: str = "", indent: str =
 
 def _bytecode_cache() -> Any:
     """Compiled templates kept between runs (a compile is a short process: compiling 12 templates each time
-    would double its cost). Best effort: an unwritable cache only costs speed, never output."""
+    would double its cost), in the user's private cache (spec/user_cache.py): Jinja's files hold code, so a
+    directory or file another user could write is never read. A cache that cannot be used only costs speed."""
     import jinja2
 
-    class QuietCache(jinja2.FileSystemBytecodeCache):
+    from spark_compile.spec import user_cache
+
+    found = user_cache.cache_dir()
+    if found is None:
+        return None
+    directory, prefix = found, f"jinja-{__version__}-"
+
+    class PrivateCache(jinja2.BytecodeCache):
         def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-            with contextlib.suppress(OSError):
-                super().load_bytecode(bucket)
+            data = user_cache.read(directory, prefix + bucket.key)
+            if data is not None:
+                bucket.bytecode_from_string(data)
 
         def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-            with contextlib.suppress(OSError):
-                super().dump_bytecode(bucket)
+            user_cache.write(directory, prefix + bucket.key, bucket.bytecode_to_string(), prefix=prefix,
+                             keep=TEMPLATES_KEPT)
 
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    directory = os.path.join(base, "spark-compile", f"jinja-{__version__}")
-    try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-    except OSError:
-        return None
-    return QuietCache(directory)
+    return PrivateCache()
 
 
 @functools.cache

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.resolve import Resolved
-from spark_compile.spec.core_model import Profile
 from spark_compile.spec.rules import CHECKS, RULES, Context, load_all
 from spark_compile.validate import locate
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import Profile
 
 
 def _redacted(finding: Finding, secret: str) -> Finding:

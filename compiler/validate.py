@@ -13,7 +13,7 @@ from spark_compile.resolve import Resolved
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from spark_compile.spec.core_model import Profile
+    from spark_compile.spec.model import Profile
 
 _RANGE_TEXT = {
     "greater_than": "must be greater than {gt}", "greater_than_equal": "must be at least {ge}",
@@ -214,9 +214,9 @@ def locate(resolved: Resolved, path: tuple[str | int, ...], rule: str, severity:
 def schema(resolved: Resolved) -> Profile | list[Finding]:
     """Stage: the resolved data as a typed Profile, or the positioned findings of every schema error.
 
-    The generated core validator (spec/core_model.py) raises exactly the pydantic model's errors
-    (tests/test_core_model.py); the model itself is imported only to word them (field names, descriptions)."""
-    from spark_compile.spec.core_model import validate_profile
+    The core validator (spec/core_validator.py) raises exactly the pydantic model's errors
+    (tests/test_core_validator.py); the model itself is imported only to word them (field names, descriptions)."""
+    from spark_compile.spec.core_validator import validate_profile
 
     try:
         return validate_profile(resolved.data)

@@ -1,16 +1,20 @@
-"""The profile's value checks: plain functions over pydantic-core only, shared by the pydantic model
-(spec/fields.py, spec/model.py) and the generated core validator (spec/core_model.py), so both raise the
-same errors."""
+"""The profile's value checks: plain functions over pydantic-core only, which the model's types use
+(spec/fields.py, spec/model.py), so that its core schema refers to them by name (spec/core_schema.py) and
+the check path calls them without pydantic's model classes."""
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING
 
 from pydantic_core import PydanticCustomError
 
 from spark_compile.spec.secret_patterns import SECRET_VALUE
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import KubernetesRdma, Model, SecretRef
+    from spark_compile.spec.operations_model import OperatorCheck, PreviousStack, Window
 
 _NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 _IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$")
@@ -48,14 +52,14 @@ def _err(kind: str, message: str, **ctx: object) -> PydanticCustomError:
     return PydanticCustomError(kind, message, ctx)
 
 
-def _name(value: str) -> str:
+def name(value: str) -> str:
     if not _NAME.match(value):
         raise _err("name", "{value} is not a valid name: use 1-63 lower-case letters, digits and '-', "
                    "starting and ending with a letter or digit", value=repr(value))
     return value
 
 
-def _ipv4(value: str) -> str:
+def ipv4(value: str) -> str:
     try:
         ipaddress.IPv4Address(value)
     except ValueError:
@@ -64,7 +68,7 @@ def _ipv4(value: str) -> str:
     return value
 
 
-def _ipv4_net(value: str) -> str:
+def ipv4_net(value: str) -> str:
     try:
         net = ipaddress.IPv4Network(value, strict=True)
     except ValueError as exc:
@@ -76,7 +80,7 @@ def _ipv4_net(value: str) -> str:
     return str(net)
 
 
-def _abs_path(value: str) -> str:
+def abs_path(value: str) -> str:
     if len(value) > MAX_PATH or not _CLEAN_PATH.match(value) or ".." in value.split("/"):
         raise _err("abs_path", "{value} is not a clean absolute path: it must start with '/', have no '..' "
                    "component, and use only letters, digits and . _ + @ = - between the slashes (at most "
@@ -84,8 +88,8 @@ def _abs_path(value: str) -> str:
     return value.rstrip("/") or "/"
 
 
-def _rel_or_abs_path(value: str) -> str:
-    return _abs_path(value) if value.startswith("/") else _abs_path("/" + value)[1:]
+def rel_or_abs_path(value: str) -> str:
+    return abs_path(value) if value.startswith("/") else abs_path("/" + value)[1:]
 
 
 def _shown(value: str) -> str:
@@ -96,39 +100,39 @@ def _shown(value: str) -> str:
     return repr(value) if len(value) <= 80 else repr(value[:80]) + f"... ({size} characters)"
 
 
-def _word(value: str) -> str:
+def word(value: str) -> str:
     if not _WORD.match(value):
         raise _err("word", "{value} is not a single word: 1-128 letters, digits and _ . + : -, starting with "
                    "a letter or digit", value=_shown(value))
     return value
 
 
-def _gpus(value: str) -> str:
+def gpus(value: str) -> str:
     if not _GPUS.match(value):
         raise _err("gpus", "{value} is not a docker --gpus value: all, a count, or device=ID[,ID...]",
                    value=_shown(value))
     return value
 
 
-def _device(value: str) -> str:
+def device(value: str) -> str:
     parts = value.split(":")
     perms = parts.pop() if len(parts) == 3 or (len(parts) == 2 and not parts[1].startswith("/")) else "rwm"
     if not 1 <= len(parts) <= 2 or not perms or set(perms) - set("rwm"):
         raise _err("device", "{value} is not a --device value: /dev/HOST[:/dev/CONTAINER][:rwm]",
                    value=_shown(value))
     for part in parts:
-        _abs_path(part)
+        abs_path(part)
     return value
 
 
-def _free_text(value: str) -> str:
+def free_text(value: str) -> str:
     if len(value) > MAX_DESCRIPTION or not _FREE_TEXT.match(value):
         raise _err("free_text", "free text takes at most {limit} characters and no control characters "
                    "other than line breaks and tabs", limit=MAX_DESCRIPTION)
     return value
 
 
-def _arg_text(value: str) -> str:
+def arg_text(value: str) -> str:
     if "\0" in value:
         raise _err("arg_text", "{value} contains a NUL character, which no command-line argument can carry",
                    value=_shown(value))
@@ -138,23 +142,23 @@ def _arg_text(value: str) -> str:
     return value
 
 
-def _list_arg(value: str) -> str:
-    _arg_text(value)
+def list_arg(value: str) -> str:
+    arg_text(value)
     if value.startswith("-"):
         raise _err("list_arg", "{value} starts with '-': in a list it would be read as another flag; give "
                    "flags their own key under engine.args", value=_shown(value))
     return value
 
 
-def _launcher_word(value: str) -> str:
-    _text(value)
+def launcher_word(value: str) -> str:
+    text(value)
     if value.startswith("--"):
         raise _err("launcher_word", "{value} is a long option: engine flags belong under engine.args (where "
                    "they are checked), not in the launcher", value=_shown(value))
     return value
 
 
-def _ulimit_value(value: str | int) -> str | int:
+def ulimit_value(value: str | int) -> str | int:
     parts = str(value).split(":")
     try:
         numbers = [int(part, 10) for part in parts]
@@ -166,7 +170,7 @@ def _ulimit_value(value: str | int) -> str | int:
     return value
 
 
-def _docker_size(value: str | int) -> str:
+def docker_size(value: str | int) -> str:
     text = str(value)
     if not _DOCKER_SIZE.match(text):
         raise _err("size", "{value} is not a size: a whole number with an optional unit b, k, m or g "
@@ -174,27 +178,27 @@ def _docker_size(value: str | int) -> str:
     return text
 
 
-def _env_name(value: str) -> str:
+def env_name(value: str) -> str:
     if not _ENV_NAME.match(value):
         raise _err("env_name", "{value} is not an environment variable name: use A-Z, 0-9 and '_', "
                    "not starting with a digit", value=repr(value))
     return value
 
 
-def _iface(value: str) -> str:
+def iface(value: str) -> str:
     if not _IFNAME.match(value):
         raise _err("ifname", "{value} is not a network interface name (at most 15 characters: letters, "
                    "digits, '_', '.', ':', '-')", value=repr(value))
     return value
 
 
-def _ssh(value: str) -> str:
+def ssh(value: str) -> str:
     if not _SSH.match(value):
         raise _err("ssh_target", "{value} is not an ssh target: expected host or user@host", value=repr(value))
     return value
 
 
-def _image(value: str) -> str:
+def image(value: str) -> str:
     _, at, digest = value.partition("@")
     if at and not re.fullmatch(r"sha256:[a-f0-9]{64}", digest):
         raise _err("image_digest", "{value}: a digest is complete only as sha256: followed by 64 lower-case hex "
@@ -205,7 +209,7 @@ def _image(value: str) -> str:
     return value
 
 
-def _text(value: str) -> str:
+def text(value: str) -> str:
     if len(value) > MAX_TEXT:
         raise _err("text", "{value} is longer than {limit} characters", value=_shown(value), limit=MAX_TEXT)
     if not _SAFE_TEXT.match(value):
@@ -213,10 +217,10 @@ def _text(value: str) -> str:
     return value
 
 
-_ArgScalar = str | int | float | bool
+ArgScalar = str | int | float | bool
 
 
-def _arg_value(value: _ArgScalar | list[_ArgScalar]) -> _ArgScalar | list[_ArgScalar]:
+def arg_value(value: ArgScalar | list[ArgScalar]) -> ArgScalar | list[ArgScalar]:
     # An argv element is a C string: bash cannot hold a NUL byte, let alone pass it on.
     if any(isinstance(item, str) and "\0" in item for item in (value if isinstance(value, list) else [value])):
         raise _err("arg_value", "{value} contains a NUL character, which no command-line argument can carry",
@@ -224,13 +228,13 @@ def _arg_value(value: _ArgScalar | list[_ArgScalar]) -> _ArgScalar | list[_ArgSc
     # The same grammar as engine.args: bounded, no control characters, no list item that reads as a flag.
     for item in value if isinstance(value, list) else []:
         if isinstance(item, str):
-            _list_arg(item)
+            list_arg(item)
     if isinstance(value, str):
-        _arg_text(value)
+        arg_text(value)
     return value
 
 
-def _rdma(value: str) -> str:
+def rdma(value: str) -> str:
     if not _RDMA.match(value):
         raise _err("rdma_name", "{value} is not an RDMA device name: expected up to 63 letters, digits, '_', '.', "
                    "'-', starting with a letter or digit, as `ls /sys/class/infiniband` prints it (e.g. mlx5_0)",
@@ -238,95 +242,11 @@ def _rdma(value: str) -> str:
     return value
 
 
-def _snapshot(value: str) -> str:
+def snapshot(value: str) -> str:
     if not _SNAPSHOT.match(value) or value in (".", ".."):
         raise _err("snapshot", "{value} is not a snapshot directory name (letters, digits, '.', '_', '-')",
                    value=repr(value))
     return value
-
-
-class _Reference(Protocol):
-    @property
-    def file(self) -> str | None: ...
-
-    @property
-    def env(self) -> str | None: ...
-
-
-_Ref = TypeVar("_Ref", bound=_Reference)
-
-
-class _ModelAccess(Protocol):
-    @property
-    def aliases(self) -> list[str]: ...
-
-    @property
-    def engram(self) -> object | None: ...
-
-
-_Model = TypeVar("_Model", bound=_ModelAccess)
-
-
-class _OperatorCheckAccess(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def expect(self) -> str | None: ...
-
-    @property
-    def pattern(self) -> str | None: ...
-
-
-_Check = TypeVar("_Check", bound=_OperatorCheckAccess)
-
-
-class _WindowAccess(Protocol):
-    @property
-    def checks(self) -> list[_OperatorCheckAccess]: ...
-
-
-_Window = TypeVar("_Window", bound=_WindowAccess)
-
-
-class _RdmaAccess(Protocol):
-    @property
-    def mode(self) -> str: ...
-
-    @property
-    def resource(self) -> str | None: ...
-
-
-_Rdma = TypeVar("_Rdma", bound=_RdmaAccess)
-
-
-class _StackAccess(Protocol):
-    @property
-    def unit(self) -> str | None: ...
-
-    @property
-    def stop(self) -> list[str]: ...
-
-    @property
-    def relaunch(self) -> list[str]: ...
-
-
-_Stack = TypeVar("_Stack", bound=_StackAccess)
-
-_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
-_IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$")
-_DOCKER_SIZE = re.compile(r"^[1-9][0-9]*[bkmgBKMG]?$")
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-_SSH = re.compile(r"^(?:[a-z_][a-z0-9_.-]{0,31}@)?[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")
-_IMAGE = re.compile(
-    r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-    r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
-)
-_SAFE_TEXT = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")
-# Linux RDMA device names (ib_device.name): up to 63 characters, no '/' or whitespace; vendors use
-# [A-Za-z0-9_.-] (mlx5_0, rocep1s0f0, roceP2p1s0f0, irdma0).
-_RDMA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-_SNAPSHOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def check_hardware(value: str) -> str:
@@ -339,21 +259,21 @@ def check_hardware(value: str) -> str:
     return value
 
 
-def check_secret_ref(ref: _Ref) -> _Ref:
+def check_secret_ref(ref: SecretRef) -> SecretRef:
     """A secret reference names exactly one place: a file or a variable."""
     if (ref.file is None) == (ref.env is None):
         raise PydanticCustomError("secret_ref", "a secret reference takes exactly one of file or env")
     return ref
 
 
-def check_rdma_resource(rdma: _Rdma) -> _Rdma:
+def check_rdma_resource(rdma: KubernetesRdma) -> KubernetesRdma:
     """kubernetes.rdma: a device plugin's resource is named with mode device-plugin, and only then."""
     if (rdma.mode == "device-plugin") != (rdma.resource is not None):
         raise PydanticCustomError("rdma_resource", "rdma.resource is needed with mode device-plugin, and only then")
     return rdma
 
 
-def check_previous_stack(stack: _Stack) -> _Stack:
+def check_previous_stack(stack: PreviousStack) -> PreviousStack:
     """operations.previous_stack: a unit, or both a stop and a relaunch command, never both ways."""
     if stack.unit is not None and (stack.stop or stack.relaunch):
         raise ValueError("give either unit or stop/relaunch commands, not both")
@@ -385,7 +305,7 @@ def check_overlay_rows(value: str) -> str:
     return value
 
 
-def check_aliases_overlay(model: _Model) -> _Model:
+def check_aliases_overlay(model: Model) -> Model:
     """model.aliases are answered by the overlay, which runs only with model.engram."""
     if model.aliases and model.engram is None:
         raise PydanticCustomError(
@@ -394,7 +314,7 @@ def check_aliases_overlay(model: _Model) -> _Model:
     return model
 
 
-def check_operator_check(check: _Check) -> _Check:
+def check_operator_check(check: OperatorCheck) -> OperatorCheck:
     """A window gate check takes exactly one of expect or pattern, and a pattern compiles."""
     if (check.expect is None) == (check.pattern is None):
         raise PydanticCustomError("window_expectation", "check '{name}' needs exactly one of expect (an exact "
@@ -409,7 +329,7 @@ def check_operator_check(check: _Check) -> _Check:
     return check
 
 
-def check_window_names(window: _Window) -> _Window:
+def check_window_names(window: Window) -> Window:
     """The window's operator checks have distinct names."""
     names = [check.name for check in window.checks]
     repeated = sorted({name for name in names if names.count(name) > 1})

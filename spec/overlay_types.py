@@ -21,9 +21,6 @@ def derived_engram_max_ids(chunked_prefill_size: int, max_running_requests: int)
 
 def flag_value(section: Any, key: str) -> object:
     """The value of the overlay field ``key`` (a registry flag's key); a key the section lacks is a bug, not None."""
-    fields = getattr(type(section), "FIELDS", None)
-    if fields is None:
-        fields = type(section).model_fields
-    if key not in fields:
+    if key not in type(section).FIELDS:
         raise KeyError(f"the overlay section has no field {key!r}")
     return getattr(section, key)

@@ -10,6 +10,7 @@ nesting gives the module chain, so a failure names exactly which module pulled t
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +20,8 @@ import pytest
 from conftest import REFERENCE_PROFILE, ROOT
 
 ENGINE = ("sglang", "torch", "flashinfer")
-# The pydantic model classes: the check path validates with the generated core model (spec/core_model.py);
-# building the model cost nearly half of a cold `check` (README, Speed).
+# The pydantic model classes: the check path validates with the model's core schema, cached per user
+# (spec/core_validator.py); building the model costs nearly half of a cold `check` (README, Speed).
 MODEL = ("pydantic.main", "spark_compile.spec.model")
 FORBIDDEN = {
     "check": ("jinja2", "jsonschema", *MODEL, *ENGINE),
@@ -79,10 +80,12 @@ def import_chain(importtime: str, package: str) -> list[str]:
     return []
 
 
-def run_probe(*argv: str, watched: tuple[str, ...]) -> tuple[dict[str, object], str]:
-    """Run the CLI with ``argv`` in a fresh interpreter; its report, and the importtime output."""
+def run_probe(*argv: str, watched: tuple[str, ...], cache: Path | None = None) -> tuple[dict[str, object], str]:
+    """Run the CLI with ``argv`` in a fresh interpreter (its schema cache under ``cache``); its report, and
+    the importtime output."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)} if cache else None
     result = subprocess.run([sys.executable, "-X", "importtime", "-c", PROBE, ",".join(watched), *argv],
-                            cwd=ROOT, capture_output=True, text=True, check=False, timeout=120)
+                            cwd=ROOT, capture_output=True, text=True, check=False, timeout=120, env=env)
     head, marker, tail = result.stderr.rpartition(MARKER)
     assert marker, f"the probe did not report (exit {result.returncode}):\n{result.stderr[-3000:]}"
     return json.loads(tail), head
@@ -104,14 +107,33 @@ def leaks(report: dict[str, object], importtime: str, watched: tuple[str, ...]) 
     return found
 
 
+@pytest.fixture(scope="module")
+def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A schema cache that one `check` has filled: the state of every run after the first."""
+    cache = tmp_path_factory.mktemp("cache")
+    report, _ = run_probe("check", str(REFERENCE_PROFILE), watched=(), cache=cache)
+    assert report["code"] == 0
+    return cache
+
+
+def test_only_a_cold_cache_builds_the_model(tmp_path: Path) -> None:
+    """The first run builds the validator from the model and caches it; the next one imports no model."""
+    argv = ("check", str(REFERENCE_PROFILE))
+    cold, _ = run_probe(*argv, watched=MODEL, cache=tmp_path)
+    assert cold["code"] == 0 and "spark_compile.spec.model" in cold["modules"]  # type: ignore[operator]
+    assert [p.name.split("-")[:2] for p in (tmp_path / "spark-compile").iterdir()] == [["core", "schema"]]
+    warm, importtime = run_probe(*argv, watched=MODEL, cache=tmp_path)
+    assert warm["code"] == 0 and not leaks(warm, importtime, MODEL)
+
+
 @pytest.mark.parametrize(("command", "argv"), [
     ("check", ("check", str(REFERENCE_PROFILE))),
     ("plan", ("plan", str(REFERENCE_PROFILE), "--json")),
     ("check --engine", ("check", "--engine", str(REFERENCE_PROFILE))),
 ])
-def test_command_does_not_import_heavy_packages(command: str, argv: tuple[str, ...]) -> None:
+def test_command_does_not_import_heavy_packages(command: str, argv: tuple[str, ...], warm_cache: Path) -> None:
     watched = FORBIDDEN[command]
-    report, importtime = run_probe(*argv, watched=watched)
+    report, importtime = run_probe(*argv, watched=watched, cache=warm_cache)
     assert report["code"] == 0
     modules = set(report["modules"])  # type: ignore[call-overload]
     assert {"spark_compile.cli", "spark_compile.validate", "pydantic_core"} <= modules  # the probe saw the run

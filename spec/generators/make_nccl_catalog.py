@@ -1,6 +1,6 @@
 """Build spec/catalogs/nccl-2.30.7.json from the NCCL fact table in sources/, checked against libnccl.
 
-Usage: python spec/generators/make_nccl_catalog.py [--table FACTS.md] [--out OUT.json] [--from-lib LIB]
+Usage: python spec/generators/make_nccl_catalog.py [--table FACTS.md] [--out OUT.json] [--from-lib LIB] [--check]
 
 The fact table is the only input, so re-running on the same file gives the same bytes. The script
 refuses to write when the table holds a row or an NCCL_* name it cannot place: a silent gap in the
@@ -363,8 +363,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--table", type=Path, default=here / "sources" / f"nccl-env-{CATALOG[5:]}.md")
     parser.add_argument("--out", type=Path, default=here / f"{CATALOG}.json")
     parser.add_argument("--from-lib", type=Path, help="libnccl.so or an nvidia-nccl wheel: cross-check the names")
+    parser.add_argument("--check", action="store_true", help="exit 1 when --out differs from the table's catalog")
     args = parser.parse_args(argv[1:])
     catalog = build(args.table.read_text(encoding="utf-8"))
+    text = json.dumps(catalog, indent=1, ensure_ascii=False) + "\n"
+    if args.check:
+        if not args.out.is_file() or args.out.read_text(encoding="utf-8") != text:
+            print(f"{args.out}: stale; it differs from the catalog {args.table.name} gives", file=sys.stderr)
+            return 1
+        return 0
     if args.from_lib:
         found = cross_check(catalog, library_names(args.from_lib))
         print(f"{args.from_lib.name}: {len(found['library'])} names read; catalog: {len(found['catalog'])}")
@@ -373,7 +380,7 @@ def main(argv: list[str]) -> int:
         if found["only_in_library"] or found["only_in_catalog"]:
             print("the library and the fact table disagree: nothing written", file=sys.stderr)
             return 1
-    args.out.write_text(json.dumps(catalog, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    args.out.write_text(text, encoding="utf-8")
     kinds: dict[str, int] = {}
     for var in catalog["variables"]:
         kinds[var["kind"]] = kinds.get(var["kind"], 0) + 1

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from spark_compile.launch_plan import LaunchPlan
-    from spark_compile.spec.core_model import Profile
+    from spark_compile.spec.model import Profile
 
 Severity = Literal["error", "warning"]
 Path = tuple[str | int, ...]

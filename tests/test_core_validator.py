@@ -1,6 +1,6 @@
-"""The check path's generated validator (spec/core_model.py) is the pydantic model, only faster: it is what
-the generator writes from spec/model.py, and on every shipped and test profile, and on every one-value
-mutation of the reference profile, both give the same profile or the same errors."""
+"""The check path's validator (spec/core_validator.py) is the pydantic model, only faster: on every shipped and
+test profile, every section's defaults and every one-value mutation of three profiles, both give the same
+profile or the same errors. The cache it keeps is tested in tests/test_user_cache.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pydantic_core import ValidationError
 
 from spark_compile.load import LoadError
 from spark_compile.resolve import resolve
-from spark_compile.spec import core_model
+from spark_compile.spec import core_validator
 from spark_compile.spec.model import Profile as ProfileModel
 from spark_compile.spec.record import Record, as_data
 
@@ -48,6 +48,13 @@ def _bounds(node: Any) -> set[int]:
     return found
 
 
+def _records() -> dict[str, type[Record]]:
+    """The validator's record class of each section, by model name."""
+    sections = core_validator._thawed().sections
+    return {name: (node["schema"] if node["type"] == "function-after" else node)["cls"]
+            for name, node in sorted(sections.items())}
+
+
 def _tree(value: Any) -> Any:
     """Class names, field names in order, and values: what a reader of either profile can observe."""
     if isinstance(value, BaseModel):
@@ -71,7 +78,7 @@ def _outcome(validate: Any, data: Any) -> tuple[str, Any]:
 def assert_same(data: Any, what: str) -> str:
     """Both validators on ``data``: the same profile, or the same errors; returns which."""
     model_kind, model_result = _outcome(ProfileModel.model_validate, data)
-    core_kind, core_result = _outcome(core_model.validate_profile, data)
+    core_kind, core_result = _outcome(core_validator.validate_profile, data)
     assert model_kind == core_kind, f"{what}: the model says {model_kind}, the core validator {core_kind}"
     if model_kind == "ok":
         assert _tree(core_result) == _tree(model_result), what
@@ -79,25 +86,6 @@ def assert_same(data: Any, what: str) -> str:
     else:
         assert core_result == model_result, what
     return model_kind
-
-
-def test_core_model_is_what_the_model_generates() -> None:
-    """spec/core_model.py is committed; it must equal the generator's output from spec/model.py."""
-    from spark_compile.spec.generators.make_core_model import TARGET, core_model_source
-
-    assert TARGET.read_text(encoding="utf-8") == core_model_source(), (
-        "stale: run python -m spark_compile.spec.generators.make_core_model")
-
-
-def test_core_model_generator_check_mode_fails_when_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from spark_compile.spec.generators import make_core_model
-
-    stale = tmp_path / "core_model.py"
-    stale.write_text("# edited by hand\n", encoding="utf-8")
-    monkeypatch.setattr(make_core_model, "TARGET", stale)
-    assert make_core_model.main(["--check"]) == 1
-    assert make_core_model.main([]) == 0
-    assert make_core_model.main(["--check"]) == 0
 
 
 def test_every_section_mirrors_its_model() -> None:
@@ -112,11 +100,11 @@ def test_every_section_mirrors_its_model() -> None:
                     collect(arg)
 
     collect(ProfileModel)
-    records = {name: cls for name, cls in vars(core_model).items()
-               if isinstance(cls, type) and issubclass(cls, Record) and cls is not Record}
+    records = _records()
     assert sorted(records) == sorted(seen)
     for name, model in seen.items():
         assert tuple(model.model_fields) == records[name].FIELDS, name
+        assert records[name].__name__ == name
 
 
 def test_section_defaults_are_the_models() -> None:
@@ -126,14 +114,14 @@ def test_section_defaults_are_the_models() -> None:
 
     classes = {**vars(operations), **vars(models)}
     kinds = []
-    for cls in core_model._SECTIONS:
-        core_kind, core_result = _outcome(core_model.defaults, cls)
-        model_kind, model_result = _outcome(lambda model: model(), classes[cls.__name__])
-        assert core_kind == model_kind, cls.__name__
+    for name in _records():
+        core_kind, core_result = _outcome(core_validator.section_defaults, name)
+        model_kind, model_result = _outcome(lambda model: model(), classes[name])
+        assert core_kind == model_kind, name
         assert (_tree(core_result) == _tree(model_result)) if core_kind == "ok" else (core_result == model_result)
         kinds.append(core_kind)
     assert kinds.count("ok") >= 10 and kinds.count("errors") >= 5, kinds
-    assert _tree(core_model.defaults(core_model.Kubernetes)) == _tree(models.Kubernetes())
+    assert _tree(core_validator.section_defaults("Kubernetes")) == _tree(models.Kubernetes())
 
 
 def _flatten(annotation: Any) -> Iterator[Any]:
@@ -221,9 +209,9 @@ def test_sections_left_out_take_the_models_defaults(reference: dict[str, Any], s
 
 
 def test_records_are_read_only(reference: dict[str, Any]) -> None:
-    profile = core_model.validate_profile(reference)
+    profile = core_validator.validate_profile(reference)
     with pytest.raises(AttributeError, match="read-only"):
         profile.name = "other"  # type: ignore[misc]
-    assert profile == core_model.validate_profile(reference)
-    assert hash(profile.fleet.nodes[0]) == hash(core_model.validate_profile(reference).fleet.nodes[0])
-    assert vars(profile).keys() == set(core_model.Profile.FIELDS)
+    assert profile == core_validator.validate_profile(reference)
+    assert hash(profile.fleet.nodes[0]) == hash(core_validator.validate_profile(reference).fleet.nodes[0])
+    assert tuple(vars(profile)) == tuple(ProfileModel.model_fields)

@@ -1,0 +1,48 @@
+"""`python -m spark_compile.regenerate`: its refusals, and the --check modes of the generators it runs (the
+whole command on an edited copy of the project: tests/test_add_a_field.py)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from spark_compile import regenerate
+from spark_compile.spec.generators import make_nccl_catalog
+
+from conftest import ROOT
+
+
+def test_usage_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert regenerate.main(["--chek"]) == 2
+    assert capsys.readouterr().err == "usage: python -m spark_compile.regenerate [--check]\n"
+
+
+def test_an_installed_package_is_not_a_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(regenerate, "ROOT", tmp_path)
+    assert regenerate.main(["--check"]) == 2
+    assert capsys.readouterr().err == (
+        f"regenerate: {tmp_path} is not a source checkout of spark-compile: run it from an editable install "
+        "(tests/run.sh makes one)\n")
+
+
+def test_the_shipped_profiles_are_the_ones_generated_commits() -> None:
+    names = {p.relative_to(ROOT).as_posix() for p in regenerate.shipped_profiles(ROOT)}
+    assert names == {"spec/profiles/dsv41-4spark.yaml", "spec/profiles/examples/eight-node-roce.yaml",
+                     "spec/profiles/examples/single-node.yaml", "spec/profiles/examples/two-node-tcp.yaml"}
+    assert len({p.name for p in (ROOT / "generated").iterdir() if p.is_dir()}) == len(names)
+
+
+def test_the_nccl_catalog_check_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    committed = ROOT / "spec" / "catalogs" / "nccl-2.30.7.json"
+    copy = tmp_path / committed.name
+    shutil.copy(committed, copy)
+    assert make_nccl_catalog.main(["make_nccl_catalog", "--out", str(copy), "--check"]) == 0
+    copy.write_text(committed.read_text(encoding="utf-8").replace('"NCCL_DEBUG"', '"NCCL_DEBUGX"', 1),
+                    encoding="utf-8")
+    assert make_nccl_catalog.main(["make_nccl_catalog", "--out", str(copy), "--check"]) == 1
+    assert capsys.readouterr().err == f"{copy}: stale; it differs from the catalog nccl-env-2.30.7.md gives\n"
+    assert make_nccl_catalog.main(["make_nccl_catalog", "--out", str(copy)]) == 0
+    assert copy.read_bytes() == committed.read_bytes()
