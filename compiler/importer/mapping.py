@@ -195,7 +195,8 @@ def _source(draft: Draft, at: tuple[str, ...], option: EngineOption, mounts: dic
     if not path.startswith("/"):
         if not fields.exists((*at, "hub_id")):
             return False
-        return put(draft, (*at, "hub_id"), str, path, option.origin, f"{option.flag} {path}")
+        put(draft, (*at, "hub_id"), str, path, option.origin, f"{option.flag} {path}")  # reports a refused id
+        return True
     match = _SNAPSHOT_PATH.match(path)
     if match is None and not fields.exists((*at, "hub_id")):
         return False  # a plain directory: only the HF cache form exists in this model

@@ -43,5 +43,5 @@ class Launch:
     command: list[Word] = field(default_factory=list)
     env: list[tuple[str, str, Origin]] = field(default_factory=list)  # -e and --env-file, in docker's order
     words: list[Word] = field(default_factory=list)  # the command as written, `run` onwards
-    ssh: str | None = None
-    own_container: bool = True  # False: the tool behind the source (sparkrun) sets the container options itself  # the host a traced launcher ran this line on, when it went through ssh
+    ssh: str | None = None  # the host a traced launcher ran this line on, when it went through ssh
+    own_container: bool = True  # False: the tool behind the source (sparkrun) sets the container options itself
