@@ -1,7 +1,8 @@
 """`import --trace`: RUN a launcher script in a sandbox and read the `docker run` lines it would have run.
 
-The sandbox: a private mount namespace in which every mount but the sandbox folder is read-only, a network
-namespace with no interface up, a throwaway HOME and TMPDIR, a copy of the script's folder to run in, stand-ins
+The sandbox: a private mount namespace in which every mount but the sandbox folder is read-only, a /dev of its
+own, a network namespace with no interface up, a throwaway HOME and TMPDIR, a copy of the script's folder to
+run in (both seen at their real paths), stand-ins
 (standins/standin.sh) for docker, ssh, nvidia-smi, ip, ibv_devinfo and friends that record their argv, and a
 time limit. A write outside the folder or a connection attempt stops the run and is reported.
 """
@@ -40,9 +41,20 @@ mount --bind "$sandbox" "$sandbox" || exit 97
 # The script sees its own folder and $HOME where they are, each a writable copy inside the sandbox.
 mount --bind "$sandbox/work" "$folder" || exit 97
 [[ -d $HOME ]] && mount --bind "$sandbox/home" "$HOME" || exit 97
+# A /dev of the sandbox's own: the harmless devices, and /dev/infiniband when --rdma-devices describes an RDMA
+# machine (launchers look for it before they pass --device).
+mount --rbind /dev "$sandbox/realdev" || exit 97
+mount -t tmpfs -o mode=755,size=1m sandbox-dev /dev || exit 97
+for dev in null zero full random urandom tty; do
+    : > "/dev/$dev" && mount --bind "$sandbox/realdev/$dev" "/dev/$dev" || exit 97
+done
+ln -s /proc/self/fd /dev/fd && ln -s fd/0 /dev/stdin && ln -s fd/1 /dev/stdout && ln -s fd/2 /dev/stderr
+mkdir /dev/shm /dev/pts && mount -t tmpfs -o size=64m sandbox-shm /dev/shm || exit 97
+[[ -z ${SPARK_TRACE_HCAS:-} ]] || mkdir /dev/infiniband
+umount -l "$sandbox/realdev" || exit 97
 while read -r _ mnt _; do
     mnt=$(printf '%b' "$mnt")
-    case "$mnt" in /proc|/proc/*|"$sandbox"|"$folder"|"$HOME") continue ;; esac
+    case "$mnt" in /proc|/proc/*|/dev|/dev/*|"$sandbox"|"$folder"|"$HOME") continue ;; esac
     mount -o remount,bind,ro "$mnt" 2>/dev/null || { echo "cannot make $mnt read-only" >&2; exit 97; }
 done < /proc/self/mounts
 cd "$folder" || exit 97
@@ -86,7 +98,7 @@ def _decode(data: bytes) -> list[str]:
 
 
 def _prepare(sandbox: Path, script: Path) -> None:
-    for name in ("home", "tmp", "bin", "calls", "state", "work"):
+    for name in ("home", "tmp", "bin", "calls", "state", "work", "realdev"):
         (sandbox / name).mkdir()
     standin = files("spark_compile.importer").joinpath("standins/standin.sh").read_bytes()
     for tool in STANDINS:

@@ -43,6 +43,15 @@ def test_traced_nodes_and_hosts() -> None:
     assert [(r.rank, r.launch.ssh) for r in found] == [(0, None), (1, "ops@192.0.2.32")]
     head = [w.text for w in found[0].launch.command]
     assert head[head.index("--dist-init-addr") + 1] == "192.0.2.31:20000"  # from the stand-in `ip`
+    # the sandbox's /dev has /dev/infiniband because --rdma-devices describes an RDMA machine
+    assert ("--device", "/dev/infiniband") in [(f.text, v.text if v else "") for f, v in found[1].launch.options]
+
+
+def test_no_rdma_devices_no_infiniband() -> None:
+    (head,) = [r for r in ranks(traced_launches(FIXTURES / "start.sh", tuple(HOSTS.split(",")),
+                                                {"HEAD_IP": "192.0.2.31", "IFACE": "eth0", "HCAS": ""}, [], []))
+               if r.rank == 0]
+    assert "--device" not in [f.text for f, _ in head.launch.options]
 
 
 def test_traced_round_trip(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
