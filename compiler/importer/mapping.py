@@ -34,6 +34,8 @@ from spark_compile.spec.secret_patterns import secret_name
 DEFAULT_LAUNCHER = ["python3", "-m", "sglang.launch_server"]
 _ARG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _SNAPSHOT_PATH = re.compile(r"^(/.+)/snapshots/([^/]+)$")
+
+
 @dataclass
 class Rank:
     """One node's launch with its parsed engine command and rank."""
@@ -114,6 +116,10 @@ def _raw_arg(draft: Draft, option: EngineOption) -> None:
         value = option.values[0]
     else:
         value = [_number(v) for v in option.values]
+    problem = fields.problem(("engine", "args", name), value)
+    if problem:
+        draft.leave(option.origin, what, f"engine.args refuses it: {problem}")
+        return
     if not option.known:
         draft.notes.append(f"{option.origin}: {option.flag} is in no shipped SGLang catalog; kept in engine.args "
                            "(`check` reports it unless the image's SGLang knows it)")

@@ -42,6 +42,16 @@ def test_hostile_values_round_trip(capsys: pytest.CaptureFixture[str], tmp_path:
         assert f"left out: {tmp_path}/run.sh:1: -e {name}: the value holds a line break or control character" in err
 
 
+def test_an_engine_value_no_argument_can_carry(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    source = tmp_path / "run.sh"
+    source.write_text("docker run --name web img:1 python3 -m sglang.launch_server --model-path "
+                      "/models/repo/snapshots/a --served-model-name m --chat-template 'line one\nline two'\n")
+    assert main(["import", str(source), "--hosts", "192.0.2.1", "-o", str(tmp_path / "web.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert (f"left out: {source}:1: --chat-template line one\\nline two: engine.args refuses it: 'line one\\nline "
+            "two' cannot be an argument") in err
+
+
 def test_a_file_name_cannot_break_a_comment(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     source = _script(tmp_path, {"A": "1"}, name="evil\nname: pwned # x.sh")
     out = tmp_path / "web.yaml"
