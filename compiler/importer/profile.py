@@ -23,7 +23,8 @@ _PER_NODE = ("--node-rank",)
 
 @dataclass(frozen=True)
 class Request:
-    """What the command line adds to the sources: node hosts, a profile name, the model's architecture."""
+    """What the command line adds to the sources (node hosts, a profile name, the architecture, the fabric, the
+    traced script's environment), and what a recipe says beyond its launches (container name, description)."""
 
     hosts: tuple[str, ...] = ()
     name: str | None = None
@@ -46,9 +47,17 @@ def _home(ssh: str) -> str:
     return "/root" if user == "root" else f"/home/{user}"
 
 
+def _safe_name(text: str) -> str | None:
+    """``text`` as a name the profile accepts (lower-case letters, digits and '-'), or None."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63].strip("-")
+    return name if name and not mapping.fits(f.Name, name) else None
+
+
 def _node_name(host: str, rank: int) -> str:
-    name = re.sub(r"[^a-z0-9-]+", "-", _address(host).lower()).strip("-")[:63].strip("-")
-    return name if name and not mapping.fits(f.Name, name) and not name[0].isdigit() else f"node{rank}"
+    """A node's name from its host name; by rank when the host is an address."""
+    address = _address(host)
+    named = None if mapping.fits(f.IPv4, address) is None else _safe_name(address)
+    return named or f"node{rank}"
 
 
 def _dist_init(head: Rank) -> tuple[str, str, Origin] | None:
@@ -197,7 +206,8 @@ def build(launches: list[Launch], request: Request) -> Draft:
     draft = Draft()
     found = mapping.ranks(launches)
     head = found[0]
-    draft.set(("name",), request.name or "imported", "given with -o" if request.name else "assumed")
+    name = (_safe_name(request.name) if request.name else None) or "imported"
+    draft.set(("name",), name, "named after the -o file" if request.name else "assumed")
     fabric_env = {n: (v, o) for n, v, o in head.launch.env if n in FABRIC_ENV}
     head_ip = _fleet(draft, found, request, fabric_env)
     draft.set(("hardware",), HARDWARE, "assumed: every node is a DGX Spark (GB10)")
