@@ -25,13 +25,14 @@ from spark_compile.errors import (
     EXIT_OK,
     EXIT_USAGE,
     InputError,
+    RejectedError,
     SparkCompileError,
     UsageError,
 )
 from spark_compile.findings import Finding, has_errors
 
 if TYPE_CHECKING:
-    from spark_compile.compile import Validated
+    from spark_compile.pipeline import Outcome, Planned
 
 ROOT_HELP = "a directory `extends:` may also lead into (default: only the profile's repository)"
 TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
@@ -52,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("profile", type=Path)
     comp.add_argument("--out", type=Path, default=None, help="output root (default: generated/ beside spec/)")
     comp.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
+    comp.add_argument("--force", action="store_true",
+                      help="replace an output directory another profile of the same name wrote")
     _target_option(comp)
     check = sub.add_parser("check", help="validate profiles; with --generated also compare committed output")
     check.add_argument("profiles", type=Path, nargs="+")
@@ -92,6 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", type=Path, default=None, help="the HTML file (default: stdout)")
     _import_parsers(sub)
     _export_parser(sub)
+    # Listed for --help only: `run` hands `catalog ...` to the catalog generator's own parser before this one.
+    sub.add_parser("catalog", add_help=False,
+                   help="build the engine catalogs from SGLang (`catalog sglang --python PY` or `--source DIR`)")
     return parser
 
 
@@ -126,23 +132,6 @@ def _target_option(parser: argparse.ArgumentParser) -> None:
                         help="also build this target, as if the profile had its section (e.g. `kubernetes: {}`)")
 
 
-def load_and_validate(path: Path, targets: Sequence[str] = (), root: Path | None = None) -> Validated | Finding:
-    """Resolve and validate one profile; a file that cannot be parsed yields its one finding.
-    Each target named is enabled with its defaults unless the profile has its section."""
-    from spark_compile.compile import validate
-    from spark_compile.load import LoadError
-    from spark_compile.resolve import resolve
-
-    try:
-        resolved = resolve(path, root=root)
-        if isinstance(resolved.data, dict):
-            for target in targets:
-                resolved.data.setdefault(target, {})
-        return validate(resolved)
-    except LoadError as failed:
-        return failed.finding
-
-
 def render(findings: list[Finding], fmt: str, profiles: int) -> str:
     """The findings report (see report.render)."""
     from spark_compile.report import render as render_report
@@ -150,38 +139,46 @@ def render(findings: list[Finding], fmt: str, profiles: int) -> str:
     return render_report(findings, fmt, profiles)  # type: ignore[arg-type]
 
 
-def _validated_or_exit(path: Path, fmt: str = "text", targets: Sequence[str] = (),
-                       root: Path | None = None) -> Validated:
-    outcome = load_and_validate(path, targets, root)
-    findings = [outcome] if isinstance(outcome, Finding) else outcome.findings
-    if isinstance(outcome, Finding) or has_errors(findings):
-        sys.stdout.write(render(findings, fmt, 1))
-        raise SystemExit(EXIT_FINDINGS)
-    if findings:
-        sys.stderr.write(render(findings, "text", 1))
+def _planned(path: Path, targets: Sequence[str] = (), root: Path | None = None) -> Planned:
+    """The planned profile (its warnings on stderr), or RejectedError."""
+    from spark_compile.pipeline import planned, run
+
+    outcome = planned(run(path, targets=targets, root=root))
+    if outcome.findings:
+        sys.stderr.write(render(outcome.findings, "text", 1))
     return outcome
+
+
+def _with_engine_findings(outcomes: list[Outcome], python: str | None) -> list[list[Finding]]:
+    """Each profile's findings with SGLang's own verdict added (every profile that passed the schema)."""
+    from spark_compile.engine_check import engine_findings_many
+    from spark_compile.pipeline import Planned, Rejected
+
+    per_profile = [list(o.findings) for o in outcomes]
+    typed = [o.planned if isinstance(o, Rejected) else o for o in outcomes]
+    checked = [(i, p) for i, p in enumerate(typed) if isinstance(p, Planned)]
+    notes: list[str] = []
+    verdicts = engine_findings_many([p for _, p in checked], python, notes)
+    sys.stderr.write("".join(f"{note}\n" for note in notes))
+    for (i, _), extra in zip(checked, verdicts, strict=True):
+        per_profile[i] = sorted(per_profile[i] + extra, key=Finding.sort_key)
+    return per_profile
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Validate every profile named; print all findings; exit 1 on errors (or warnings with --strict)."""
-    outcomes: list[Validated | Finding] = []
+    from spark_compile.pipeline import Planned, run
+
+    outcomes: list[Outcome] = []
     unreadable = 0
     for path in args.profiles:
         try:
-            outcomes.append(load_and_validate(path, args.target, args.root))
+            outcomes.append(run(path, targets=args.target, root=args.root))
         except InputError as exc:  # report it and go on: every other file still gets its findings
             sys.stderr.write(f"spark-compile: error: {exc}\n")
             unreadable += 1
-    per_profile = [[o] if isinstance(o, Finding) else list(o.findings) for o in outcomes]
-    if args.engine:
-        from spark_compile.engine_check import engine_findings_many
-
-        checked = [i for i, o in enumerate(outcomes) if not isinstance(o, Finding) and o.profile is not None]
-        notes: list[str] = []
-        verdicts = engine_findings_many([outcomes[i] for i in checked], args.engine_python, notes)  # type: ignore[misc]
-        sys.stderr.write("".join(f"{note}\n" for note in notes))
-        for i, extra in zip(checked, verdicts, strict=True):
-            per_profile[i] = sorted(per_profile[i] + extra, key=Finding.sort_key)
+    per_profile = _with_engine_findings(outcomes, args.engine_python) if args.engine else \
+        [o.findings for o in outcomes]
     findings = [f for found in per_profile for f in found]
     if outcomes:
         sys.stdout.write(render(findings, args.format, len(outcomes)))
@@ -191,14 +188,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.generated and status == EXIT_OK:
         from spark_compile.drift import check_drift
 
-        status = check_drift(args.profiles, args.out, args.target)
+        status = check_drift([(p, o) for p, o in zip(args.profiles, outcomes, strict=True)
+                              if isinstance(o, Planned)], args.out)
     return status
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Print the launch plan as JSON."""
-    validated = _validated_or_exit(args.profile, root=args.root)
-    sys.stdout.write(json.dumps(validated.planned()[1].to_json(), indent=2) + "\n")
+    sys.stdout.write(json.dumps(_planned(args.profile, root=args.root).plan.to_json(), indent=2) + "\n")
     return EXIT_OK
 
 
@@ -212,7 +209,7 @@ def cmd_schema(_: argparse.Namespace) -> int:
 
 def cmd_rules(_: argparse.Namespace) -> int:
     """List every rule: id, severity, summary."""
-    from spark_compile.spec.rules import load_all
+    from spark_compile.rules import load_all
 
     for rule in sorted(load_all().values(), key=lambda r: r.id):
         sys.stdout.write(f"{rule.id}  {rule.severity:<7}  {rule.summary}\n")
@@ -221,13 +218,14 @@ def cmd_rules(_: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Print one rule's documentation with its bad and good examples."""
-    from spark_compile.spec.rules import load_all
+    from spark_compile.rules import load_all
     from spark_compile.spec.suggest import did_you_mean
 
     rules = load_all()
     rule = rules.get(args.rule.upper())
     if rule is None:
-        hint = did_you_mean(args.rule.upper(), sorted(rules))
+        # Rule ids share their prefix and digits: only a one-character slip (SC230 for SC203) is a real match.
+        hint = did_you_mean(args.rule.upper(), sorted(rules), cutoff=0.8)
         raise UsageError(f"no rule {args.rule!r}" + (f"; {hint}" if hint else "") + " (see `spark-compile rules`)")
     bad = "\n".join("    " + line for line in rule.bad.splitlines())
     good = "\n".join("    " + line for line in rule.good.splitlines())
@@ -247,8 +245,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     """Compile a profile and write its artifacts atomically."""
     from spark_compile.compile import compile_profile
 
-    validated = _validated_or_exit(args.profile, targets=args.target, root=args.root)
-    return compile_profile(validated, args.profile, args.out)
+    return compile_profile(_planned(args.profile, args.target, args.root), args.profile, args.out,
+                           force=args.force)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -296,8 +294,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     """Export a profile as a sparkrun recipe."""
     from spark_compile.export_sparkrun import run_export
 
-    validated = _validated_or_exit(args.profile, root=args.root)
-    return run_export(validated, args.profile, args.output, force=args.force)
+    return run_export(_planned(args.profile, root=args.root), args.profile, args.output, force=args.force)
 
 
 def cmd_catalog(argv: list[str]) -> int:
@@ -393,6 +390,9 @@ def _io_error(exc: OSError) -> int:
 def _run_guarded(argv: Sequence[str] | None) -> int:
     try:
         return run(sys.argv[1:] if argv is None else argv)
+    except RejectedError as stop:  # any command, any profile it needs: the findings report, exit 1
+        sys.stdout.write(render(stop.findings, "text", 1))
+        return stop.exit_code
     except SparkCompileError as exc:
         sys.stderr.write(f"spark-compile: error: {exc}\n" if not str(exc).startswith("spark-compile") else f"{exc}\n")
         return exc.exit_code

@@ -5,54 +5,18 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spark_compile.errors import EXIT_OK
-from spark_compile.findings import Finding
-from spark_compile.launch_plan import LaunchPlan
-from spark_compile.plan import build_plan
-from spark_compile.resolve import Resolved
-from spark_compile.rules import rule_findings
-from spark_compile.validate import schema
+from spark_compile.errors import EXIT_OK, InputError
 
 if TYPE_CHECKING:
+    from spark_compile.launch_plan import LaunchPlan
+    from spark_compile.pipeline import Planned
     from spark_compile.render import Artifact
     from spark_compile.spec.model import Profile
 
 SCHEMA_FILE = "profile.schema.json"
-
-
-@dataclass(frozen=True)
-class Validated:
-    """A resolved profile after the checking stages: its Profile and plan (None when the schema failed)."""
-
-    resolved: Resolved
-    profile: Profile | None
-    plan: LaunchPlan | None
-    findings: list[Finding]
-
-    def planned(self) -> tuple[Profile, LaunchPlan]:
-        """The profile and its plan; only for a profile that passed the schema (callers check findings first)."""
-        if self.profile is None or self.plan is None:
-            raise ValueError(f"{self.resolved.path} did not pass the schema")
-        return self.profile, self.plan
-
-    @property
-    def resolved_name(self) -> str:
-        """The profile's name (it names the output directory)."""
-        return self.planned()[0].name
-
-
-def validate(resolved: Resolved) -> Validated:
-    """The pipeline up to the findings: profile = schema(data); plan = build_plan(profile);
-    findings = rule_findings(profile, plan). Only a profile that passes the schema is planned and ruled."""
-    profile = schema(resolved)
-    if isinstance(profile, list):
-        return Validated(resolved, None, None, profile)
-    plan = build_plan(profile)
-    return Validated(resolved, profile, plan, rule_findings(resolved, profile, plan))
 
 
 def default_out(profile_path: Path) -> Path:
@@ -66,7 +30,7 @@ def default_out(profile_path: Path) -> Path:
         return found
 
 
-def source_digests(validated: Validated, out_root: Path) -> list[tuple[str, str]]:
+def source_digests(validated: Planned, out_root: Path) -> list[tuple[str, str]]:
     """Each profile of the extends chain: its path relative to the output root, and its sha256."""
     digests = []
     for display in validated.resolved.chain:
@@ -76,12 +40,12 @@ def source_digests(validated: Validated, out_root: Path) -> list[tuple[str, str]
     return digests
 
 
-def rendered_files(validated: Validated) -> list[Artifact]:
-    """Every file of the profile's directory except MANIFEST.json, rendered in memory (plan → render)."""
+def rendered_files(plan: LaunchPlan, profile: Profile) -> list[Artifact]:
+    """Every file of the profile's directory except MANIFEST.json, rendered in memory (plan → render);
+    Planned.files holds them once per profile."""
     from spark_compile.fleet import fleet_artifacts
     from spark_compile.render import render_plan
 
-    profile, plan = validated.planned()
     extra = fleet_artifacts(plan, profile)
     if profile.kubernetes is not None:
         from spark_compile.k8s_render import k8s_artifacts
@@ -90,23 +54,31 @@ def rendered_files(validated: Validated) -> list[Artifact]:
     return render_plan(plan, profile, extra=extra)
 
 
-def artifacts(validated: Validated, out_root: Path) -> list[Artifact]:
+def artifacts(validated: Planned, out_root: Path) -> list[Artifact]:
     """Every file of the profile's directory, MANIFEST.json included."""
     from spark_compile.render import manifest
 
-    files = rendered_files(validated)
-    return [*files, manifest(files, source_digests(validated, out_root), validated.resolved_name)]
+    files = validated.files
+    return [*files, manifest(files, source_digests(validated, out_root), validated.profile.name)]
 
 
-def compile_profile(validated: Validated, profile_path: Path, out: Path | None) -> int:
-    """Write the profile's artifacts; print a one-line summary. (`spark-compile schema` writes the schema:
-    it changes with the compiler, not with a profile, and the drift check holds it current.)"""
-    from spark_compile.write import write_tree
+def compile_profile(validated: Planned, profile_path: Path, out: Path | None, force: bool = False) -> int:
+    """Write the profile's artifacts; print a one-line summary. Refuses, unless ``force``, a directory another
+    profile of the same name wrote. (`spark-compile schema` writes the schema: it changes with the compiler,
+    not with a profile, and the drift check holds it current.)"""
+    from spark_compile.write import previous_profile, write_tree
 
     out_root = out or default_out(profile_path)
     files = artifacts(validated, out_root)
-    report = write_tree(out_root, validated.resolved_name, files)
-    target = out_root / validated.resolved_name
+    before, now = previous_profile(out_root / validated.profile.name), source_digests(validated, out_root)[0][0]
+    other = os.path.normpath(out_root / before) if before is not None else None
+    # A renamed or moved profile (its old file gone) is the same deployment; a second live file is a clash.
+    if other is not None and before != now and Path(other).is_file() and not force:
+        raise InputError(f"{out_root / validated.profile.name} holds the output of {other} (its MANIFEST.json), "
+                         f"not of {profile_path}: both profiles are named {validated.profile.name!r}; give this "
+                         "one its own `name:`, or pass --force to replace that output")
+    report = write_tree(out_root, validated.profile.name, files)
+    target = out_root / validated.profile.name
     sys.stdout.write(f"{target}: {len(report.written)} written, {len(report.unchanged)} unchanged, "
                      f"{len(report.removed)} removed\n")
     for path in report.foreign:

@@ -1,7 +1,8 @@
 """`spark-compile diff OLD NEW`: what a profile change means, at the profile and in every rendered file.
 
 Each side is a profile path or GITREV:path (read through `git show`, extends chains too, no checkout).
-Exit 0 when the two render byte-identical files, 1 when they differ, 2 when a side cannot be read.
+Exit 0 when the two render byte-identical files, 1 when they differ or a side has errors (its findings are
+printed, as by `check`), 2 when a side cannot be read.
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from spark_compile.artifact_diff import UNSET, Change, Grouped, ProfileChange, ProfileDiff, Renamer, Side, compare
-from spark_compile.compile import Validated, validate
 from spark_compile.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted, field_name
-from spark_compile.load import Document, LoadError, parse_text
-from spark_compile.report import render
-from spark_compile.resolve import Resolved, resolve
+from spark_compile.load import Document, parse_text
+from spark_compile.pipeline import Planned, planned, run
+from spark_compile.resolve import Resolved
 from spark_compile.secrets import redact
 
 
@@ -51,25 +51,16 @@ def _git_reader(rev: str) -> Any:
     return read
 
 
-def load_side(spec: str) -> Validated:
-    """Resolve and validate one side: a path, or GITREV:path."""
+def load_side(spec: str) -> Planned:
+    """One side through the pipeline: a path, or GITREV:path; RejectedError when it has errors."""
     rev, sep, rest = spec.partition(":")
     from_git = bool(sep and rev) and not Path(spec).exists()
     if from_git and (rev.startswith("-") or not rev.isprintable()):
         raise InputError(f"{spec[:80]!r}: a revision may not start with '-' (git would read it as an option) or "
                          "hold control characters")
-    try:
-        if from_git:
-            return validate(resolve(Path(rest), spec, _git_reader(rev), _git_exists(rev)))
-        return validate(resolve(Path(spec)))
-    except LoadError as failed:
-        raise _BrokenProfileError([failed.finding]) from None
-
-
-class _BrokenProfileError(Exception):
-    def __init__(self, findings: list[Any]) -> None:
-        super().__init__("broken profile")
-        self.findings = findings
+    if from_git:
+        return planned(run(Path(rest), display=spec, reader=_git_reader(rev), exists=_git_exists(rev)))
+    return planned(run(Path(spec)))
 
 
 def _flatten(data: Any, prefix: tuple[str | int, ...] = ()) -> dict[tuple[str | int, ...], Any]:
@@ -149,11 +140,9 @@ def _renamer(old: Resolved, changes: list[ProfileChange]) -> Renamer:
     return Renamer(folds, written)
 
 
-def _side(validated: Validated) -> Side:
-    from spark_compile.compile import rendered_files
-
-    plan = validated.planned()[1]
-    return Side({f.path: f.content for f in rendered_files(validated)},
+def _side(validated: Planned) -> Side:
+    plan = validated.plan
+    return Side({f.path: f.content for f in validated.files},
                 {rank.directory: rank.rank for rank in plan.ranks})
 
 
@@ -196,24 +185,22 @@ def _source(group: Grouped, known: dict[int, dict[str, ProfilePath]]) -> str | N
     return ", ".join(found) or None
 
 
-def diff_profiles(old: Validated, new: Validated, *, unified: bool = False) -> ProfileDiff:
+def diff_profiles(old: Planned, new: Planned, *, unified: bool = False) -> ProfileDiff:
     """Compare two validated profiles (pure apart from rendering)."""
     changes = profile_changes(old.resolved, new.resolved, old.profile, new.profile)
     comparison = compare(_side(old), _side(new), _renamer(old.resolved, changes))
-    known = _plan_sources(old.planned()[1])
-    for rank, names in _plan_sources(new.planned()[1]).items():
+    known = _plan_sources(old.plan)
+    for rank, names in _plan_sources(new.plan).items():
         known.setdefault(rank, {}).update(names)
     sources = {g.change: s for g in comparison.changes if (s := _source(g, known))}
     patch = unified_diff(old, new, dict(comparison.renamed)) if unified else ""
     return ProfileDiff(old.resolved.path, new.resolved.path, changes, comparison, sources, patch)
 
 
-def unified_diff(old: Validated, new: Validated, renamed: dict[str, str] | None = None) -> str:
+def unified_diff(old: Planned, new: Planned, renamed: dict[str, str] | None = None) -> str:
     """The unified diff of every rendered file of the two profiles; renamed files are paired."""
-    from spark_compile.compile import rendered_files
-
-    a = {f.path: f.content.decode() for f in rendered_files(old)}
-    b = {f.path: f.content.decode() for f in rendered_files(new)}
+    a = {f.path: f.content.decode() for f in old.files}
+    b = {f.path: f.content.decode() for f in new.files}
     pairs = dict(renamed or {})
     pairs.update({path: path for path in a if path in b and path not in pairs})
     targets = set(pairs.values())
@@ -227,23 +214,9 @@ def unified_diff(old: Validated, new: Validated, renamed: dict[str, str] | None 
     return redact("".join(chunks))
 
 
-def load_checked(spec: str) -> Validated:
-    """One side that loads and has no errors, or an InputError (after printing the findings that stop it)."""
-    try:
-        side = load_side(spec)
-    except _BrokenProfileError as broken:
-        sys.stdout.write(render(broken.findings, "text", 1))
-        raise InputError(f"cannot use {spec}: the profile does not load") from None
-    errors = [f for f in side.findings if f.severity == "error"]
-    if errors:
-        sys.stdout.write(render(errors, "text", 1))
-        raise InputError(f"cannot diff {side.resolved.path}: it has errors")
-    return side
-
-
-def load_both(old_spec: str, new_spec: str) -> tuple[Validated, Validated]:
+def load_both(old_spec: str, new_spec: str) -> tuple[Planned, Planned]:
     """Both sides of a diff."""
-    return load_checked(old_spec), load_checked(new_spec)
+    return load_side(old_spec), load_side(new_spec)
 
 
 def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = "text") -> int:
@@ -258,7 +231,7 @@ def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = 
 
 def run_since(rev: str, paths: list[str], *, fmt: str = "text") -> int:
     """Each path against itself at ``rev`` (the pre-commit hook): prints every diff; exits 0 (it informs),
-    2 when a side cannot be read."""
+    1 when a side has errors, 2 when a side cannot be read."""
     from spark_compile.diff_format import FORMATS
 
     if rev.startswith("-") or not rev:

@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import stat
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
-from spark_compile.compile import SCHEMA_FILE, artifacts, validate
+from spark_compile.compile import SCHEMA_FILE, artifacts
 from spark_compile.errors import EXIT_FINDINGS, EXIT_OK
-from spark_compile.resolve import resolve
+from spark_compile.pipeline import Planned
 from spark_compile.write import previous_manifest
 
 
-def drift_lines(profile: Path, root: Path, targets: Sequence[str] = ()) -> list[str]:
+def drift_lines(profile: Path, planned: Planned, root: Path) -> list[str]:
     """One line per file under root/<profile name>/ that differs, is missing, or is extra."""
-    resolved = resolve(profile)
-    for section in targets:
-        resolved.data.setdefault(section, {})
-    validated = validate(resolved)
-    name = validated.resolved_name
-    expected = {a.path: a for a in artifacts(validated, root)}
+    name = planned.profile.name
+    expected = {a.path: a for a in artifacts(planned, root)}
     target = root / name
     present = {str(p.relative_to(target)) for p in target.rglob("*") if p.is_file()} if target.is_dir() else set()
     ours_before = previous_manifest(target)
@@ -46,25 +41,28 @@ def drift_lines(profile: Path, root: Path, targets: Sequence[str] = ()) -> list[
 def _schema_line(root: Path) -> list[str]:
     from spark_compile.schema import schema_text
 
+    # Compiling never writes the schema, so an infra repository need not keep one; a copy it keeps (for an
+    # editor's `$schema` line) must be current.
     path = root / SCHEMA_FILE
-    if not path.is_file() or path.read_text() != schema_text():
-        return [f"{path}: differs from `spark-compile schema`"]
+    if path.is_file() and path.read_text() != schema_text():
+        return [f"{path}: differs from `spark-compile schema` (rewrite it: spark-compile schema > {path})"]
     return []
 
 
-def check_drift(profiles: list[Path], out: Path | None, targets: Sequence[str] = ()) -> int:
-    """Compare every profile's committed output (under ``out``, else generated/ beside spec/); 1 on drift."""
+def check_drift(profiles: list[tuple[Path, Planned]], out: Path | None) -> int:
+    """Compare every planned profile's committed output (under ``out``, else generated/ beside spec/) with what
+    it produces now; 1 on drift."""
     from spark_compile.compile import default_out
 
     lines: list[str] = []
-    for root in sorted({out or default_out(p) for p in profiles}):
+    for root in sorted({out or default_out(p) for p, _ in profiles}):
         lines += _schema_line(root)
-    for profile in profiles:
-        lines += drift_lines(profile, out or default_out(profile), targets)
+    for profile, planned in profiles:
+        lines += drift_lines(profile, planned, out or default_out(profile))
     for line in lines:
         sys.stdout.write(line + "\n")
     if lines:
-        names = " ".join(str(p) for p in profiles)
+        names = " ".join(str(p) for p, _ in profiles)
         sys.stdout.write(f"drift: {len(lines)} file{'s' * (len(lines) != 1)} stale; run `spark-compile` on "
                          f"{names} and commit the result\n")
         return EXIT_FINDINGS

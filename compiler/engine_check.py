@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spark_compile.compile import Validated
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
+from spark_compile.pipeline import Planned
 from spark_compile.spec.generators.catalog_extract import default_engine_python
 from spark_compile.validate import locate
 
@@ -62,9 +62,9 @@ def _same(wrote: Any, resolved: Any) -> bool:
     return wrote == resolved or _show(wrote) == _show(resolved)
 
 
-def config_json(validated: Validated) -> Path:
+def config_json(validated: Planned) -> Path:
     """The checkpoint's config.json the profile names, or NotRunError saying where it was looked for."""
-    model = validated.planned()[0].model
+    model = validated.profile.model
     if model.config_json is not None:
         origin = validated.resolved.origin(("model", "config_json")).spot.value.file
         path = Path(str(origin)).parent / str(model.config_json)
@@ -104,10 +104,10 @@ def hardware_request(name: str) -> dict[str, Any]:
             "gpu_name": hw.gpu_name or hw.name, "unified": hw.unified_memory, "machine": hw.cpu_arch}
 
 
-def probe_job(validated: Validated, model_dir: Path) -> dict[str, Any]:
+def probe_job(validated: Planned, model_dir: Path) -> dict[str, Any]:
     """One profile's part of the probe's request: the container-to-local path map, every rank's argv and env."""
-    model = validated.planned()[0].model
-    plan: LaunchPlan = validated.planned()[1]
+    model = validated.profile.model
+    plan: LaunchPlan = validated.plan
     snapshot = f"{model.container_repo}/snapshots/{model.snapshot}"
     # --config names the secrets file written on the node at start; it holds only the API key.
     ranks = [{"rank": r.rank, "env": r.env,
@@ -152,9 +152,9 @@ def rewrites(ranks: list[dict[str, Any]]) -> list[Rewrite]:
     return list(merged.values())
 
 
-def flag_path(validated: Validated, option: str, rank: int | None = None) -> YamlPath:
+def flag_path(validated: Planned, option: str, rank: int | None = None) -> YamlPath:
     """The profile path that set ``option`` in the plan's argv (the plan records it with the option)."""
-    plan = validated.planned()[1]
+    plan = validated.plan
     ranks = [r for r in plan.ranks if r.rank == rank] or list(plan.ranks)
     options = ranks[0].engine_options if ranks else ()
     path: YamlPath = next((tuple(o.source) for o in options if o.flag == option), ("engine",))
@@ -173,16 +173,16 @@ def _where(ranks: tuple[int, ...], total: int) -> str:
         "on ranks " + ", ".join(str(r) for r in ranks)
 
 
-def _finding(validated: Validated, path: YamlPath, rule: str, message: str, hint: str,
+def _finding(validated: Planned, path: YamlPath, rule: str, message: str, hint: str,
              *, at_key: bool = False) -> Finding:
-    from spark_compile.spec.rules import RULES, load_all
+    from spark_compile.rules import RULES, load_all
 
     load_all()
     return locate(validated.resolved, path, rule, RULES[rule].severity, message, hint, at_key=at_key)
 
 
-def _rewrite_findings(validated: Validated, build: str, found: list[Rewrite], total: int) -> list[Finding]:
-    accepted = validated.planned()[0].engine.accept_rewrites
+def _rewrite_findings(validated: Planned, build: str, found: list[Rewrite], total: int) -> list[Finding]:
+    accepted = validated.profile.engine.accept_rewrites
     out: list[Finding] = []
     for rw in found:
         name = rw.option.removeprefix("--")
@@ -217,7 +217,7 @@ def _mention(error: str, dest: str, entry: dict[str, Any]) -> int:
     return min(hits) if hits else -1
 
 
-def _error_path(validated: Validated, rank: dict[str, Any], error: str) -> YamlPath:
+def _error_path(validated: Planned, rank: dict[str, Any], error: str) -> YamlPath:
     """The profile path of the written flag SGLang's message names first."""
     named = [(at, entry["option"]) for dest, entry in rank["written"].items()
              if (at := _mention(error, dest, entry)) >= 0]
@@ -226,7 +226,7 @@ def _error_path(validated: Validated, rank: dict[str, Any], error: str) -> YamlP
     return flag_path(validated, min(named)[1], rank["rank"])
 
 
-def _refusal_findings(validated: Validated, build: str, ranks: list[dict[str, Any]]) -> list[Finding]:
+def _refusal_findings(validated: Planned, build: str, ranks: list[dict[str, Any]]) -> list[Finding]:
     grouped: dict[tuple[str, str, str], list[int]] = {}
     for rank in ranks:
         if rank["outcome"] != "ok":
@@ -246,14 +246,14 @@ def _refusal_findings(validated: Validated, build: str, ranks: list[dict[str, An
     return out
 
 
-def _not_run(validated: Validated, why: NotRunError) -> list[Finding]:
-    build = validated.planned()[0].engine.catalog
+def _not_run(validated: Planned, why: NotRunError) -> list[Finding]:
+    build = validated.profile.engine.catalog
     return [_finding(validated, why.path, "SC603", f"engine checks for {build} did not run: {why}",
                      "run `check --engine` where the engine venv and the model's config.json are")]
 
 
-def _verdict(validated: Validated, version: str, ranks: list[dict[str, Any]]) -> list[Finding]:
-    build = validated.planned()[0].engine.catalog
+def _verdict(validated: Planned, version: str, ranks: list[dict[str, Any]]) -> list[Finding]:
+    build = validated.profile.engine.catalog
     if f"sglang-{version}" != build:
         return _not_run(validated, NotRunError(f"the engine interpreter runs sglang-{version}, but engine.catalog "
                                           f"selects {build}; point ENGINE_PYTHON at a venv with {build}"))
@@ -272,7 +272,7 @@ def run_note(hardware: str, result: dict[str, Any]) -> str:
             "(a step that calls one is reported as SC603)")
 
 
-def engine_findings_many(profiles: list[Validated], python: str | None = None,
+def engine_findings_many(profiles: list[Planned], python: str | None = None,
                          notes: list[str] | None = None) -> list[list[Finding]]:
     """SGLang's own verdict on every rank of each schema-valid profile: one probe run per hardware kind.
     ``notes`` receives one line per probe run saying what was simulated."""
@@ -290,7 +290,7 @@ def engine_findings_many(profiles: list[Validated], python: str | None = None,
                 model_dir.mkdir()
                 (model_dir / "config.json").write_text(model_config(config_json(validated)), encoding="utf-8")
                 jobs[index] = probe_job(validated, model_dir)
-                groups.setdefault(validated.planned()[0].hardware, []).append(index)
+                groups.setdefault(validated.profile.hardware, []).append(index)
             except NotRunError as why:
                 out[index] = _not_run(validated, why)
         for hardware, members in groups.items():
@@ -307,8 +307,3 @@ def engine_findings_many(profiles: list[Validated], python: str | None = None,
             for i, ranks in zip(members, result["jobs"], strict=True):
                 out[i] = _verdict(profiles[i], str(result["sglang"]), ranks)
     return out
-
-
-def engine_findings(validated: Validated, python: str | None = None) -> list[Finding]:
-    """SGLang's own verdict on every rank of one schema-valid profile, as findings."""
-    return engine_findings_many([validated], python)[0]

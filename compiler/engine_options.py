@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import Option, ProfilePath
 
@@ -26,39 +28,121 @@ def fraction_text(value: float | None) -> str | None:
     return f"{value:.2f}" if round(value, 2) == value else repr(value)
 
 
-# Every engine flag the plan writes from a typed field, with that field: findings on a flag are placed there,
-# SC213 refuses the same flag in engine.args, and the diff names the field behind a changed flag.
-TYPED_FLAGS: dict[str, ProfilePath] = {
-    "--model-path": ("model", "snapshot"), "--served-model-name": ("model", "served_name"),
-    "--trust-remote-code": ("engine", "trust_remote_code"), "--load-format": ("engine", "load_format"),
-    "--tp-size": ("engine", "parallel", "tp"), "--ep-size": ("engine", "parallel", "ep"),
-    "--nnodes": ("fleet", "nodes"), "--node-rank": ("fleet", "nodes"), "--dist-init-addr": ("engine", "dist_init_port"),
-    "--host": ("engine", "host"), "--port": ("engine", "port"),
-    "--attention-backend": ("engine", "backends", "attention"),
-    "--moe-runner-backend": ("engine", "backends", "moe_runner"),
-    "--fp8-gemm-backend": ("engine", "backends", "fp8_gemm"),
-    "--mem-fraction-static": ("engine", "limits", "mem_fraction_static"),
-    "--chunked-prefill-size": ("engine", "limits", "chunked_prefill_size"),
-    "--context-length": ("engine", "limits", "context_length"),
-    "--max-running-requests": ("engine", "limits", "max_running_requests"),
-    "--max-total-tokens": ("engine", "limits", "max_total_tokens"),
-    "--cuda-graph-max-bs-decode": ("engine", "cuda_graph", "max_bs_decode"),
-    "--cuda-graph-max-bs": ("engine", "cuda_graph", "max_bs_decode"),  # its spelling up to SGLang 0.5.10
-    "--disable-cuda-graph": ("engine", "cuda_graph", "enabled"),  # ditto
-    "--cuda-graph-backend-decode": ("engine", "cuda_graph", "enabled"),
-    "--cuda-graph-backend-prefill": ("engine", "cuda_graph", "enabled"),
-    "--random-seed": ("engine", "limits", "random_seed"),
-    "--speculative-algorithm": ("engine", "speculative", "algorithm"),
-    "--speculative-dspark-block-size": ("engine", "speculative", "dspark_block_size"),
-    "--speculative-num-steps": ("engine", "speculative", "num_steps"),
-    "--speculative-eagle-topk": ("engine", "speculative", "eagle_topk"),
-    "--speculative-num-draft-tokens": ("engine", "speculative", "num_draft_tokens"),
-    "--speculative-draft-model-path": ("engine", "speculative", "draft_model"),
-    "--tool-call-parser": ("engine", "chat", "tool_call_parser"),
-    "--reasoning-parser": ("engine", "chat", "reasoning_parser"),
-    "--watchdog-timeout": ("engine", "limits", "watchdog_timeout"),
-    "--default-chat-template-kwargs": ("engine", "chat", "thinking"),
-}
+Value = Callable[["Profile", int], object]  # Profile is a type-checking import: the check path never loads pydantic
+
+
+@dataclass(frozen=True)
+class TypedFlag:
+    """An engine flag the plan writes from a typed field: the field, and the rank's value of the flag (None:
+    left out; True: a bare switch)."""
+
+    flag: str
+    field: ProfilePath
+    value: Value
+
+
+def _multinode(value: Value) -> Value:
+    """Only for a fleet of several nodes (one node is SGLang's default)."""
+    return lambda p, rank: value(p, rank) if len(p.fleet.nodes) > 1 else None
+
+
+def _graphs_on(spelled: str) -> Value:
+    """The decode graphs' batch cap, under the name the selected build gives it."""
+    def value(p: Profile, _: int) -> object:
+        from spark_compile.spec.catalog import spelling
+
+        if not p.engine.cuda_graph.enabled:
+            return None
+        flag = spelling(p.engine.catalog, ["--cuda-graph-max-bs-decode"], ["--cuda-graph-max-bs"])[0]
+        return cuda_graph_max_bs_decode(p) if flag == spelled else None
+
+    return value
+
+
+def _graphs_off(spelled: str, written: object) -> Value:
+    """Graphs off, the way the selected build takes it (one switch up to 0.5.10, two backends after)."""
+    def value(p: Profile, _: int) -> object:
+        from spark_compile.spec.catalog import spelling
+
+        if p.engine.cuda_graph.enabled:
+            return None
+        old = spelling(p.engine.catalog, ["--cuda-graph-backend-decode", "--cuda-graph-backend-prefill"],
+                       ["--disable-cuda-graph"]) == ["--disable-cuda-graph"]
+        return written if (spelled == "--disable-cuda-graph") == old else None
+
+    return value
+
+
+def _speculative(value: Callable[[Any], object]) -> Value:
+    return lambda p, _: None if p.engine.speculative.algorithm == "none" else value(p.engine.speculative)
+
+
+def _thinking(p: Profile, _: int) -> object:
+    thinking = p.engine.chat.thinking
+    return None if thinking is None else json.dumps({"thinking": thinking}, separators=(",", ":"))
+
+
+# Every engine flag the plan writes from a typed field, in argv order: findings on a flag are placed at its
+# field, SC213 refuses the flag in engine.args, and the diff names the field behind a changed flag.
+TYPED: tuple[TypedFlag, ...] = (
+    TypedFlag("--model-path", ("model", "snapshot"),
+              lambda p, _: f"{p.model.container_repo}/snapshots/{p.model.snapshot}"),
+    TypedFlag("--served-model-name", ("model", "served_name"), lambda p, _: p.model.served_name),
+    TypedFlag("--trust-remote-code", ("engine", "trust_remote_code"), lambda p, _: p.engine.trust_remote_code or None),
+    TypedFlag("--load-format", ("engine", "load_format"), lambda p, _: p.engine.load_format),
+    TypedFlag("--tp-size", ("engine", "parallel", "tp"), lambda p, _: p.engine.parallel.tp),
+    TypedFlag("--ep-size", ("engine", "parallel", "ep"),
+              lambda p, _: p.engine.parallel.ep if p.engine.parallel.ep > 1 else None),
+    TypedFlag("--nnodes", ("fleet", "nodes"), _multinode(lambda p, _: len(p.fleet.nodes))),
+    TypedFlag("--node-rank", ("fleet", "nodes"), _multinode(lambda _, rank: rank)),
+    TypedFlag("--dist-init-addr", ("engine", "dist_init_port"),
+              _multinode(lambda p, _: f"{p.fleet.nodes[0].fabric_ip}:{p.engine.dist_init_port}")),
+    TypedFlag("--host", ("engine", "host"), lambda p, _: p.engine.host),
+    TypedFlag("--port", ("engine", "port"), lambda p, _: p.engine.port),
+    TypedFlag("--attention-backend", ("engine", "backends", "attention"), lambda p, _: p.engine.backends.attention),
+    TypedFlag("--moe-runner-backend", ("engine", "backends", "moe_runner"),
+              lambda p, _: p.engine.backends.moe_runner),
+    TypedFlag("--fp8-gemm-backend", ("engine", "backends", "fp8_gemm"), lambda p, _: p.engine.backends.fp8_gemm),
+    TypedFlag("--mem-fraction-static", ("engine", "limits", "mem_fraction_static"),
+              lambda p, _: fraction_text(p.engine.limits.mem_fraction_static)),
+    TypedFlag("--chunked-prefill-size", ("engine", "limits", "chunked_prefill_size"),
+              lambda p, _: p.engine.limits.chunked_prefill_size),
+    TypedFlag("--context-length", ("engine", "limits", "context_length"),
+              lambda p, _: p.engine.limits.context_length),
+    TypedFlag("--max-running-requests", ("engine", "limits", "max_running_requests"),
+              lambda p, _: p.engine.limits.max_running_requests),
+    TypedFlag("--max-total-tokens", ("engine", "limits", "max_total_tokens"),
+              lambda p, _: p.engine.limits.max_total_tokens),
+    TypedFlag("--cuda-graph-max-bs-decode", ("engine", "cuda_graph", "max_bs_decode"),
+              _graphs_on("--cuda-graph-max-bs-decode")),
+    # Its spelling up to SGLang 0.5.10, and that build's way to turn graphs off.
+    TypedFlag("--cuda-graph-max-bs", ("engine", "cuda_graph", "max_bs_decode"), _graphs_on("--cuda-graph-max-bs")),
+    TypedFlag("--disable-cuda-graph", ("engine", "cuda_graph", "enabled"), _graphs_off("--disable-cuda-graph", True)),
+    TypedFlag("--cuda-graph-backend-decode", ("engine", "cuda_graph", "enabled"),
+              _graphs_off("--cuda-graph-backend-decode", "disabled")),
+    TypedFlag("--cuda-graph-backend-prefill", ("engine", "cuda_graph", "enabled"),
+              _graphs_off("--cuda-graph-backend-prefill", "disabled")),
+    TypedFlag("--random-seed", ("engine", "limits", "random_seed"), lambda p, _: p.engine.limits.random_seed),
+    TypedFlag("--speculative-algorithm", ("engine", "speculative", "algorithm"), _speculative(lambda s: s.algorithm)),
+    TypedFlag("--speculative-dspark-block-size", ("engine", "speculative", "dspark_block_size"),
+              _speculative(lambda s: s.dspark_block_size)),
+    TypedFlag("--speculative-num-steps", ("engine", "speculative", "num_steps"), _speculative(lambda s: s.num_steps)),
+    TypedFlag("--speculative-eagle-topk", ("engine", "speculative", "eagle_topk"),
+              _speculative(lambda s: s.eagle_topk)),
+    TypedFlag("--speculative-num-draft-tokens", ("engine", "speculative", "num_draft_tokens"),
+              _speculative(lambda s: s.num_draft_tokens)),
+    TypedFlag("--speculative-draft-model-path", ("engine", "speculative", "draft_model"),
+              _speculative(lambda s: s.draft_model)),
+    TypedFlag("--tool-call-parser", ("engine", "chat", "tool_call_parser"),
+              lambda p, _: p.engine.chat.tool_call_parser),
+    TypedFlag("--reasoning-parser", ("engine", "chat", "reasoning_parser"),
+              lambda p, _: p.engine.chat.reasoning_parser),
+    TypedFlag("--watchdog-timeout", ("engine", "limits", "watchdog_timeout"),
+              lambda p, _: p.engine.limits.watchdog_timeout),
+    TypedFlag("--default-chat-template-kwargs", ("engine", "chat", "thinking"), _thinking),
+)
+TYPED_FLAGS: dict[str, ProfilePath] = {typed.flag: typed.field for typed in TYPED}
+AFTER_ARGS = "--default-chat-template-kwargs"  # written after engine.args, where the reference command has it
 # Other spellings of typed flags (SGLang aliases, or another way to the same setting): refused in engine.args too.
 TYPED_FLAG_SYNONYMS: dict[str, str] = {
     "--tensor-parallel-size": "--tp-size", "--expert-parallel-size": "--ep-size",
@@ -66,11 +150,11 @@ TYPED_FLAG_SYNONYMS: dict[str, str] = {
 }
 
 
-def _typed(flag: str, *values: object) -> list[Option]:
-    """The option ``flag`` written from its typed field; nothing when the value is unset (None)."""
-    if values and values[0] is None:
-        return []
-    return [Option(flag, tuple(str(v) for v in values), TYPED_FLAGS[flag])]
+def _option(typed: TypedFlag, profile: Profile, rank: int) -> Option | None:
+    value = typed.value(profile, rank)
+    if value is None:
+        return None
+    return Option(typed.flag, () if value is True else (str(value),), typed.field)
 
 
 def _arg(name: str, value: object) -> Option:
@@ -86,65 +170,6 @@ def _arg(name: str, value: object) -> Option:
 
 def engine_options(profile: Profile, rank: int) -> list[Option]:
     """The engine's own options for ``rank`` (what follows the launcher), each with its profile path."""
-    eng, model, limits = profile.engine, profile.model, profile.engine.limits
-    nodes = profile.fleet.nodes
-    options = [*_typed("--model-path", f"{model.container_repo}/snapshots/{model.snapshot}"),
-               *_typed("--served-model-name", model.served_name)]
-    options += _typed("--trust-remote-code") if eng.trust_remote_code else []
-    options += _typed("--load-format", eng.load_format)
-    options += _typed("--tp-size", eng.parallel.tp)
-    options += _typed("--ep-size", eng.parallel.ep if eng.parallel.ep > 1 else None)
-    if len(nodes) > 1:  # one node is SGLang's default
-        options += [*_typed("--nnodes", len(nodes)), *_typed("--node-rank", rank)]
-        options += _typed("--dist-init-addr", f"{nodes[0].fabric_ip}:{eng.dist_init_port}")
-    options += [*_typed("--host", eng.host), *_typed("--port", eng.port)]
-    options += _typed("--attention-backend", eng.backends.attention)
-    options += _typed("--moe-runner-backend", eng.backends.moe_runner)
-    options += _typed("--fp8-gemm-backend", eng.backends.fp8_gemm)
-    options += [*_typed("--mem-fraction-static", fraction_text(limits.mem_fraction_static)),
-                *_typed("--chunked-prefill-size", limits.chunked_prefill_size),
-                *_typed("--context-length", limits.context_length),
-                *_typed("--max-running-requests", limits.max_running_requests)]
-    options += _typed("--max-total-tokens", limits.max_total_tokens)
-    options += _cuda_graph_options(profile)
-    options += _typed("--random-seed", limits.random_seed)
-    options += _speculative_options(profile)
-    options += _typed("--tool-call-parser", eng.chat.tool_call_parser)
-    options += _typed("--reasoning-parser", eng.chat.reasoning_parser)
-    options += _typed("--watchdog-timeout", limits.watchdog_timeout)
-    options += [_arg(name, value) for name, value in eng.args.items()]
-    if eng.chat.thinking is not None:
-        kwargs = json.dumps({"thinking": eng.chat.thinking}, separators=(",", ":"))
-        options += _typed("--default-chat-template-kwargs", kwargs)
-    return options
-
-
-def engine_argv(profile: Profile, rank: int) -> list[str]:
-    """The engine's own arguments for ``rank`` as argv words."""
-    return [word for option in engine_options(profile, rank) for word in option.words]
-
-
-def _cuda_graph_options(profile: Profile) -> list[Option]:
-    """The CUDA-graph options, spelled the way the SGLang build engine.catalog selects takes them."""
-    from spark_compile.spec.catalog import spelling
-
-    build = profile.engine.catalog
-    if profile.engine.cuda_graph.enabled:
-        flag = spelling(build, ["--cuda-graph-max-bs-decode"], ["--cuda-graph-max-bs"])[0]
-        return _typed(flag, cuda_graph_max_bs_decode(profile))
-    if spelling(build, ["--cuda-graph-backend-decode", "--cuda-graph-backend-prefill"], ["--disable-cuda-graph"]) \
-            == ["--disable-cuda-graph"]:
-        return _typed("--disable-cuda-graph")
-    return [*_typed("--cuda-graph-backend-decode", "disabled"), *_typed("--cuda-graph-backend-prefill", "disabled")]
-
-
-def _speculative_options(profile: Profile) -> list[Option]:
-    spec = profile.engine.speculative
-    if spec.algorithm == "none":
-        return []
-    return [*_typed("--speculative-algorithm", spec.algorithm),
-            *_typed("--speculative-dspark-block-size", spec.dspark_block_size),
-            *_typed("--speculative-num-steps", spec.num_steps),
-            *_typed("--speculative-eagle-topk", spec.eagle_topk),
-            *_typed("--speculative-num-draft-tokens", spec.num_draft_tokens),
-            *_typed("--speculative-draft-model-path", spec.draft_model)]
+    typed = [option for flag in TYPED if (option := _option(flag, profile, rank)) is not None]
+    return [*(o for o in typed if o.flag != AFTER_ARGS), *(_arg(n, v) for n, v in profile.engine.args.items()),
+            *(o for o in typed if o.flag == AFTER_ARGS)]

@@ -73,6 +73,8 @@ def nccl_env(profile: Profile, gid_index: int | None) -> Variables:
     rdma = fabric is not None and fabric.kind != "tcp"
     base += [EnvVar(name, value, ("fleet", "fabric", "kind")) for name, value in (NCCL_RDMA_TAIL if rdma else ())]
     base += [EnvVar(name, value, ("nccl",)) for name, value in NCCL_NODE_TAIL]
+    if profile.nccl.debug != "off":
+        base.append(EnvVar("NCCL_DEBUG", profile.nccl.debug, ("nccl", "debug")))
     hardware = HARDWARE.get(profile.hardware)
     if hardware is not None and hardware.gpus_per_node == 1:
         base += [EnvVar(name, value, ("hardware",)) for name, value in NCCL_SINGLE_GPU_TAIL]

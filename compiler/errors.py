@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spark_compile.findings import Finding
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # findings of error severity (or warnings under --strict), drift, or a diff that differs
 EXIT_USAGE = 2  # bad command line, unreadable file, I/O failure
@@ -26,3 +31,13 @@ class UnquotableError(SparkCompileError):
     """A value its consumer (bash, systemd, an env file...) cannot carry; the profile must change."""
 
     exit_code = EXIT_FINDINGS
+
+
+class RejectedError(SparkCompileError):
+    """Stop here: a profile the command needs has these findings. Every command prints their report, exit 1."""
+
+    exit_code = EXIT_FINDINGS
+
+    def __init__(self, findings: list[Finding]) -> None:
+        super().__init__(f"{len(findings)} finding(s)")
+        self.findings = findings

@@ -9,11 +9,11 @@ import shlex
 import sys
 from pathlib import Path
 
-from spark_compile.compile import Validated
 from spark_compile.errors import EXIT_OK, UsageError
 from spark_compile.importer import sparkrun_facts as facts
 from spark_compile.importer.draft import comment, scalar
 from spark_compile.launch_plan import RankPlan
+from spark_compile.pipeline import Planned
 
 MARK = "# Written by spark-compile export from "
 _RENDEZVOUS = ("--dist-init-addr", "--nnodes", "--node-rank")
@@ -87,9 +87,9 @@ def _not_carried(rank: RankPlan, notes: list[str]) -> None:
         notes.append(f"{name}: found on the node at start (runtime.env); sparkrun has no such step")
 
 
-def recipe_text(validated: Validated, source: str, notes: list[str]) -> tuple[str, list[str]]:
+def recipe_text(planned: Planned, source: str, notes: list[str]) -> tuple[str, list[str]]:
     """The recipe, and the hosts to give `sparkrun run --hosts`."""
-    profile, plan = validated.planned()
+    profile, plan = planned.profile, planned.plan
     head = plan.ranks[0]
     if profile.engine.dist_init_port != facts.INIT_PORT and len(plan.ranks) > 1:
         notes.append(f"engine.dist_init_port {profile.engine.dist_init_port}: sparkrun rendezvouses on port "
@@ -112,10 +112,10 @@ def recipe_text(validated: Validated, source: str, notes: list[str]) -> tuple[st
     return "\n".join(lines) + "\n", [r.fabric_ip for r in plan.ranks]
 
 
-def run_export(validated: Validated, source: Path, output: Path | None, *, force: bool) -> int:
+def run_export(planned: Planned, source: Path, output: Path | None, *, force: bool) -> int:
     """Write (or print) the recipe; list on stderr what of the deployment sparkrun does its own way."""
     notes: list[str] = []
-    text, _ = recipe_text(validated, str(source), notes)
+    text, _ = recipe_text(planned, str(source), notes)
     if output is None:
         sys.stdout.write(text)
     else:

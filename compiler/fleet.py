@@ -11,24 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spark_compile import __version__
-from spark_compile.fleet_data import (
-    LOG_KEEP,
-    UNIT_ACTIVE_TIMEOUT,
-    api_place,
-    fleet_env,
-    fleet_json,
-    home_path,
-    ssh_user,
-    watchdog_unit_base,
-)
+from spark_compile.fleet_data import LOG_KEEP, UNIT_ACTIVE_TIMEOUT, fleet_env, fleet_json, ssh_user
 from spark_compile.launch_plan import LaunchPlan, RankPlan
+from spark_compile.plan import FLEET_DIR
 from spark_compile.quoting import bash_words
 from spark_compile.render import SCRIPT_MODE, Artifact, environment
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import Profile
 
-FLEET_DIR = "fleet"
 STATIC_SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "window.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py",
                   "engram.py", "gate.py", "gate_scoring.py", "verdict.py")
 SOURCED = ("fleet-lib.sh", "dry-run.sh", "window.sh", "gate_scoring.py")  # read by the scripts, never run
@@ -59,19 +50,14 @@ def unit_exec_lines(rank: RankPlan) -> list[str]:
 
 def fleet_context(plan: LaunchPlan, profile: Profile) -> dict[str, Any]:
     """What the watchdog units and the fleet README format."""
-    ops, watchdog = profile.operations, profile.operations.watchdog
-    head = plan.ranks[0]
-    log_dir = home_path(head.home, ops.log_dir)
-    base = watchdog_unit_base(plan)
-    gpu_wait = profile.deploy.gpu_wait_tries * profile.deploy.gpu_wait_seconds
-    fleet_install_dir = f"{plan.install_dir}/{FLEET_DIR}"
-    api = api_place(plan, profile)
+    ops, watchdog, fleet = profile.operations, profile.operations.watchdog, plan.fleet
+    head, api, base = plan.ranks[0], fleet.api, fleet.watchdog_unit
     return {
         "plan": plan, "profile": profile, "head": head, "world": len(plan.ranks), "ops": ops,
-        "watchdog": watchdog, "fleet_install_dir": fleet_install_dir, "log_dir": log_dir,
+        "watchdog": watchdog, "fleet_install_dir": fleet.install_dir, "log_dir": fleet.log_dir,
         "watchdog_service": f"{base}.service", "watchdog_timer": f"{base}.timer",
-        "watchdog_user": ssh_user(head.ssh), "watchdog_env_file": f"{fleet_install_dir}/watchdog.env",
-        "watchdog_run_timeout": watchdog.ready_timeout_seconds + WATCHDOG_RUN_MARGIN + gpu_wait,
+        "watchdog_user": ssh_user(head.ssh), "watchdog_env_file": f"{fleet.install_dir}/watchdog.env",
+        "watchdog_run_timeout": watchdog.ready_timeout_seconds + WATCHDOG_RUN_MARGIN + fleet.gpu_wait_seconds,
         "api": api, "api_url": f"http://{api.host}:{plan.port}", "unit_active_timeout": UNIT_ACTIVE_TIMEOUT,
         "postmortem_lines": LOG_KEEP * 4, "previous": ops.previous_stack,
     }

@@ -7,10 +7,8 @@ whatever the fleet's size.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import LaunchPlan, RankPlan
@@ -35,28 +33,6 @@ PROBE_PROMPT = "Reply with the word OK."
 UNIT_DIR = "/etc/systemd/system"
 
 
-@dataclass(frozen=True)
-class ApiPlace:
-    """Where the API listens and from where the checks must reach it."""
-
-    host: str  # the address checks call
-    via_head: bool  # loopback: every check runs on the head (over ssh from elsewhere)
-
-
-def api_place(plan: LaunchPlan, profile: Profile) -> ApiPlace:
-    """0.0.0.0 -> the head's fabric IP; loopback -> 127.0.0.1 on the head; any other address as bound."""
-    bound = profile.engine.host
-    address = ipaddress.IPv4Address(bound)
-    if address.is_unspecified:
-        return ApiPlace(plan.head_ip, False)
-    return ApiPlace(bound, address.is_loopback)
-
-
-def home_path(home: str, path: str) -> str:
-    """A profile path that is absolute, or relative to a node's home."""
-    return path if path.startswith("/") else f"{home}/{path}"
-
-
 def ssh_user(target: str) -> str:
     """The user an ssh target logs in as; root when it names none (the watchdog then runs as root)."""
     return target.split("@", 1)[0] if "@" in target else "root"
@@ -70,22 +46,19 @@ def probe_body(profile: Profile) -> str:
     return json.dumps(body, separators=(",", ":"))
 
 
-def rows_path(profile: Profile, rank: RankPlan) -> str:
+def rows_path(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> str:
     """The manifest of a node-local copy, or the checkpoint's index on the node that holds it."""
     model = profile.model
     if rank.engram is None or model.engram is None:
         return ""
     if rank.engram.source == "local":
         return f"{model.engram.local_dir}/{ENGRAM_MANIFEST}"
-    repo = model.holder_repo or model.repo
-    return f"{repo}/snapshots/{model.snapshot}/{CHECKPOINT_INDEX}"
+    return f"{plan.fleet.node_repos[rank.rank]}/snapshots/{model.snapshot}/{CHECKPOINT_INDEX}"
 
 
-def config_path(profile: Profile, rank: RankPlan) -> str:
+def config_path(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> str:
     """The checkpoint's config.json as the rank's node sees it (the holder reads its own copy)."""
-    model = profile.model
-    repo = (model.holder_repo or model.repo) if rank.engram and rank.engram.source == "shards" else model.repo
-    return f"{repo}/snapshots/{model.snapshot}/config.json"
+    return f"{plan.fleet.node_repos[rank.rank]}/snapshots/{profile.model.snapshot}/config.json"
 
 
 def engram_lines(profile: Profile, rank: RankPlan, world: int) -> list[str]:
@@ -180,16 +153,11 @@ def _verify(profile: Profile, plan: LaunchPlan) -> list[str]:
     ]
 
 
-def watchdog_unit_base(plan: LaunchPlan) -> str:
-    """sglang-x.service -> sglang-x-watchdog (the service and the timer share it)."""
-    return plan.unit_name.removesuffix(".service").rstrip("@") + "-watchdog"
-
-
 def _identity(plan: LaunchPlan, version: str) -> list[str]:
     return [
         _var("fleet_version", version), _var("profile", plan.profile), _var("release", plan.release or ""),
         _var("unit", plan.unit_name), _var("container", plan.container_name), _var("image", plan.image),
-        _var("install_dir", plan.install_dir), _var("fleet_install_dir", f"{plan.install_dir}/fleet"),
+        _var("install_dir", plan.install_dir), _var("fleet_install_dir", plan.fleet.install_dir),
         _var("unit_dir", UNIT_DIR), _var("world", len(plan.ranks)),
         _array("ranks", (r.rank for r in plan.ranks)),
         _array("start_order", plan.start_order), _array("stop_order", reversed(plan.start_order)),
@@ -207,19 +175,19 @@ def _ranks(plan: LaunchPlan, profile: Profile) -> list[str]:
         _array("rank_flags", (_flags(r) for r in plan.ranks)),
         "# Engram rows: local reads the node-local copy's manifest, shards the checkpoint's index.",
         _array("rank_rows_kind", (r.engram.source if r.engram else "" for r in plan.ranks)),
-        _array("rank_rows_path", (rows_path(profile, r) for r in plan.ranks)),
+        _array("rank_rows_path", (rows_path(plan, profile, r) for r in plan.ranks)),
         _array("rank_rows_expect", (",".join(f"{la}:{lo}:{hi}" for la, lo, hi in r.engram.rows)
                                     if r.engram else "" for r in plan.ranks)),
         "# Engram row counts the checkpoint's config.json must give (empty: no Engram).",
         _var("engram_tables", ",".join(f"{layer}:{rows}" for layer, rows in sorted(engram.tables.items()))
              if engram else ""),
-        _array("rank_config", (config_path(profile, r) for r in plan.ranks)),
+        _array("rank_config", (config_path(plan, profile, r) for r in plan.ranks)),
         _var("image_check", profile.operations.image_check.mode),
     ]
 
 
 def _api_and_timeouts(plan: LaunchPlan, profile: Profile) -> list[str]:
-    api, deploy = api_place(plan, profile), profile.deploy
+    api, deploy = plan.fleet.api, profile.deploy
     return [
         "# The API: checks call api_host; api_via_head=1 (a loopback host) runs them on the head.",
         _var("api_host_default", api.host), _var("api_port_default", plan.port),
@@ -231,9 +199,7 @@ def _api_and_timeouts(plan: LaunchPlan, profile: Profile) -> list[str]:
 
 
 def _watchdog(plan: LaunchPlan, profile: Profile) -> list[str]:
-    watchdog, deploy = profile.operations.watchdog, profile.deploy
-    log_dir = home_path(plan.ranks[0].home, profile.operations.log_dir)
-    base = watchdog_unit_base(plan)
+    watchdog, log_dir, base = profile.operations.watchdog, plan.fleet.log_dir, plan.fleet.watchdog_unit
     return [
         _var("log_dir", log_dir), _var("postmortem_dir", f"{log_dir}/postmortem"),
         _var("watchdog_enabled", int(watchdog.enabled)),
@@ -247,7 +213,7 @@ def _watchdog(plan: LaunchPlan, profile: Profile) -> list[str]:
         _var("health_probe_timeout", min(HEALTH_PROBE_CAP, watchdog.probe_timeout_seconds)),
         _var("log_trim_at", LOG_TRIM_AT), _var("log_keep", LOG_KEEP),
         _var("probe_body", probe_body(profile)),
-        _var("gpu_wait", deploy.gpu_wait_tries * deploy.gpu_wait_seconds),
+        _var("gpu_wait", plan.fleet.gpu_wait_seconds),
     ]
 
 
@@ -277,10 +243,10 @@ def fleet_env(plan: LaunchPlan, profile: Profile, version: str, unit_exec: dict[
 
 def fleet_json(plan: LaunchPlan, profile: Profile) -> str:
     """fleet.json: smoke.py's defaults, where the API is and what the profile says the model can do."""
-    smoke, api = profile.operations.smoke, api_place(plan, profile)
+    smoke, api = profile.operations.smoke, plan.fleet.api
     config: dict[str, Any] = {
         "host": api.host, "port": plan.port, "via_head": api.via_head, "head_ssh": plan.ranks[0].ssh,
-        "fleet_install_dir": f"{plan.install_dir}/fleet", "model": profile.model.served_name,
+        "fleet_install_dir": plan.fleet.install_dir, "model": profile.model.served_name,
         # Unset in the profile, SGLang serves the model's own length; unknown, no needle is skipped for size.
         "context_length": (profile.engine.limits.context_length or profile.model.max_context_length
                            or max(smoke.needle_tokens, default=0)),

@@ -9,28 +9,42 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spark_compile.artifact_diff import Grouped, ProfileDiff
-from spark_compile.compile import Validated
-from spark_compile.diff import diff_profiles, load_checked
+from spark_compile.diff import diff_profiles, load_side
 from spark_compile.diff_format import ARROW, fold_text, md, ranks_text, show
-from spark_compile.errors import EXIT_OK, InputError
-from spark_compile.load import load_file
+from spark_compile.errors import EXIT_OK, InputError, RejectedError
+from spark_compile.load import LoadError, load_file
+from spark_compile.pipeline import Planned
+
+if TYPE_CHECKING:
+    from spark_compile.spec.model import ReleaseNotes
 
 
 @dataclass(frozen=True)
 class Release:
-    """One row: the release, the file it lives in, the release it extends, and the two columns."""
+    """One row: the release, its file, the release it extends, its date and notes, and the two columns."""
 
     release: str
     file: str
     parent: str | None
+    date: str | None
+    notes: tuple[str, ...]  # why, and where to read more: the first lines of the profile column
     profile: tuple[str, ...]
     artifacts: tuple[str, ...]
 
+    def left(self) -> list[str]:
+        """The release column's lines, the same in every format."""
+        return [self.release, *([self.date] if self.date else []), self.file,
+                *([f"after {self.parent}"] if self.parent else [])]
+
 
 def _extends(path: Path) -> Path | None:
-    data = load_file(path).data
+    try:
+        data = load_file(path, os.path.relpath(path)).data  # named as the pipeline will name it
+    except LoadError as failed:
+        raise RejectedError([failed.finding]) from None
     parent = data.get("extends") if isinstance(data, dict) else None
     return (path.parent / parent).resolve() if isinstance(parent, str) else None
 
@@ -115,46 +129,69 @@ def _artifact_column(result: ProfileDiff, total: int) -> tuple[str, ...]:
 def _profile_column(result: ProfileDiff) -> tuple[str, ...]:
     out = []
     for change in result.profile:
-        if change.path == "release":
+        if change.path == "release" or change.path.startswith("release_notes"):  # shown as the row's own notes
             continue
         before, after = _elide(show(change.old), show(change.new))
         out.append(f"{change.path}: {before} {ARROW} {after}")
     return tuple(out)
 
 
-def _row(path: Path, parent: Path | None, validated: dict[Path, Validated]) -> Release:
-    from spark_compile.compile import rendered_files
+def _own_notes(validated: Planned) -> ReleaseNotes | None:
+    """The release notes this file writes itself: a parent's describe the parent's release, not this one."""
+    notes = validated.profile.release_notes
+    origin = validated.resolved.origins.get(("release_notes",))
+    return notes if notes is not None and origin is not None and not origin.via else None
 
+
+def _first_release(validated: Planned) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The first release's two columns: what it deploys, and the files that deploys it."""
+    profile, plan = validated.profile, validated.plan
+    nodes, engine = len(profile.fleet.nodes), profile.engine
+    fabric = f" over {profile.fleet.fabric.kind}" if profile.fleet.fabric is not None and nodes > 1 else ""
+    speculative = engine.speculative.algorithm
+    deploys = [f"first release: {profile.model.served_name} on {nodes} x {profile.hardware}{fabric}",
+               f"TP {engine.parallel.tp}, EP {engine.parallel.ep}"
+               + (f", {speculative} speculative decoding" if speculative != "none" else ""),
+               f"image {engine.image}"]
+    files = len(validated.files)
+    ranks = len(plan.ranks)
+    return tuple(deploys), (f"{files} files: per rank (x{ranks}) docker-run.sh, a unit, env files, preflight.sh; "
+                            "fleet scripts; README.md, plan.json, MANIFEST.json",)
+
+
+def _row(path: Path, parent: Path | None, validated: dict[Path, Planned]) -> Release:
     new = validated[path]
-    release = new.planned()[0].release or path.stem
-    total = len(new.planned()[1].ranks)
+    release = new.profile.release or path.stem
+    own = _own_notes(new)
+    date = own.date if own else None
+    notes = (f"why: {own.reason}", *([f"see: {own.link}"] if own.link else [])) if own else ()
     if parent is None:
-        settings = len([k for k in new.resolved.origins if k])
-        return Release(release, path.name, None, (f"first of its chain: {settings} values set",),
-                       (f"{len(rendered_files(new))} files for {total} rank{'s' * (total != 1)}",))
+        profile, artifacts = _first_release(new)
+        return Release(release, path.name, None, date, notes, profile, artifacts)
     result = diff_profiles(validated[parent], new)
-    parent_release = validated[parent].planned()[0].release or parent.stem
-    return Release(release, path.name, parent_release, _profile_column(result), _artifact_column(result, total))
+    parent_release = validated[parent].profile.release or parent.stem
+    total = len(new.plan.ranks)
+    return Release(release, path.name, parent_release, date, notes, _profile_column(result),
+                   _artifact_column(result, total))
 
 
 def history(directory: Path) -> list[Release]:
     """The rows of DIR's release table, parents first."""
     order = chain_order(directory)
     base = Path.cwd()
-    validated = {path: load_checked(os.path.relpath(path, base)) for path, _ in order}
+    validated = {path: load_side(os.path.relpath(path, base)) for path, _ in order}
     return [_row(path, parent, validated) for path, parent in order]
 
 
 def text_table(rows: list[Release]) -> str:
     """The table for a terminal: one block of lines per release, columns padded."""
     head = ("release", "profile", "artifacts (every rank unless a rank is named)")
-    width0 = max(len(head[0]), *(len(f"after {r.parent}") for r in rows), *(len(r.file) for r in rows))
-    width1 = max(len(head[1]), *(len(line) for r in rows for line in r.profile))
+    width0 = max(len(head[0]), *(len(line) for r in rows for line in r.left()))
+    width1 = max(len(head[1]), *(len(line) for r in rows for line in (*r.notes, *r.profile)))
     rule = f"{'-' * width0}-+-{'-' * width1}-+-{'-' * len(head[2])}"
     out = [f"{head[0]:<{width0}} | {head[1]:<{width1}} | {head[2]}", rule]
     for row in rows:
-        left = [row.release, row.file, *([f"after {row.parent}"] if row.parent else [])]
-        for a, b, c in itertools.zip_longest(left, row.profile, row.artifacts, fillvalue=""):
+        for a, b, c in itertools.zip_longest(row.left(), (*row.notes, *row.profile), row.artifacts, fillvalue=""):
             out.append(f"{a:<{width0}} | {b:<{width1}} | {c}".rstrip())
         out.append(rule)
     return "\n".join(out) + "\n"
@@ -164,7 +201,8 @@ def markdown_table(rows: list[Release]) -> str:
     """The same table for a wiki or a pull request."""
     out = ["| release | profile | artifacts |", "|---|---|---|"]
     for row in rows:
-        out.append(f"| {md(row.release)}<br>{md(row.file)} | {'<br>'.join(md(x) for x in row.profile)} | "
+        out.append(f"| {'<br>'.join(md(x) for x in row.left())} | "
+                   f"{'<br>'.join(md(x) for x in (*row.notes, *row.profile))} | "
                    f"{'<br>'.join(md(x) for x in row.artifacts)} |")
     return "\n".join(out) + "\n"
 

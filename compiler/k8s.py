@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-import json
 import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import LaunchPlan, Mount, ProfilePath, RankPlan
+from spark_compile.quoting import env_file
 from spark_compile.spec.hardware import HARDWARE
 
 if TYPE_CHECKING:
@@ -272,22 +272,11 @@ def service(profile: Profile, conf: Settings) -> dict[str, Any]:
     }
 
 
-def env_file_text(pairs: tuple[tuple[str, str], ...]) -> str:
-    """One env file of the ConfigMap: NAME=value lines, read literally by the entrypoint (as docker does)."""
-    from spark_compile.spec.envfile import env_value_problem
-
-    for name, value in pairs:
-        problem = env_value_problem(value)
-        if problem is not None:
-            raise ValueError(f"env value of {name} {problem}")
-    return "".join(f"{name}={value}\n" for name, value in pairs)
-
-
 def configmap(plan: LaunchPlan, conf: Settings, entrypoint: str) -> dict[str, Any]:
     """The ConfigMap: the entrypoint and every rank's env files, keys sorted."""
     data = {ENTRYPOINT: entrypoint}
     for rank in plan.ranks:
-        data.update((key, env_file_text(pairs)) for key, pairs in config_env(rank).items())
+        data.update((key, env_file(pairs)) for key, pairs in config_env(rank).items())
     size = sum(len(key) + len(value.encode()) for key, value in data.items())
     if size > CONFIGMAP_LIMIT:
         from spark_compile.errors import InputError
@@ -324,29 +313,3 @@ def manifests(plan: LaunchPlan, profile: Profile, entrypoint: str) -> dict[str, 
         "leaderworkerset.yaml": leaderworkerset(plan, profile, conf, config_digest(config)),
         "kustomization.yaml": kustomization(),
     }
-
-
-def _flatten(value: Any, prefix: str, into: dict[str, str]) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _flatten(item, f"{prefix}.{key}" if prefix else str(key), into)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _flatten(item, f"{prefix}[{index}]", into)
-    else:
-        into[prefix] = value if isinstance(value, str) else json.dumps(value)
-
-
-def diff_items(plan: LaunchPlan, profile: Profile) -> dict[tuple[str, str], str]:
-    """The LeaderWorkerSet and Service, leaf by leaf, for `spark-compile diff` (empty when the target is off).
-    The ConfigMap's env files are the ranks' env files, which the diff already shows per rank."""
-    if profile.kubernetes is None:
-        return {}
-    conf = settings(profile)
-    items: dict[tuple[str, str], str] = {}
-    for name, obj in (("leaderworkerset.yaml", leaderworkerset(plan, profile, conf, "")),
-                      ("service.yaml", service(profile, conf))):
-        leaves: dict[str, str] = {}
-        _flatten(obj, "", leaves)
-        items.update(((f"k8s/{name}", path), value) for path, value in leaves.items() if CONFIG_HASH not in path)
-    return items

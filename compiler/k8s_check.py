@@ -1,7 +1,7 @@
 """What the Kubernetes target's rules check on the manifest the plan produces (and the tests on mutants).
 
-Each check takes the LeaderWorkerSet object as built (or as a test broke it) and returns problems, each
-with the rule it breaks and the profile path to blame, so spec/rules/k8s.py can place it in the profile.
+Each check is one rule's (rules/k8s.py): it takes the LeaderWorkerSet object as built (or as a test broke it)
+and returns problems, each with the profile path to blame, so the rule can place it in the profile.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spark_compile.k8s import API_PORT_NAME, PROBED, bound_ranks, host_volumes, lws_options, settings
+from spark_compile.k8s import API_PORT_NAME, PROBED, host_volumes, lws_options
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.spec.hardware import HARDWARE
 
@@ -25,9 +25,8 @@ _QUANTITY = re.compile(r"^([0-9]+)(Ki|Mi|Gi|Ti|k|M|G|T)?$")
 
 @dataclass(frozen=True)
 class Problem:
-    """One broken rule: its id, the profile path to blame, and what is wrong."""
+    """What breaks the check's rule: the profile path to blame, and what is wrong."""
 
-    rule: str
     path: tuple[str | int, ...]
     message: str
 
@@ -51,46 +50,47 @@ def _engine(template: dict[str, Any]) -> dict[str, Any]:
     return containers[0] if isinstance(containers[0], dict) else {}
 
 
-def check_shape(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
-    """SC501-SC502: the group's size and the GPUs it fills; the leader's port, probes and start policy."""
+def check_size(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
+    """SC501: the group's size and the GPUs it fills."""
     nodes = len(profile.fleet.nodes)
     lwt = lws.get("spec", {}).get("leaderWorkerTemplate", {})
     if lwt.get("size") != nodes:
-        yield Problem("SC501", ("fleet", "nodes"), f"LeaderWorkerSet size is {lwt.get('size')!r}, the fleet has "
+        yield Problem(("fleet", "nodes"), f"LeaderWorkerSet size is {lwt.get('size')!r}, the fleet has "
                       f"{nodes} nodes")
     if "workerTemplate" not in lwt:
-        yield Problem("SC501", ("kubernetes",), "the LeaderWorkerSet has no workerTemplate")
+        yield Problem(("kubernetes",), "the LeaderWorkerSet has no workerTemplate")
     gpus = HARDWARE[profile.hardware].gpus_per_node
     tp, size = profile.engine.parallel.tp, lwt.get("size")
     if isinstance(size, int) and tp != size * gpus:
-        yield Problem("SC501", ("engine", "parallel", "tp"), f"tp {tp} is not size {size} x {gpus} GPU(s) per pod")
+        yield Problem(("engine", "parallel", "tp"), f"tp {tp} is not size {size} x {gpus} GPU(s) per pod")
     for role, template in templates(lws):
         asked = _engine(template).get("resources", {}).get("limits", {}).get("nvidia.com/gpu")
         if asked != str(gpus):
-            yield Problem("SC501", ("hardware",), f"the {role} pod asks for nvidia.com/gpu {asked!r}, each node "
+            yield Problem(("hardware",), f"the {role} pod asks for nvidia.com/gpu {asked!r}, each node "
                           f"has {gpus}")
+
+
+def check_leader(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
+    """SC502: no liveness probe; the leader's port, startup probe and start policy."""
+    for role, template in templates(lws):
         if "livenessProbe" in _engine(template):
-            yield Problem("SC502", ("kubernetes",), f"the {role} has a liveness probe: any restart recreates the "
+            yield Problem(("kubernetes",), f"the {role} has a liveness probe: any restart recreates the "
                           "whole group, and a boot outlasts it")
-    yield from _check_leader(lws, profile)
-
-
-def _check_leader(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
     if lws.get("spec", {}).get("startupPolicy") == "LeaderReady":
-        yield Problem("SC502", ("kubernetes", "startup_policy"), "startupPolicy LeaderReady deadlocks: the leader "
+        yield Problem(("kubernetes", "startup_policy"), "startupPolicy LeaderReady deadlocks: the leader "
                       "becomes ready only once the workers it waits for have joined")
     leader = dict(templates(lws)).get("leader")
     if leader is None:
-        yield Problem("SC502", ("kubernetes",), "the LeaderWorkerSet has no leaderTemplate for rank 0")
+        yield Problem(("kubernetes",), "the LeaderWorkerSet has no leaderTemplate for rank 0")
         return
     container = _engine(leader)
     ports = {p.get("name"): p.get("containerPort") for p in container.get("ports", []) if isinstance(p, dict)}
     if ports.get(API_PORT_NAME) != profile.engine.port:
-        yield Problem("SC502", ("engine", "port"), f"the leader does not expose the API port {profile.engine.port} "
+        yield Problem(("engine", "port"), f"the leader does not expose the API port {profile.engine.port} "
                       f"as {API_PORT_NAME!r}")
     probe = container.get("startupProbe", {}).get("httpGet", {})
     if probe.get("path") != "/health" or probe.get("port") != API_PORT_NAME:
-        yield Problem("SC502", ("kubernetes",), "the leader has no startup probe on /health of the API port")
+        yield Problem(("kubernetes",), "the leader has no startup probe on /health of the API port")
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -120,32 +120,32 @@ def check_uniform(lws: dict[str, Any], plan: LaunchPlan, profile: Profile) -> It
     for rank in plan.ranks[1:]:
         for option, words in zip(rank.engine_options, lws_options(rank), strict=False):
             if words not in known:
-                yield Problem("SC503", option.source or ("fleet", "nodes", rank.rank), f"rank {rank.rank}'s "
+                yield Problem(option.source or ("fleet", "nodes", rank.rank), f"rank {rank.rank}'s "
                               f"{option.flag} {' '.join(option.values)} differs from rank 0's: the template is "
                               "the same for every rank")
         if len(rank.engine_options) != len(first):
-            yield Problem("SC503", ("fleet", "nodes", rank.rank), f"rank {rank.rank} has other engine flags than "
+            yield Problem(("fleet", "nodes", rank.rank), f"rank {rank.rank} has other engine flags than "
                           "rank 0")
     _, mount_problems = host_volumes(plan)
-    yield from (Problem("SC503", origin or ("model",), text) for origin, text in mount_problems)
+    yield from (Problem(origin or ("model",), text) for origin, text in mount_problems)
     fabric = profile.fleet.fabric
     pinned = fabric is not None and fabric.kind == "roce" and (
         fabric.gid_index != "probe" or any(n.gid_index not in (None, "probe") for n in profile.fleet.nodes))
     if pinned:
-        yield Problem("SC503", ("fleet", "fabric", "gid_index"), "a pinned RoCE GID index is per node and drifts: "
+        yield Problem(("fleet", "fabric", "gid_index"), "a pinned RoCE GID index is per node and drifts: "
                       "the Kubernetes target probes it on each node at start")
     pattern, meaning = _node_words(profile)
     for role, template in templates(lws):
         spec = template.get("spec", {})
         if "nodeName" in spec:
-            yield Problem("SC503", ("kubernetes",), f"the {role} template pins nodeName {spec['nodeName']!r}")
+            yield Problem(("kubernetes",), f"the {role} template pins nodeName {spec['nodeName']!r}")
         for env in _engine(template).get("env", []):
             if isinstance(env, dict) and env.get("name") in PROBED:
-                yield Problem("SC503", ("kubernetes",), f"the {role} template sets {env['name']}, which differs per "
+                yield Problem(("kubernetes",), f"the {role} template sets {env['name']}, which differs per "
                               "node: the entrypoint probes it")
         named = {word for text in set(_strings(template)) for word in pattern.findall(text)}
         for word in sorted(named):
-            yield Problem("SC503", ("kubernetes",), f"the {role} template names {meaning[word]}: the same "
+            yield Problem(("kubernetes",), f"the {role} template names {meaning[word]}: the same "
                           "template runs on every node")
 
 
@@ -169,20 +169,4 @@ def check_memory(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
             continue
         found.setdefault(key, []).append(role)
     for (where, text), roles in found.items():
-        yield Problem("SC504", where, f"the {' and '.join(roles)} pod{'s' * (len(roles) > 1)}: {text}")
-
-
-def check_settings(plan: LaunchPlan, profile: Profile) -> Iterator[Problem]:
-    """SC505-SC507: image digest, ranks tied to nodes, unsupported secrets."""
-    conf = settings(profile)
-    if "@sha256:" not in conf.image:
-        where = ("kubernetes", "image") if profile.kubernetes and profile.kubernetes.image else ("engine", "image")
-        yield Problem("SC505", where, f"image {conf.image} is pinned by tag only: a tag can move between the pulls "
-                      "of two nodes")
-    bound = bound_ranks(plan, profile)
-    if bound:
-        ranks = ", ".join(f"{r} ({p.node})" for r, p in bound.items())
-        yield Problem("SC506", ("model", "engram", "local_dir"), f"ranks {ranks} read Engram rows copied to one node; "
-                      "LWS may place a rank on any node, and the entrypoint stops a rank that lands elsewhere")
-    if profile.secrets.api_key is not None:
-        yield Problem("SC507", ("secrets", "api_key"), "secrets.api_key is not supported by the Kubernetes target yet")
+        yield Problem(where, f"the {' and '.join(roles)} pod{'s' * (len(roles) > 1)}: {text}")

@@ -157,6 +157,27 @@ class RankPlan:
 
 
 @dataclass(frozen=True)
+class ApiPlace:
+    """Where the API listens and from where the checks must reach it."""
+
+    host: str  # the address checks call
+    via_head: bool  # loopback: every check runs on the head (over ssh from elsewhere)
+
+
+@dataclass(frozen=True)
+class FleetPlan:
+    """What the fleet's operation derives from the profile, once: the fleet scripts' data, their units, the
+    README and the rules read it here."""
+
+    install_dir: str  # where `launch.sh install` puts fleet/ on the head
+    log_dir: str  # the head's log folder (watchdog log, state, postmortems)
+    watchdog_unit: str  # sglang-x-watchdog: the watchdog's .service and .timer share the name
+    gpu_wait_seconds: int  # the longest preflight waits for the GPU to be free
+    api: ApiPlace
+    node_repos: tuple[str, ...]  # per rank: the checkpoint folder on its node (the holder may keep its own)
+
+
+@dataclass(frozen=True)
 class LaunchPlan:
     """The whole fleet: ranks in rank order, and what is shared."""
 
@@ -170,6 +191,7 @@ class LaunchPlan:
     head_ip: str
     port: int
     ranks: tuple[RankPlan, ...]
+    fleet: FleetPlan
     engine_catalog: str = ""
     engine_defaults: tuple[EngineDefault, ...] = ()
 

@@ -6,14 +6,17 @@ and each option, variable and mount records the profile path it came from.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import TYPE_CHECKING
 
 from spark_compile.engine_options import TYPED_FLAGS, engine_options
 from spark_compile.envsets import engine_env, nccl_env, overlay_env
 from spark_compile.launch_plan import (
+    ApiPlace,
     EngineDefault,
     EngramPlan,
     EnvFile,
+    FleetPlan,
     LaunchPlan,
     Mount,
     Option,
@@ -25,8 +28,8 @@ from spark_compile.spec.overlay_types import derived_engram_max_ids
 if TYPE_CHECKING:
     from spark_compile.spec.model import Profile
 
-ENV_FILES = ("engine.env", "nccl.env", "overlay.env")
 RUNTIME_ENV = "runtime.env"
+FLEET_DIR = "fleet"
 SECRETS_MOUNT = "/run/spark-secrets"  # where the engine config with the API key appears in the container
 ENGINE_SECRETS = "engine-secrets.yaml"
 # Seconds beyond the GPU wait that the unit's start may take: the docker client starting the container.
@@ -62,12 +65,17 @@ def _engram(profile: Profile, rank: int) -> EngramPlan | None:
     return EngramPlan("local", model.engram.container_dir, rows)
 
 
+def _repo_field(profile: Profile, rank: int) -> str:
+    """The model field naming the checkpoint folder on the rank's node: the holder may keep its own copy."""
+    holder = profile.fleet.nodes[rank].holds_checkpoint and profile.model.holder_repo
+    return "holder_repo" if holder else "repo"
+
+
 def _mounts(profile: Profile, rank: int) -> tuple[Mount, ...]:
     node, model, container = profile.fleet.nodes[rank], profile.model, profile.container
-    repo = (model.holder_repo or model.repo) if node.holds_checkpoint else model.repo
-    repo_source = ("model", "holder_repo" if node.holds_checkpoint and model.holder_repo else "repo")
-    cache = container.cache_dir if container.cache_dir.startswith("/") else f"{node.home}/{container.cache_dir}"
-    mounts = [Mount(repo, model.container_repo, True, repo_source),
+    field = _repo_field(profile, rank)
+    cache = home_path(node.home, container.cache_dir)
+    mounts = [Mount(str(getattr(model, field)), model.container_repo, True, ("model", field)),
               Mount(cache, "/root/.cache", False, ("container", "cache_dir"))]
     if model.engram is not None and not node.holds_checkpoint:
         mounts.append(Mount(model.engram.local_dir, model.engram.container_dir, True, ("model", "engram", "local_dir")))
@@ -113,9 +121,39 @@ def device_unit(interface: str) -> str:
     return f"sys-subsystem-net-devices-{escaped}.device"
 
 
+def home_path(home: str, path: str) -> str:
+    """A profile path that is absolute, or relative to a node's home."""
+    return path if path.startswith("/") else f"{home}/{path}"
+
+
+def gpu_wait_seconds(profile: Profile) -> int:
+    """The longest the preflight waits for the GPU to be free."""
+    return profile.deploy.gpu_wait_tries * profile.deploy.gpu_wait_seconds
+
+
+def api_place(profile: Profile) -> ApiPlace:
+    """0.0.0.0 -> the head's fabric IP; loopback -> 127.0.0.1 on the head; any other address as bound."""
+    bound = profile.engine.host
+    address = ipaddress.IPv4Address(bound)
+    if address.is_unspecified:
+        return ApiPlace(profile.fleet.nodes[0].fabric_ip, False)
+    return ApiPlace(bound, address.is_loopback)
+
+
+def fleet_plan(profile: Profile, install: str) -> FleetPlan:
+    """The fleet's derived values (FleetPlan)."""
+    head = profile.fleet.nodes[0]
+    return FleetPlan(
+        install_dir=f"{install}/{FLEET_DIR}", log_dir=home_path(head.home, profile.operations.log_dir),
+        watchdog_unit=unit_name(profile).removesuffix(".service").rstrip("@") + "-watchdog",
+        gpu_wait_seconds=gpu_wait_seconds(profile), api=api_place(profile),
+        node_repos=tuple(str(getattr(profile.model, _repo_field(profile, rank)))
+                         for rank in range(len(profile.fleet.nodes))))
+
+
 def unit_plan(profile: Profile, install: str) -> UnitPlan:
     """The rank unit: preflight, the foreground container, how long start and stop may take, restart."""
-    docker, name, deploy = profile.deploy.docker, profile.engine.container_name, profile.deploy
+    docker, name = profile.deploy.docker, profile.engine.container_name
     preflight = f"{install}/preflight.sh"
     restart = profile.container.restart
     return UnitPlan(
@@ -124,7 +162,7 @@ def unit_plan(profile: Profile, install: str) -> UnitPlan:
         exec_start=(f"{install}/docker-run.sh",),
         exec_stop=(docker, "stop", "--time", str(profile.container.stop_timeout), name),
         exec_stop_post=((True, (docker, "rm", "-f", name)),),
-        timeout_start_seconds=deploy.gpu_wait_tries * deploy.gpu_wait_seconds + START_MARGIN_SECONDS,
+        timeout_start_seconds=gpu_wait_seconds(profile) + START_MARGIN_SECONDS,
         timeout_stop_seconds=profile.container.stop_timeout + STOP_MARGIN_SECONDS,
         # docker's unless-stopped has no systemd twin: the unit restarts always, and `stop` is the operator's.
         restart=restart if restart in ("no", "on-failure") else "always",
@@ -192,5 +230,5 @@ def build_plan(profile: Profile) -> LaunchPlan:
     ranks = tuple(_rank(profile, rank, install, runtime_path, unit) for rank in range(len(profile.fleet.nodes)))
     return LaunchPlan(profile.name, profile.release, profile.engine.image, profile.engine.container_name,
                       unit_name(profile), install, runtime_path, profile.fleet.nodes[0].fabric_ip,
-                      profile.engine.port, ranks, profile.engine.catalog,
+                      profile.engine.port, ranks, fleet_plan(profile, install), profile.engine.catalog,
                       engine_defaults(profile, ranks[0].engine_options))

@@ -7,6 +7,7 @@ the consumer has no way to carry it (the model's grammars should have refused su
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from spark_compile.errors import UnquotableError
 from spark_compile.spec.envfile import env_value_problem
@@ -123,18 +124,10 @@ def env_file_value(value: str) -> str:
     return value
 
 
-def yaml_scalar(value: str) -> str:
-    """A YAML double-quoted scalar (JSON's string syntax is valid YAML, with every non-ASCII escaped)."""
-    import json
-
-    return json.dumps(value, ensure_ascii=True)
-
-
-def html_text(value: str) -> str:
-    """Text inside an HTML element or attribute."""
-    import html
-
-    return html.escape(value, quote=True)
+def env_file(pairs: Iterable[tuple[str, str]]) -> str:
+    """The NAME=value lines of an env file, for every target (docker and systemd on a node, the Kubernetes
+    entrypoint); a value one of them would read differently is refused."""
+    return "".join(f"{name}={env_file_value(value)}\n" for name, value in pairs)
 
 
 def markdown_text(value: str) -> str:

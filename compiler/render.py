@@ -1,7 +1,8 @@
 """Stage: render the plan into files ({relative path: bytes}) through Jinja2 templates.
 
-One environment per process, StrictUndefined; templates format the plan and decide nothing (the fleet's
-scripts are static files driven by generated data, see spark_compile.fleet).
+Every template (the artifacts' and the review page's) loads through environment(), StrictUndefined;
+templates format the plan and decide nothing (the fleet's scripts are static files driven by generated
+data, see spark_compile.fleet).
 """
 
 from __future__ import annotations
@@ -59,10 +60,11 @@ def sh_command(argv: list[str] | tuple[str, ...], first: str = "", indent: str =
     return f"{first}{body}"
 
 
-def _bytecode_cache() -> Any:
+def _bytecode_cache(autoescape: bool) -> Any:
     """Compiled templates kept between runs (a compile is a short process: compiling 12 templates each time
-    would double its cost), in the user's private cache (spec/user_cache.py): Jinja's files hold code, so a
-    directory or file another user could write is never read. A cache that cannot be used only costs speed."""
+    would double its cost), in the user's private cache (spec/user_cache.py), apart for autoescaped code:
+    Jinja's files hold code, so a directory or file another user could write is never read. A cache that
+    cannot be used only costs speed."""
     import jinja2
 
     from spark_compile.spec import user_cache
@@ -70,7 +72,7 @@ def _bytecode_cache() -> Any:
     found = user_cache.cache_dir()
     if found is None:
         return None
-    directory, prefix = found, f"jinja-{__version__}-"
+    directory, prefix = found, f"jinja-{__version__}{'-html' * autoescape}-"
 
     class PrivateCache(jinja2.BytecodeCache):
         def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
@@ -85,9 +87,19 @@ def _bytecode_cache() -> Any:
     return PrivateCache()
 
 
+def _redacted(value: Any) -> Any:
+    """Every value the review page prints passes redaction; markup a template built itself is already done."""
+    import markupsafe
+
+    from spark_compile.secrets import redact
+
+    return redact(value) if isinstance(value, str) and not isinstance(value, markupsafe.Markup) else value
+
+
 @functools.cache
-def environment() -> jinja2.Environment:
-    """The one Jinja environment: templates from the package, StrictUndefined, our filters."""
+def environment(autoescape: bool = False) -> jinja2.Environment:
+    """The Jinja environment of the package's templates: StrictUndefined, our filters. autoescape=True is
+    the review page's: every value HTML-escaped and redacted by construction."""
     import jinja2
 
     # The templates are package data beside their package's __init__ (in a checkout and a wheel alike);
@@ -96,12 +108,13 @@ def environment() -> jinja2.Environment:
 
     root = Path(templates.__file__).parent
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(root)), undefined=jinja2.StrictUndefined, autoescape=False,
-        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
+        loader=jinja2.FileSystemLoader(str(root)), undefined=jinja2.StrictUndefined, autoescape=autoescape,
+        finalize=_redacted if autoescape else None, keep_trailing_newline=True, trim_blocks=True,
+        lstrip_blocks=True, bytecode_cache=_bytecode_cache(autoescape),
     )
     env.filters.update(sh=quoting.bash_word, sh_command=sh_command, systemd=quoting.systemd_exec_arg,
                        systemd_exec=quoting.systemd_command, systemd_path=quoting.systemd_path_setting,
-                       systemd_text=quoting.systemd_text, envfile=quoting.env_file_value,
+                       systemd_text=quoting.systemd_text, envfile=quoting.env_file,
                        heredoc=quoting.heredoc_line, md=quoting.markdown_text, md_code=quoting.markdown_code,
                        tojson_sorted=lambda v: json.dumps(v, indent=2, sort_keys=True))
     return env
@@ -136,11 +149,6 @@ def _rank_context(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> dict[st
             **secrets_context(profile)}
 
 
-def render_unit(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> bytes:
-    """The rank's systemd unit alone (the fleet launcher quotes its Exec lines)."""
-    return _render("unit.service.j2", **_rank_context(plan, profile, rank))
-
-
 def rank_artifacts(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> list[Artifact]:
     """The files of one rank: env files, docker-run.sh, preflight.sh and the systemd unit."""
     ctx = _rank_context(plan, profile, rank)
@@ -160,7 +168,7 @@ def render_plan(plan: LaunchPlan, profile: Profile, extra: list[Artifact] | None
     files = [a for rank in plan.ranks for a in rank_artifacts(plan, profile, rank)]
     files.append(Artifact("plan.json", plan_json_text(plan.to_json()).encode()))
     files.append(Artifact("README.md", _render("README.md.j2", plan=plan, profile=profile,
-                                               **readme_context(plan))))
+                                               **readme_context(plan, profile))))
     files += extra or []
     return sorted(files, key=lambda a: a.path)
 

@@ -1,29 +1,23 @@
 """`spark-compile report PROFILE [--against OLD]`: one self-contained static HTML page to review a deployment.
 
 Topology, the Engram partition per rank, the overlay and NCCL settings with their defaults and where the profile
-set each one, and with --against the changes highlighted. The page's template has its own Jinja environment
-with autoescape on, so every value is HTML-escaped by construction; nothing on the page loads from the network.
+set each one, and with --against the changes highlighted. The page's template loads with autoescape on (and
+redaction), so every value is HTML-escaped by construction; nothing on the page loads from the network.
 """
 
 from __future__ import annotations
 
-import functools
 import sys
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spark_compile.artifact_diff import ProfileDiff
-from spark_compile.compile import Validated
-from spark_compile.diff import diff_profiles, load_checked
+from spark_compile.diff import diff_profiles, load_side
 from spark_compile.diff_format import ARROW, ranks_text, show
 from spark_compile.errors import EXIT_OK, InputError
 from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted
-from spark_compile.secrets import redact
-
-if TYPE_CHECKING:
-    import jinja2
+from spark_compile.pipeline import Planned
 
 TEMPLATE = "report.html.j2"
 # The env files whose variables the page lists, with where each variable's default comes from.
@@ -66,22 +60,7 @@ class Page:
     artifact_changes: list[tuple[str, str, str]] = field(default_factory=list)
 
 
-@functools.cache
-def environment() -> jinja2.Environment:
-    """The page's Jinja environment: autoescape on for every template it loads, every value redacted."""
-    import jinja2
-    import markupsafe
-
-    def finalize(value: Any) -> Any:
-        # Every value printed passes redaction; markup built by the template itself (a macro) is already done.
-        return redact(value) if isinstance(value, str) and not isinstance(value, markupsafe.Markup) else value
-
-    root = resources.files("spark_compile.templates")
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(root)), autoescape=True, finalize=finalize,
-                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-
-
-def where_set(validated: Validated, path: ProfilePath) -> str:
+def where_set(validated: Planned, path: ProfilePath) -> str:
     """``file:line`` of the profile value at ``path``; a value derived from a whole section (or the nearest
     one that holds it) says so, since no single line set it; else the default."""
     origins = validated.resolved.origins
@@ -111,8 +90,8 @@ def _defaults(kind: str) -> dict[str, str]:
     return {var.name: "-" if var.default is None else str(var.default) for var in catalog.variables}
 
 
-def _settings(validated: Validated, file: str, kind: str) -> dict[str, SettingRow]:
-    plan = validated.planned()[1]
+def _settings(validated: Planned, file: str, kind: str) -> dict[str, SettingRow]:
+    plan = validated.plan
     defaults = _defaults(kind)
     rows: dict[str, SettingRow] = {}
     for rank in plan.ranks:
@@ -197,9 +176,9 @@ def _mark_layers(new: list[dict[str, Any]], old: list[dict[str, Any]]) -> None:
             row["was"] = f"[{previous['lo']}, {previous['hi']})" if moved and previous else ""
 
 
-def build_page(new: Validated, old: Validated | None = None, against: str = "") -> Page:
+def build_page(new: Planned, old: Planned | None = None, against: str = "") -> Page:
     """The page's content (pure apart from rendering the two sides' files for the diff)."""
-    profile, plan = new.planned()
+    profile, plan = new.profile, new.plan
     order = ", ".join(f"rank {r}" for r in plan.start_order)
     facts = [("profile", profile.name), ("release", profile.release or "-"),
              ("description", profile.description or "-"), ("image", plan.image),
@@ -212,7 +191,7 @@ def build_page(new: Validated, old: Validated | None = None, against: str = "") 
         tables.append((file, listed))
     page = Page(f"{profile.name} ({profile.release or 'no release'})", facts, _ranks(plan), _layers(plan), tables)
     if old is not None:
-        old_plan = old.planned()[1]
+        old_plan = old.plan
         page.ranks = _mark_ranks(page.ranks, _ranks(old_plan))
         _mark_layers(page.layers, _layers(old_plan))
         _add_diff(page, diff_profiles(old, new), against)
@@ -232,13 +211,15 @@ def _add_diff(page: Page, result: ProfileDiff, against: str) -> None:
 
 def render_page(page: Page) -> str:
     """The HTML text: deterministic for the same page."""
-    return environment().get_template(TEMPLATE).render(page=page, arrow=ARROW)
+    from spark_compile.render import environment
+
+    return environment(autoescape=True).get_template(TEMPLATE).render(page=page, arrow=ARROW)
 
 
 def run_report(profile: str, against: str | None, output: Path | None) -> int:
     """Write the page to OUTPUT (or stdout)."""
-    new = load_checked(profile)
-    old = load_checked(against) if against else None
+    new = load_side(profile)
+    old = load_side(against) if against else None
     text = render_page(build_page(new, old, against or ""))
     if output is None:
         sys.stdout.write(text)

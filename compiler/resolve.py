@@ -167,12 +167,12 @@ def extends_roots(path: Path, root: Path | None = None) -> tuple[str, ...]:
     return tuple(sorted({_real(r) for r in roots if r is not None}))
 
 
-def resolve(path: Path, display: str | None = None, reader: DocumentReader = _read,
-            exists: Callable[[Path], bool] = Path.is_file, root: Path | None = None) -> Resolved:
+def resolve(path: Path, display: str | None = None, reader: DocumentReader | None = None,
+            exists: Callable[[Path], bool] | None = None, root: Path | None = None) -> Resolved:
     """Load ``path`` and every profile it extends, merged; raises LoadError on a broken chain.
     ``reader`` and ``exists`` read another source than the working tree (a git revision); ``extends``
     stays inside :func:`extends_roots`."""
-    return _resolve(path, display or str(path), reader, exists, (), extends_roots(path, root))
+    return _resolve(path, display or str(path), reader or _read, exists or Path.is_file, (), extends_roots(path, root))
 
 
 def _real(path: Path) -> str:

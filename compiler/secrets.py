@@ -19,6 +19,8 @@ _VALUE = r"(" + _QUOTED + r"|\[[^\]\n]*\]|\{[^}\n]*\}|[\w./+~@-][^\s,}\]]*)"
 _ASSIGNED = re.compile(r"(\"?\s*[:=]\s*)" + _VALUE)  # HF_TOKEN: x, HF_TOKEN=x, "HF_TOKEN": "x"
 _FLAG_VALUE = re.compile(r"(['\"]?(?:,\s*|=|\s+))" + _VALUE)  # --api-key x, --api-key=x, '--api-key', 'x'
 _EQUALS = re.compile(r"(=)" + _VALUE)
+# A secret reference (`HF_TOKEN: {file: /etc/hf}`) says where the value lives on the node, never the value.
+_REFERENCE = re.compile(r"\{\s*(?:file|env)\s*:\s*[^{}:,\s]+\s*\}")
 _GOT = re.compile(r"(\bgot\s+)(" + _QUOTED + r"|[^\s,)]+)")
 
 
@@ -33,7 +35,7 @@ def _redact_line(line: str) -> str:
         # A dotted path (engine.env.HF_TOKEN: expected ...) is a message about the key, not an assignment.
         pattern = _FLAG_VALUE if name.rsplit(".", 1)[-1].startswith("-") else _EQUALS if "." in name else _ASSIGNED
         assigned = pattern.match(line, last) if pattern else None
-        if assigned and not secret_name(assigned.group(2).strip("-")):
+        if assigned and not secret_name(assigned.group(2).strip("-")) and not _REFERENCE.fullmatch(assigned.group(2)):
             out.append(assigned.group(1) + REDACTED)
             last = assigned.end()
         got = _GOT.search(line, last)

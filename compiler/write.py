@@ -81,6 +81,15 @@ def previous_manifest(target: Path) -> set[str]:
     return {*files, MANIFEST} if isinstance(files, dict) else set()
 
 
+def previous_profile(target: Path) -> str | None:
+    """The profile the last compile into ``target`` came from (its MANIFEST.json's first source), if any."""
+    data = _manifest_data(target)
+    sources = data.get("sources") if data else None
+    first = sources[0] if isinstance(sources, list) and sources else None
+    path = first.get("path") if isinstance(first, dict) else None
+    return path if isinstance(path, str) else None
+
+
 def check_target(target: Path) -> None:
     """Refuse a target we must not write: a symlink, a non-directory, or a directory with files but no
     spark-compile MANIFEST.json (something we did not write)."""

@@ -276,7 +276,10 @@ FLAGS: tuple[Flag, ...] = (
     _count("SPARK_LOOKUP_EXT_KEY", 8, "Match length that earns an extension.", "lookup_draft", "production-1.7",
            minimum=1),
     _count("SPARK_LOOKUP_BASE", 5, "Base draft length.", "lookup_draft", "production-1.7", minimum=1),
-    _count("SPARK_LOOKUP_EXT_BUDGET", 10 * 2, "Extra tokens a wide row may verify.", "lookup_wide",
+    _count("SPARK_LOOKUP_EXT_BUDGET", 10 * 2,
+           "Lookup tokens a wide verify step is sized for: graphs are captured at 6b, 6b+10 and 6b+20 tokens, "
+           "and a row carrying a continuation verifies up to 10 of them past DSpark's block (as SC226 says).",
+           "lookup_wide",
            "production-1.7", requires=_WIDE),
     _switch("SPARK_LOOKUP_SYNC_GATE", _OFF, "Deterministic sync gate for wide rows.", "lookup_wide",
             "production-1.7", requires=_WIDE),
@@ -292,4 +295,3 @@ FLAGS: tuple[Flag, ...] = (
 )
 
 FLAGS_BY_NAME: dict[str, Flag] = {flag.name: flag for flag in FLAGS}
-FLAGS_BY_KEY: dict[str, Flag] = {flag.key: flag for flag in FLAGS}

@@ -42,6 +42,7 @@ from spark_compile.spec.fields import (
     UlimitValue,
     Word,
 )
+from spark_compile.spec.nccl_presets import NCCL_DEBUG_DEFAULT
 from spark_compile.spec.operations_model import ImageCheck, PreviousStack, Verify, Window
 from spark_compile.spec.overlay_section import OverlaySection
 
@@ -348,6 +349,11 @@ class Nccl(Section):
         {},
         description="Further NCCL_* variables, checked against the NCCL catalog.",
     )
+    debug: Literal["WARN", "INFO", "TRACE", "VERSION", "off"] = Field(
+        NCCL_DEBUG_DEFAULT,
+        description="NCCL_DEBUG: WARN (production's: NCCL's warnings in the journal for a postmortem), INFO, "
+        "TRACE or VERSION; off writes no NCCL_DEBUG (NCCL's own default, silent).",
+    )
 
 
 class Deploy(Section):
@@ -524,6 +530,18 @@ class Kubernetes(Section):
     )
 
 
+class ReleaseNotes(Section):
+    """What a release is, for `history` and the review page: read from the profile that writes it, never inherited."""
+
+    date: Annotated[str, Field(pattern=r"^20[0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$")] = Field(
+        description="The day the release went out, YYYY-MM-DD.",
+    )
+    reason: Text = Field(description="Why this release exists, in one line.")
+    link: Annotated[str, Field(pattern=r"^https://[!-~]{1,500}$")] | None = Field(
+        None, description="An https:// page about the release (a ticket, a changelog, a pull request).",
+    )
+
+
 class Profile(Section):
     """A deployment profile: one model served by SGLang across a fleet."""
 
@@ -532,6 +550,9 @@ class Profile(Section):
     name: Name = Field(description="Profile name: names the generated directory and the default unit.")
     release: Text | None = Field(None, description="Release tag this profile describes, e.g. production-1.7.1.")
     description: FreeText | None = Field(None, description="Free text for humans.")
+    release_notes: ReleaseNotes | None = Field(
+        None, description="Date, reason and link of this release (each release file writes its own).",
+    )
     extends: ArgText | None = Field(
         None, description="Relative path of a parent profile whose values this one overrides.",
     )

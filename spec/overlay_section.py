@@ -159,7 +159,7 @@ class OverlaySection(BaseModel):
     )
     lookup_ext_budget: Annotated[int, Field(ge=0)] | None = Field(
         None,
-        description="SPARK_LOOKUP_EXT_BUDGET: Extra tokens a wide row may verify. Hook default when unset: '20'. Hook lookup_wide, since production-1.7.",
+        description="SPARK_LOOKUP_EXT_BUDGET: Lookup tokens a wide verify step is sized for: graphs are captured at 6b, 6b+10 and 6b+20 tokens, and a row carrying a continuation verifies up to 10 of them past DSpark's block (as SC226 says). Hook default when unset: '20'. Hook lookup_wide, since production-1.7.",
     )
     lookup_sync_gate: bool | None = Field(
         None,

@@ -28,10 +28,10 @@ def run_cli(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> 
 
 @pytest.fixture(scope="session")
 def reference_plan() -> object:
-    from spark_compile.compile import validate
+    from spark_compile.pipeline import planned, validate
     from spark_compile.plan import build_plan
     from spark_compile.resolve import resolve
 
     validated = validate(resolve(REFERENCE_PROFILE))
     assert [f.rule for f in validated.findings] == ["SC312"], validated.findings  # its tag-only image
-    return build_plan(validated.profile)
+    return build_plan(planned(validated).profile)

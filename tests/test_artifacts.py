@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REFERENCE_PROFILE, run_cli
+from conftest import REFERENCE_PROFILE, ROOT, run_cli
 from reference_command import engine_pairs, reference_argv
 from support.tools import (
     bash_argv,
@@ -148,3 +148,17 @@ def test_manifest_lists_every_file_with_its_digest(fleet: Fleet) -> None:
         assert entry["sha256"] == hashlib.sha256((fleet.out / path).read_bytes()).hexdigest()
     assert manifest["compiler"].startswith("spark-compile ")
     assert [s["path"] for s in manifest["sources"]][-1].endswith("spec/profiles/dsv41-4spark.yaml")
+
+
+def test_nccl_debug_is_the_profiles_to_set_or_leave_out(tmp_path: Path) -> None:
+    from spark_compile.findings import has_errors
+    from spark_compile.pipeline import planned, run
+
+    for value, line in (("INFO", "NCCL_DEBUG=INFO"), ("off", None)):
+        profile = tmp_path / f"{value}.yaml"
+        profile.write_text(f"extends: {os.path.relpath(REFERENCE_PROFILE, tmp_path)}\nnccl: {{debug: {value}}}\n")
+        done = planned(run(profile, root=ROOT))
+        assert not has_errors(done.findings)
+        nccl_env = next(f for f in done.plan.ranks[0].env_files if f.name == "nccl.env")
+        names = {name: f"{name}={v}" for name, v in nccl_env.values}
+        assert names.get("NCCL_DEBUG") == line

@@ -6,7 +6,9 @@ import json
 import os
 from pathlib import Path
 
-from conftest import REFERENCE_PROFILE, REFERENCE_TAG_WARNING, run_cli
+import pytest
+
+from conftest import REFERENCE_PROFILE, REFERENCE_TAG_WARNING, ROOT, run_cli
 
 
 def test_check_reference_has_only_the_tag_warning() -> None:
@@ -90,6 +92,8 @@ def test_explain_and_rules() -> None:
     assert unknown.returncode == 2
     assert unknown.stderr == ("spark-compile: error: no rule 'SX401'; did you mean 'SC401'? "
                               "(see `spark-compile rules`)\n")
+    far = run_cli("explain", "SC999")  # no rule is one slip away: no suggestion of an unrelated one
+    assert far.stderr == "spark-compile: error: no rule 'SC999' (see `spark-compile rules`)\n"
     rules = run_cli("rules").stdout.splitlines()
     assert len(rules) >= 40
     assert "SC401  error    TP ranks must fill the fleet's GPUs" in rules
@@ -122,3 +126,55 @@ def test_flags_lists_the_registry() -> None:
 
     body = json.loads(run_cli("flags", "--json").stdout)
     assert [f["name"] for f in body["flags"]] == [f.name for f in FLAGS]
+
+
+BROKEN = {  # one profile stopped at each stage: the loader, the schema, the rules
+    "yaml": ("  parallel: {tp: 1}", "  parallel: {tp: 1"),
+    "schema": ("  parallel: {tp: 1}", "  parallel: {tp: one}"),
+    "rules": ("  parallel: {tp: 1}", "  parallel: {tp: 1}\n  port: 8210\n  dist_init_port: 8210"),
+}
+
+
+@pytest.mark.parametrize("stage", sorted(BROKEN))
+def test_every_command_stops_on_a_broken_profile_with_the_same_findings(
+        stage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """report, diff, plan, check, compile and history all print check's findings report and exit 1."""
+    from spark_compile.cli import main
+
+    good = (ROOT / "spec" / "profiles" / "examples" / "single-node.yaml").read_text()
+    old, new = BROKEN[stage]
+    assert old in good
+    (tmp_path / "releases").mkdir()
+    (tmp_path / "releases" / "broken.yaml").write_text(good.replace(old, new))
+    (tmp_path / "good.yaml").write_text(good)
+    monkeypatch.chdir(tmp_path)
+    broken = "releases/broken.yaml"
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, expected, err = run("check", broken)
+    assert (code, err) == (1, "") and " error" in expected, expected
+    commands = [("plan", broken), ("compile", broken, "--out", "out"), (broken,), ("diff", broken, "good.yaml"),
+                ("diff", "good.yaml", broken), ("history", "releases"),
+                ("report", broken), ("report", "good.yaml", "--against", broken)]
+    results = {" ".join(argv): run(*argv) for argv in commands}
+    assert results == dict.fromkeys(results, (1, expected, ""))
+    assert not (tmp_path / "out").exists()
+
+
+def test_explain_shows_how_to_write_a_secret_reference() -> None:
+    # The good example is a reference, not a secret: the redaction step must leave it readable.
+    explain = run_cli("explain", "SC230")
+    assert explain.stdout.endswith(
+        "Good:\n    secrets:\n      env:\n        HF_TOKEN: {file: /etc/spark-compile/hf-token}\n")
+    assert "HF_TOKEN: (redacted)" in explain.stdout  # the bad example's literal stays hidden
+
+
+def test_help_lists_every_command() -> None:
+    listed = run_cli("--help").stdout
+    for command in ("compile", "check", "plan", "schema", "rules", "explain", "flags", "diff", "history", "report",
+                    "catalog"):
+        assert f"\n    {command} " in listed, command

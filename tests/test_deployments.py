@@ -57,7 +57,7 @@ class Compiled:
         """Copy one rank's folder to its install dir, as the README says."""
         import shutil
 
-        target = self.etc / self.name
+        target: Path = self.etc / self.name
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(self.out / rank["directory"], target)
         return target

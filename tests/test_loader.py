@@ -20,7 +20,8 @@ def test_yaml_1_1_booleans_stay_strings() -> None:
 
 def test_every_value_keeps_its_position() -> None:
     doc = parse_text("engine:\n  port: 8210\n  args: [a, b]\n", "p.yaml")
-    assert (doc.spots[("engine", "port")].key.line, doc.spots[("engine", "port")].value.column) == (2, 9)
+    port = doc.spots[("engine", "port")]
+    assert port.key is not None and (port.key.line, port.value.column) == (2, 9)
     assert doc.spots[("engine", "args", 1)].value.column == 13
 
 
@@ -73,10 +74,11 @@ def test_three_level_chain_reports_the_whole_route(tmp_path: Path) -> None:
     middle = _child(tmp_path, "engine:\n  port: 8888\n")
     leaf = tmp_path / "leaf.yaml"
     leaf.write_text("extends: child.yaml\nengine:\n  dist_init_port: 8888\n")
-    from spark_compile.compile import validate
+    from spark_compile.pipeline import Rejected, validate
 
     validated = validate(resolve(leaf))
     [finding] = [f for f in validated.findings if f.rule != "SC312"]  # SC312: the reference's tag-only image
     assert (finding.rule, finding.position.file, finding.position.line) == ("SC210", str(leaf), 3)
-    port = validated.resolved.origin(("engine", "port"))
+    assert isinstance(validated, Rejected) and validated.planned is not None  # a rule refused it, not the schema
+    port = validated.planned.resolved.origin(("engine", "port"))
     assert (port.spot.value.file, port.via) == (str(middle), (str(leaf),))

@@ -10,10 +10,10 @@ import jsonschema
 import pytest
 import yaml
 
-from spark_compile.envsets import env_text
 from spark_compile.overlay.registry import Flag
 from spark_compile.overlay.settings import parse_flag
 from spark_compile.overlay.values import FlagValueError
+from spark_compile.spec.envfile import env_text
 from spark_compile.spec.overlay_section import OverlaySection
 from spark_compile.spec.overlay_types import PROFILE_FLAGS
 

@@ -20,17 +20,15 @@ def findings_of(path: Path) -> list[str]:
     """Every finding of a profile as `[file:]line:col RULE message` (file only when not the profile's own)."""
     import os
 
-    from spark_compile.cli import load_and_validate
-    from spark_compile.findings import Finding
+    from spark_compile.pipeline import run
 
     here = os.getcwd()
     os.chdir(ROOT)
     try:
         rel = path.relative_to(ROOT)
-        outcome = load_and_validate(rel)
+        found = run(rel).findings
     finally:
         os.chdir(here)
-    found = [outcome] if isinstance(outcome, Finding) else outcome.findings
     lines = []
     for f in found:
         if f.rule == "SC312" and f.position.file != str(rel):
@@ -61,7 +59,7 @@ def test_shipped_profile_warns_only_of_its_tag(path: Path) -> None:
 
 
 def test_every_rule_has_a_failing_example() -> None:
-    from spark_compile.spec.rules import load_all
+    from spark_compile.rules import load_all
 
     # The SC6xx findings come from `check --engine`; their examples are the engine tests' profiles.
     engine = sorted((ROOT / "tests" / "engine" / "profiles").glob("*.yaml"))

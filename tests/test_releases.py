@@ -38,11 +38,14 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
     r = "spec/profiles/releases/production-"
     profile, artifacts = result.stdout.split("artifacts: ")
     assert profile == (
-        "profile: 11 changes\n"
+        "profile: 13 changes\n"
         f"  release: production-1.7 → production-1.7.1  ({r}1.7.1.yaml:6)\n"
         "  engine.image: aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7 → "
         f"aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7.1  ({r}1.7.1.yaml:8)\n"
         f"  engine.speculative.dspark_block_size: 15 → 5  ({r}1.7.1.yaml:10)\n"
+        f"  release_notes.date: 2026-09-28 → 2026-09-29  ({r}1.7.1.yaml:26)\n"
+        "  release_notes.reason: prompt-lookup drafting in wide mode, on by default → wide mode off after a "
+        f"device-side assert; lookups stop at the vocabulary  ({r}1.7.1.yaml:27)\n"
         f"  operations.verify.hooks_armed: (unset) → 21  ({r}1.7.1.yaml:24)\n"
         f"  engine.env.CUDA_LOG_FILE: stderr → (unset)  ({r}1.6.yaml:12)\n"
         f"  engine.env.SGLANG_RAGGED_VERIFY_MODE: compact → (unset)  ({r}1.7.yaml:13)\n"
@@ -87,12 +90,15 @@ def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
     r = "spec/profiles/releases/production-"
     # SPARK_ENGRAM_MAX_IDS stays 65536: the 2048-token chunk dominates max(chunk, 8 x requests).
     assert result.stdout.startswith(
-        "profile: 4 changes\n"
+        "profile: 6 changes\n"
         f"  release: production-1.1 → production-1.2  ({r}1.2.yaml:5)\n"
         "  engine.image: aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1 → "
         f"aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2  ({r}1.2.yaml:7)\n"
         f"  engine.limits.max_running_requests: 8 → 16  ({r}1.2.yaml:9)\n"
         f"  overlay.engram_early: (unset) → true  ({r}1.2.yaml:11)\n"
+        f"  release_notes.date: 2026-09-21 → 2026-09-23  ({r}1.2.yaml:13)\n"
+        "  release_notes.reason: first named production release: 8 import hooks, row store ABI 2 → sixteen "
+        f"streams: 1.9x the decode ceiling; Engram gathers early  ({r}1.2.yaml:14)\n"
         "artifacts: 20 changes besides 1 rename\n"
         "  release: production-1.1 → production-1.2; every mention follows (12 lines in 12 files)\n"
         "  ranks 0-3 docker-run.sh:\n"

@@ -20,7 +20,7 @@ from support.tools import bash_argv, docker_env_file, systemd_environment
 TEXT = st.text(
     alphabet=st.one_of(
         st.sampled_from(list(" \t\n\"'\\$`;&|*?<>(){}[]#~=%!,:@/.-_")),
-        st.characters(codec="utf-8", exclude_categories=("Cs",)),
+        st.characters(codec="utf-8", exclude_categories=["Cs"]),
     ),
     max_size=24,
 )
@@ -66,18 +66,14 @@ def _set(data: dict[str, Any], path: tuple[str | int, ...], value: Any) -> None:
 
 
 def _compile(data: dict[str, Any], workdir: Path) -> tuple[list[Any], Any]:
-    from spark_compile.cli import load_and_validate
     from spark_compile.compile import artifacts
-    from spark_compile.findings import Finding
+    from spark_compile.pipeline import Rejected, run
 
     profile = workdir / "profile.yaml"
     profile.write_text(yaml.safe_dump(data, allow_unicode=True))
-    outcome = load_and_validate(profile)
-    if isinstance(outcome, Finding):
-        return [outcome], None
-    errors = [f for f in outcome.findings if f.severity == "error"]
-    if errors:
-        return errors, None
+    outcome = run(profile)
+    if isinstance(outcome, Rejected):
+        return [f for f in outcome.findings if f.severity == "error"], None
     return [], artifacts(outcome, workdir / "generated")
 
 
@@ -91,7 +87,7 @@ def _install(files: list[Any], rank_dir: str, target: Path) -> None:
 
 @pytest.fixture(scope="module")
 def base_data() -> dict[str, Any]:
-    data = yaml.safe_load(REFERENCE_PROFILE.read_text())
+    data: dict[str, Any] = yaml.safe_load(REFERENCE_PROFILE.read_text())
     data["fleet"]["fabric"]["gid_index"] = 3  # no runtime.env: the script runs standalone
     return data
 

@@ -15,7 +15,8 @@ from support.tools import require_tool
 def _schema() -> dict[str, object]:
     result = run_cli("schema")
     assert result.returncode == 0
-    return json.loads(result.stdout)
+    schema: dict[str, object] = json.loads(result.stdout)
+    return schema
 
 
 def test_committed_schema_is_current() -> None:

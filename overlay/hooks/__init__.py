@@ -17,12 +17,7 @@ MARK = "__spark_overlay_hook__"
 
 
 def mark(function: F, hook: str) -> F:
-    """Tag a replacement with the hook that installed it (tests and diagnostics look for it)."""
+    """Tag a replacement with the hook that installed it (the tests look for it)."""
     setattr(function, MARK, hook)
     return function
 
-
-def hooked_by(function: object) -> str | None:
-    """The hook that installed ``function``, or None for stock code."""
-    value = getattr(function, MARK, None)
-    return value if isinstance(value, str) else None

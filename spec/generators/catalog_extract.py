@@ -57,11 +57,6 @@ def default_engine_python() -> str | None:
     return None
 
 
-def catalog_paths(out_dir: Path, version: str) -> tuple[Path, Path]:
-    """(flags catalog path, env catalog path) for one SGLang version."""
-    return named_paths(out_dir, f"sglang-{version}")
-
-
 def named_paths(out_dir: Path, name: str) -> tuple[Path, Path]:
     """(flags, env) catalog paths of catalog ``name``: NAME.json and PACKAGE-env-REST.json (spec/catalog.py)."""
     package, _, rest = name.rpartition("-")

@@ -30,7 +30,7 @@ HOSTILE = st.one_of(
     st.sampled_from(CORPUS),
     st.lists(_FRAGMENTS, min_size=1, max_size=4).map("".join),
     st.lists(_FRAGMENTS, min_size=1, max_size=3).map(lambda parts: "/" + "/".join(parts)),
-    st.text(st.characters(blacklist_categories=("Cs",)), max_size=24),
+    st.text(st.characters(exclude_categories=["Cs"]), max_size=24),
 )
 FORMATS = ("text", "json", "github")
 consumer_runs: dict[str, int] = {}

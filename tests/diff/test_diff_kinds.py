@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from spark_compile.artifact_diff import Grouped, ProfileDiff
-from spark_compile.compile import validate
 from spark_compile.diff import diff_profiles
+from spark_compile.pipeline import planned, validate
 from spark_compile.resolve import resolve
 
 from conftest import REFERENCE_PROFILE, ROOT, run_cli
@@ -30,7 +30,7 @@ def _profiles(tmp_path: Path, child: str) -> tuple[Path, Path]:
 
 def _diff(tmp_path: Path, child: str) -> ProfileDiff:
     base, changed = _profiles(tmp_path, child)
-    old, new = validate(resolve(base)), validate(resolve(changed))
+    old, new = planned(validate(resolve(base))), planned(validate(resolve(changed)))
     assert not [f for f in (*old.findings, *new.findings) if f.severity == "error"], new.findings
     return diff_profiles(old, new)
 
@@ -176,7 +176,7 @@ def test_kubernetes_only_setting_shows_in_the_manifests(tmp_path: Path) -> None:
     (tmp_path / "k8s.yaml").write_text(k8s.replace("extends: ../../../spec/profiles/dsv41-4spark.yaml",
                                                    "extends: base.yaml"))
     (tmp_path / "changed.yaml").write_text("extends: k8s.yaml\nkubernetes:\n  namespace: serving\n")
-    old, new = validate(resolve(tmp_path / "k8s.yaml")), validate(resolve(tmp_path / "changed.yaml"))
+    old, new = planned(validate(resolve(tmp_path / "k8s.yaml"))), planned(validate(resolve(tmp_path / "changed.yaml")))
     result = diff_profiles(old, new)
     files = {g.change.file for g in result.artifacts.changes}
     assert files == {"k8s/configmap.yaml", "k8s/leaderworkerset.yaml", "k8s/service.yaml", "k8s/README.md"}

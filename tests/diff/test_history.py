@@ -31,6 +31,9 @@ def test_history_orders_parents_first_and_branches_by_version(tmp_path: Path) ->
     starts = [line.split(" |")[0].strip() for line in result.stdout.splitlines()]
     assert [s for s in starts if s.startswith("a-1.") and not s.endswith(".yaml")] == ["a-1.9", "a-1.10"]
     assert "container.stop_timeout: 60 (default) → 61" in result.stdout
+    # Release notes belong to the file that writes them: the children inherit the reference's, and show none.
+    assert result.stdout.count("2026-09-29") == 1
+    assert result.stdout.count("why: wide mode off after a device-side assert") == 1
     assert "sglang-dsv41-4spark.service: [Service] TimeoutStopSec 90 → 91" in result.stdout
 
 
@@ -47,3 +50,7 @@ def test_history_markdown_renders_as_one_table_on_github() -> None:
     html = cmarkgfm.github_flavored_markdown_to_html(result.stdout)
     assert html.count("<table>") == 1 and html.count("<tr>") == 1 + 8
     assert "engine.limits.max_running_requests: 8 → 16" in html.replace("\\_", "_")
+    # The same information as the text table: date, file, parent release and the release's reason.
+    br = "<!-- raw HTML omitted -->"  # the safe renderer's <br>: GitHub's own renders a line break
+    assert f"<td>production-1.2{br}2026-09-23{br}production-1.2.yaml{br}after production-1.1</td>" in html
+    assert "why: sixteen streams: 1.9x the decode ceiling; Engram gathers early" in html

@@ -35,7 +35,7 @@ class Elements(HTMLParser):
         self.open: list[tuple[str, dict[str, str], list[str]]] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        element = (tag, {k: v or "" for k, v in attrs}, [])
+        element: tuple[str, dict[str, str], list[str]] = (tag, {k: v or "" for k, v in attrs}, [])
         for outer in self.open:  # a cell boundary separates words
             outer[2].append(" ")
         self.found.append(element)
@@ -139,7 +139,8 @@ def test_each_change_is_highlighted(dom: Elements) -> None:
     assert "1048576 → 2097152" in settings["NCCL_BUFFSIZE"][1]
     assert settings["SPARK_ENGRAM_MODE"][0] == "same"
     changed = {a["data-path"] for a, _ in dom.select("li") if "data-path" in a}
-    assert changed == {"release", "description", "engine.image", "engine.speculative.dspark_block_size",
+    assert changed == {"release", "release_notes.date", "release_notes.reason", "description", "engine.image",
+                       "engine.speculative.dspark_block_size",
                        "fleet.nodes[2].fabric_ip", "fleet.nodes[2].ssh", "model.engram.tables[1]",
                        "operations.verify.hooks_armed",
                        "engine.env.CUDA_LOG_FILE", "engine.env.SGLANG_RAGGED_VERIFY_MODE", "nccl.extra.NCCL_BUFFSIZE",

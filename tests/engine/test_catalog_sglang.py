@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from spark_compile.spec.generators.catalog_extract import (
-    catalog_paths,
     check_catalogs,
     extract_sglang_catalog,
     main_catalog,
+    named_paths,
     render_catalog,
 )
 
@@ -33,7 +33,7 @@ def extracted() -> Catalogs:
 def test_regenerated_catalogs_equal_the_committed_files(extracted: Catalogs) -> None:
     flags, env = extracted
     assert flags["version"] == "0.5.23"
-    flags_path, env_path = catalog_paths(CATALOG_DIR, "0.5.23")
+    flags_path, env_path = named_paths(CATALOG_DIR, "sglang-0.5.23")
     assert render_catalog(flags) == flags_path.read_text(encoding="utf-8"), (
         "spec/catalogs/sglang-0.5.23.json is stale: run spark-compile catalog sglang"
     )
@@ -63,7 +63,7 @@ def test_catalog_facts(extracted: Catalogs) -> None:
 
 def test_check_reports_differences(extracted: Catalogs, tmp_path: Path) -> None:
     flags, env = extracted
-    flags_path, env_path = catalog_paths(tmp_path, "0.5.23")
+    flags_path, env_path = named_paths(tmp_path, "sglang-0.5.23")
     assert check_catalogs(flags, env, tmp_path) == [
         f"{flags_path.name}: missing (run without --check to write it)",
         f"{env_path.name}: missing (run without --check to write it)",

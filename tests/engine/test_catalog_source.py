@@ -198,7 +198,7 @@ def test_a_tree_in_another_style_is_refused(tmp_path: Path) -> None:
 ], ids=["old", "new"])
 def test_plan_writes_the_spelling_of_the_selected_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         graphs: str, off: list[str], on: list[str]) -> None:
-    from spark_compile.compile import validate
+    from spark_compile.pipeline import planned, validate
     from spark_compile.resolve import resolve
     from spark_compile.spec import catalog
 
@@ -214,9 +214,8 @@ def test_plan_writes_the_spelling_of_the_selected_build(tmp_path: Path, monkeypa
             profile = tmp_path / f"graphs-{enabled}.yaml"
             profile.write_text(f"extends: {os.path.relpath(LLAMA, tmp_path)}\nengine:\n"
                                f"  catalog: sglang-fixture-1\n  cuda_graph: {graphs_on if enabled else graphs_off}\n")
-            validated = validate(resolve(profile))
-            assert [f.rule for f in validated.findings if f.severity == "error"] == []
-            argvs[enabled] = validated.planned()[1].ranks[0].engine_argv
+            validated = planned(validate(resolve(profile)))
+            argvs[enabled] = validated.plan.ranks[0].engine_argv
     finally:
         for cached in (catalog.engine_catalog, catalog.env_catalog):
             cached.cache_clear()

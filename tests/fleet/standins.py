@@ -417,12 +417,17 @@ def gpu_hog(argv: list[str]) -> int:
         time.sleep(3600)
 
 
+def dmesg(_: list[str]) -> int:
+    print(f"[    0.000000] dmesg stand-in of {ROOT}")
+    return 0
+
+
 def main() -> int:
     tool, argv = sys.argv[1], sys.argv[2:]
     record(tool, argv)
     handlers = {"docker": docker, "systemctl": systemctl, "journalctl": journalctl, "nvidia-smi": nvidia_smi,
                 "free": free, "gpu-hog": gpu_hog,
-                "dmesg": lambda _: print(f"[    0.000000] dmesg stand-in of {ROOT}") or 0}
+                "dmesg": dmesg}
     return int(handlers[tool](argv))
 
 

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fleetbed import NODES, PREVIOUS_UNIT, FleetBed
@@ -184,7 +185,8 @@ def test_start_passes_the_production_overlay_cuts_over_then_starts_workers_first
     assert [rank for _, rank in starts(bed)] == [3, 2, 1, 0]
     order = re.findall(r"^rank (\d) \(spark-\d\): systemctl start", out, re.MULTILINE)
     assert [int(n) for n in order] == [3, 2, 1, 0]
-    assert "health OK after" in out and "watchdog enabled" in out
+    assert "health OK after" in out and "smoke checks passed: watchdog enabled" in out
+    assert out.index("smoke checks before enabling the watchdog") > out.index("health OK after")
     for rank in bed.plan["ranks"]:
         runs = [r["argv"] for r in bed.records(rank["rank"])
                 if r["tool"] == "docker" and r["argv"][:1] == ["run"] and "--rm" not in r["argv"]]
@@ -193,8 +195,8 @@ def test_start_passes_the_production_overlay_cuts_over_then_starts_workers_first
     assert "NCCL_IB_GID_INDEX=3" in runtime
     # Each run writes its own log where the operator runs it.
     log = re.search(r"^launch.sh start \(fleet-test production-1.7.1\); log: (\S+)$", out, re.MULTILINE)
-    assert log and Path(log.group(1)).read_text().rstrip().endswith("watchdog enabled on rank 0 (spark-0): it arms "
-                                                                     "after its first fully passing check")
+    assert log and Path(log.group(1)).read_text().rstrip().endswith(
+        "smoke checks passed: watchdog enabled on rank 0 (spark-0): it arms after its first fully passing check")
     status = bed.launch("status")
     assert status.stdout.count("sglang-fleet-test.service active") == NODES, status.stdout
     assert "/health: 200" in status.stdout
@@ -256,6 +258,26 @@ def test_smoke_passes_then_fails_on_wrong_answers(bed: FleetBed) -> None:
     assert "FAIL reasoning-effort" in out and "(identical: the effort was ignored)" in out
 
 
+def test_arm_enables_the_watchdog_only_after_the_smoke_checks_pass(bed: FleetBed) -> None:
+    lock = bed.node_fs(0) / "logs" / "watchdog.lock"
+    lock.unlink()  # as if started with --no-wait: nothing armed yet
+    bed.set_control(0, wrong=True)
+    try:
+        refused = bed.launch("arm")
+    finally:
+        bed.set_control(0)
+    assert refused.returncode == 5, refused.stdout + refused.stderr
+    assert re.search(r"^FAIL count: ", refused.stdout, re.MULTILINE)
+    assert refused.stdout.rstrip().endswith(
+        "ABORT: the smoke checks FAILED: the watchdog is NOT enabled (launch.sh arm once they pass)")
+    assert not lock.exists()
+    armed = bed.launch("arm")
+    assert armed.returncode == 0, armed.stdout + armed.stderr
+    assert armed.stdout.rstrip().endswith(
+        "smoke checks passed: watchdog enabled on rank 0 (spark-0): it arms after its first fully passing check")
+    assert lock.exists()
+
+
 def test_watchdog_relaunches_an_exited_head_resets_after_a_healthy_spell_then_gives_up(bed: FleetBed) -> None:
     log = bed.node_fs(0) / "logs" / "watchdog.log"
     out = open(bed.tmp / "watchdog.out", "w")  # noqa: SIM115
@@ -298,7 +320,7 @@ def test_watchdog_relaunches_an_exited_head_resets_after_a_healthy_spell_then_gi
         bed.set_control(0)
 
 
-BOOT_FAULTS = {
+BOOT_FAULTS: dict[int, dict[str, Any]] = {
     0: {"full_token": 9000000, "drop": ["Served-model aliases", "The server is fired up"]},
     1: {"hooks": 20, "gather_us": 4100},
     2: {"drop": ["RoCE collectives on", "MXFP8 dense GEMMs", "engram layer 14"], "free_gib": 2},

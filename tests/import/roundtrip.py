@@ -7,13 +7,12 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from spark_compile.cli import load_and_validate
-from spark_compile.compile import Validated
 from spark_compile.importer import fields
 from spark_compile.importer.argv import parse_engine, resolve_flag
 from spark_compile.importer.shell import ShellWord
 from spark_compile.importer.source import Launch, Origin
 from spark_compile.importer.tables import DOCKER_SWITCHES, SUPERVISION
+from spark_compile.pipeline import Planned, Rejected, run
 
 NORMALISATIONS = (
     "engine flags: SGLang's aliases and argparse abbreviations read as the flag they stand for (--tp: --tp-size)",
@@ -84,18 +83,20 @@ def _docker(launch: Launch) -> Counter[tuple[str, str | None]]:
     return found
 
 
-def compiled(profile: Path) -> Validated:
-    outcome = load_and_validate(profile)
-    assert not isinstance(outcome, type(None))
-    return outcome  # type: ignore[return-value]
+def compiled(profile: Path) -> Planned:
+    """The profile through the whole pipeline: planned, with every finding (also when a rule refuses it)."""
+    outcome = run(profile)
+    if isinstance(outcome, Rejected):
+        assert outcome.planned is not None, outcome.findings
+        return outcome.planned
+    return outcome
 
 
-def compare(source: Launch, validated: Validated, rank: int) -> Sides:
+def compare(source: Launch, planned: Planned, rank: int) -> Sides:
     """The differences between the source's launch of ``rank`` and the compiled profile's."""
     from spark_compile.importer.docker_run import parse_launch
 
-    _, plan = validated.planned()
-    ours = plan.ranks[rank]
+    ours = planned.plan.ranks[rank]
     words = [ShellWord(w, Origin("plan", 0)) for w in ours.docker_argv]
     mine = parse_launch(words, Path("."), [])
     assert mine is not None

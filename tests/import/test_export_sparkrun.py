@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from roundtrip import compiled
 from sparkrun_oracle import dry_run, load_errors, node_commands
 
 from spark_compile.cli import main
+from spark_compile.launch_plan import LaunchPlan
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILES = sorted((REPO / "spec" / "profiles" / "examples").glob("*.yaml"))
@@ -20,11 +22,8 @@ def _export(capsys: pytest.CaptureFixture[str], profile: Path, out: Path) -> str
     return capsys.readouterr().err
 
 
-def _plan(profile: Path) -> object:
-    from spark_compile.cli import load_and_validate
-
-    outcome = load_and_validate(profile)
-    return outcome.planned()[1]  # type: ignore[union-attr]
+def _plan(profile: Path) -> LaunchPlan:
+    return compiled(profile).plan
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.stem)
@@ -32,8 +31,7 @@ def test_sparkrun_runs_the_profiles_argv(capsys: pytest.CaptureFixture[str], tmp
     recipe = tmp_path / "recipe.yaml"
     _export(capsys, profile, recipe)
     assert load_errors(recipe) == ""
-    plan = _plan(profile)
-    ranks = plan.ranks  # type: ignore[attr-defined]
+    ranks = _plan(profile).ranks
     hosts = [rank.fabric_ip for rank in ranks]
     commands = node_commands(recipe, hosts)
     for rank, words in zip(ranks, commands, strict=True):

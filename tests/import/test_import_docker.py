@@ -94,7 +94,7 @@ def _host_ip(rank: int) -> dict[str, str]:
     return {"HOST_IP": f"198.51.100.{rank + 1}"}  # the plan sets it when the source does not
 
 
-MULTI_NODE = [
+MULTI_NODE: list[tuple[str, str, str, list[str], list[dict[str, object]]]] = [
     ("two-node-roce-eagle3.sh", "ops@10.10.0.1,ops@10.10.0.2", "Qwen3MoeForCausalLM",
      # SC417: the source pins NCCL_IB_GID_INDEX by hand, which the field model's rules refuse even with preset none
      ["SC412", "SC424", "SC312", "SC417"] if FIELD_MODEL else ["SC412", "SC312"],

@@ -88,13 +88,13 @@ def test_hosts_must_be_addresses(capsys: pytest.CaptureFixture[str], tmp_path: P
 
 
 def test_export_refuses_a_value_sparkrun_would_replace(tmp_path: Path) -> None:
-    from spark_compile.cli import load_and_validate
+    from roundtrip import compiled
+
     from spark_compile.export_sparkrun import recipe_text
 
     profile = tmp_path / "p.yaml"
     example = Path(__file__).resolve().parents[2] / "spec" / "profiles" / "examples" / "single-node.yaml"
     text = example.read_text().replace("engine:\n", "engine:\n  args: {chat-template: '{tools}'}\n", 1)
     profile.write_text(text)
-    validated = load_and_validate(profile)
     with pytest.raises(UsageError, match=r"^--chat-template \{tools\}: a value shaped like a sparkrun placeholder"):
-        recipe_text(validated, str(profile), [])  # type: ignore[arg-type]
+        recipe_text(compiled(profile), str(profile), [])

@@ -52,8 +52,7 @@ def test_imported_profile_runs_sparkruns_argv(capsys: pytest.CaptureFixture[str]
                  "-o", str(out)])
     err = capsys.readouterr().err
     assert code == 0, err
-    validated = compiled(out)
-    _, plan = validated.planned()
+    plan = compiled(out).plan
     sparkrun = node_commands(recipe, hosts)
     env = yaml.safe_load(recipe.read_text()).get("env", {})
     for rank, words in enumerate(sparkrun):

@@ -160,9 +160,16 @@ def test_hostile_strings_are_quoted_by_the_serialiser(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     # kustomize prints "=" and "<<" plain (YAML 1.2 strings), which PyYAML's 1.1 loader cannot construct as
     # values (yaml/pyyaml#89): read them as the text they are.
-    loader = type("Loader", (yaml.SafeLoader,), {})
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def as_text(load: yaml.SafeLoader, node: yaml.Node) -> str:
+        assert isinstance(node, yaml.ScalarNode)
+        return str(load.construct_scalar(node))
+
+    loader = Loader
     for tag in ("tag:yaml.org,2002:value", "tag:yaml.org,2002:merge"):
-        loader.add_constructor(tag, lambda load, node: load.construct_scalar(node))
+        loader.add_constructor(tag, as_text)
     assert yaml.load(proc.stdout, Loader=loader)["data"] == data
 
 
@@ -211,3 +218,18 @@ def test_every_shipped_example_compiles_to_valid_objects(example: str, tmp_path:
     script = tmp_path / "entrypoint.sh"
     script.write_text(objs["configmap.yaml"]["data"]["entrypoint.sh"])
     assert shellcheck(script) == ""
+
+
+def test_every_target_writes_env_files_with_the_one_writer() -> None:
+    """The ConfigMap's env files and the nodes' come from quoting.env_file: a value either consumer would read
+    differently is refused as a finding (exit 1), never a ValueError (exit 3)."""
+    from spark_compile import k8s, quoting, render
+    from spark_compile.errors import EXIT_FINDINGS, UnquotableError
+
+    assert vars(k8s)["env_file"] is quoting.env_file is render.environment().filters["envfile"]
+    assert quoting.env_file([("A", "1"), ("B", "x y")]) == "A=1\nB=x y\n"
+    with pytest.raises(UnquotableError) as refused:
+        quoting.env_file([("A", "1"), ("B", 'say "hi"')])
+    assert refused.value.exit_code == EXIT_FINDINGS
+    assert str(refused.value) == ("'say \"hi\"' cannot be written for an env file: contains a quote or backslash: "
+                                  "systemd unquotes and unescapes it, docker keeps it as written")

@@ -13,6 +13,7 @@ import pytest
 from k8s_support import compile_profile, lws_errors, objects, pod_template_errors
 
 Lws = dict[str, Any]
+MANIFEST_RULES = ("SC501", "SC502", "SC503", "SC504")
 
 
 @pytest.fixture(scope="module")
@@ -22,19 +23,23 @@ def lws(tmp_path_factory: pytest.TempPathFactory) -> Lws:
 
 @pytest.fixture(scope="module")
 def checks() -> Callable[[Lws], list[str]]:
-    """Every SC5xx problem of a manifest, as 'SCxxx: message' (the reference profile and its plan)."""
-    from spark_compile.compile import validate
-    from spark_compile.k8s_check import check_memory, check_shape, check_uniform
+    """What the manifest rules (SC501-SC504) find on a manifest, as 'SCxxx: message', run as the rules stage runs
+    them on the reference profile and its plan, the Context's manifest replaced by the one given."""
+    from spark_compile.pipeline import planned, validate
     from spark_compile.resolve import resolve
+    from spark_compile.rules import CHECKS, Context, load_all
 
     from k8s_support import K8S_PROFILE
 
-    profile, plan = validate(resolve(K8S_PROFILE)).planned()
+    reference = planned(validate(resolve(K8S_PROFILE)))
+    profile, plan = reference.profile, reference.plan
+    load_all()
 
     def run(manifest: Lws) -> list[str]:
-        found = [*check_shape(manifest, profile), *check_uniform(manifest, plan, profile),
-                 *check_memory(manifest, profile)]
-        return [f"{p.rule}: {p.message}" for p in found]
+        context = Context(profile, plan, lambda path: True)
+        context.manifest = manifest
+        return [f"{rule_id}: {hit.message}" for rule_id, check in CHECKS if rule_id in MANIFEST_RULES
+                for hit in check(context)]
 
     return run
 

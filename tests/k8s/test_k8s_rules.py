@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,14 +14,14 @@ from conftest import REFERENCE_PROFILE, run_cli
 from k8s_support import K8S_PROFILE, compile_profile
 
 
-def _check(tmp_path: Path, text: str, *args: str, base: Path = K8S_PROFILE) -> tuple[int, list[dict[str, str]]]:
+def _check(tmp_path: Path, text: str, *args: str, base: Path = K8S_PROFILE) -> tuple[int, list[dict[str, Any]]]:
     child = tmp_path / "child.yaml"
     child.write_text(f"extends: {os.path.relpath(base, tmp_path)}\n{text}")
     result = run_cli("check", "--format", "json", *args, str(child))
     return result.returncode, json.loads(result.stdout)["findings"]
 
 
-def _rules(findings: list[dict[str, str]]) -> set[str]:
+def _rules(findings: list[dict[str, Any]]) -> set[str]:
     return {f["rule"] for f in findings}
 
 

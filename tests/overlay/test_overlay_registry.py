@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from overlay_support import MASTER_ON, clean_env, make_overlay, run_python
 
-from spark_compile.overlay import bootstrap, gates, settings
+from spark_compile.overlay import bootstrap, gates, registry, settings
 from spark_compile.overlay.registry import FLAGS, HOOKS, REGISTRY_VERSION, Flag
 from spark_compile.overlay.values import parse_value
 
@@ -37,7 +37,7 @@ def test_an_empty_environment_gives_every_flag_its_default() -> None:
 def test_every_hook_that_patches_something_has_a_gate() -> None:
     assert set(gates.GATES) == set(gates.armable_hooks()) == {n for n, h in HOOKS.items() if h.targets}
     for name, gate in gates.GATES.items():
-        assert all(flag in settings.FLAGS_BY_NAME for flag in gate.flags), name
+        assert all(flag in registry.FLAGS_BY_NAME for flag in gate.flags), name
     # The master switch's pseudo-hook patches nothing: it is not armable.
     assert HOOKS["overlay"].targets == ()
 

@@ -8,8 +8,10 @@
 #   launch.sh start [--no-wait] [--health-timeout S]
 #                              preflight everywhere; then stop the previous stack (operations.previous_stack)
 #                              and wait for free GPUs; then the ranks, workers first and the head last,
-#                              each until its unit is active; then wait for /health and enable the watchdog.
+#                              each until its unit is active; then wait for /health, run the smoke checks
+#                              and, only when they pass, enable the watchdog (--no-wait: neither).
 #                              Any preflight problem: nothing is stopped or started.
+#   launch.sh arm              the smoke checks, then, when every one passes, enable the watchdog
 #   launch.sh stop             disarm the watchdog, then stop the ranks (the head first)
 #   launch.sh restart          stop, then start
 #   launch.sh rollback         disarm the watchdog, stop this release's ranks, restore the previous stack
@@ -21,13 +23,14 @@
 #                              the release window: production down, the candidate's gate on its test port,
 #                              production restored on every exit path, a verdict written (see window.sh)
 #
-# preflight, start, stop, restart and rollback each write their own log, launch-COMMAND-DATE-PID.log, in
+# preflight, start, stop, restart, rollback and arm each write their own log, launch-COMMAND-DATE-PID.log, in
 # the profile's log folder when this machine can write it (else in ~/.local/state/spark-compile/PROFILE);
 # SPARK_LAUNCH_LOG_DIR overrides it.
 #
 # Exit status (start, as the peer launcher's relaunch): 0 done; 1 preflight or launch failed; 2 started but
 # /health never answered in time; 3 the head exited while booting; 4 the watchdog was disarmed while it
-# was relaunching (an operator's stop wins); 64 usage.
+# was relaunching (an operator's stop wins); 5 healthy, but the smoke checks failed (or the watchdog could
+# not be enabled): the watchdog is not enabled; 64 usage.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -259,13 +262,35 @@ cmd_start() {
         fi
     fi
     # A release window's candidate (SPARK_WINDOW=1) runs without a watchdog: the window restores production.
+    # A watchdog relaunch keeps the lock it holds.
     if [ -z "$relaunch_generation" ] && ((watchdog_enabled)) && [ "${SPARK_WINDOW:-0}" != 1 ]; then
-        generation="$(date +%s)-$$"
-        if remote 0 node_lock set "$watchdog_lock" "$watchdog_state" "$generation"; then
-            echo "watchdog enabled on $(label 0): it arms after its first fully passing check"
-        else
-            echo "WARNING: could not enable the watchdog on $(label 0)"
+        if ((!wait)); then
+            echo "watchdog NOT enabled (--no-wait): run launch.sh arm once the head is healthy"
+            return 0
         fi
+        cmd_arm || return 5
+    fi
+}
+
+# cmd_arm: the smoke checks (answers checked, as the deployment's runbook does before arming), then, only
+# when every one passed, the watchdog. Arming a fleet that answers wrongly would keep relaunching it.
+cmd_arm() {
+    local generation
+    if ((!watchdog_enabled)); then
+        echo "this profile has no watchdog (operations.watchdog): nothing to arm"
+        return 0
+    fi
+    echo "smoke checks before enabling the watchdog (smoke.py):"
+    if ! python3 "$here/smoke.py"; then
+        echo "ABORT: the smoke checks FAILED: the watchdog is NOT enabled (launch.sh arm once they pass)"
+        return 5
+    fi
+    generation="$(date +%s)-$$"
+    if remote 0 node_lock set "$watchdog_lock" "$watchdog_state" "$generation"; then
+        echo "smoke checks passed: watchdog enabled on $(label 0): it arms after its first fully passing check"
+    else
+        echo "WARNING: could not enable the watchdog on $(label 0)"
+        return 5
     fi
 }
 
@@ -361,7 +386,7 @@ cmd_postmortem() {
 }
 
 case ${1:-} in
-    preflight | start | stop | restart | rollback) start_run_log "$1" ;;
+    preflight | start | stop | restart | rollback | arm) start_run_log "$1" ;;
 esac
 case ${1:-} in
     --dry-run | dry-run)
@@ -374,6 +399,7 @@ case ${1:-} in
     stop) cmd_stop ;;
     restart) shift; cmd_stop || true; cmd_start "$@" ;;
     rollback) cmd_rollback ;;
+    arm) cmd_arm ;;
     status)
         cmd_status
         # shellcheck source=window.sh

@@ -9,17 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from spark_compile.spec.catalog import CatalogNotFound, engine_catalog
-from spark_compile.spec.hardware import FAMILIES
-from spark_compile.spec.rules import Context, Hit, define, rule
+from spark_compile.rules import Context, Hit, define, rule
 
 
 def _known_choice(ctx: Context, option: str, value: str) -> bool:
     """The selected build takes the value (one it does not is SC304's finding, not a rewrite)."""
-    try:
-        flag = engine_catalog(ctx.profile.engine.catalog).lookup(option)
-    except CatalogNotFound:
-        return False
+    flag = ctx.engine_catalog.lookup(option) if ctx.engine_catalog else None
     return flag is not None and flag.check_value(value) is None
 
 
@@ -34,12 +29,12 @@ def _accepted(ctx: Context, flag: str, value: object) -> bool:
       "--attention-backend says (_deepseek_v4_overrides), without a warning: any other value is silently replaced.",
       "engine: {backends: {attention: flashinfer}}", "engine: {backends: {attention: dsv4}}")
 def family_attention_backend(ctx: Context) -> Iterator[Hit]:
-    family = FAMILIES.get(ctx.profile.model.architecture)
+    family = ctx.family
     written = ctx.profile.engine.backends.attention
     if family and family.attention_backend and written not in (None, family.attention_backend) \
             and _known_choice(ctx, "--attention-backend", written) \
             and not _accepted(ctx, "attention-backend", family.attention_backend):
-        yield Hit("SC217", ("engine", "backends", "attention"),
+        yield Hit(("engine", "backends", "attention"),
                   f"{family.architecture} always runs attention backend {family.attention_backend}; SGLang would "
                   f"replace {written} with it", f"write {family.attention_backend}, or leave it unset")
 
@@ -48,11 +43,11 @@ def family_attention_backend(ctx: Context) -> Iterator[Hit]:
       "SGLang 0.5.23 sets page_size 256 for a DeepSeek-V4 model on CUDA (_deepseek_v4_overrides), replacing any "
       "--page-size without a warning.", "engine: {args: {page-size: 64}}", "(leave page-size out)")
 def family_page_size(ctx: Context) -> Iterator[Hit]:
-    family = FAMILIES.get(ctx.profile.model.architecture)
+    family = ctx.family
     written = ctx.profile.engine.args.get("page-size")
     if family and family.page_size and written is not None and str(written) != str(family.page_size) \
             and not _accepted(ctx, "page-size", family.page_size):
-        yield Hit("SC218", ("engine", "args", "page-size"),
+        yield Hit(("engine", "args", "page-size"),
                   f"{family.architecture} runs page size {family.page_size}; SGLang would replace {written} with it",
                   "remove page-size (or write the family's own)")
 
@@ -62,10 +57,10 @@ def family_page_size(ctx: Context) -> Iterator[Hit]:
       "dtype of a DeepSeek-V4 model, and stops at boot on any other.",
       "engine: {args: {kv-cache-dtype: fp8_e5m2}}", "engine: {args: {kv-cache-dtype: fp8_e4m3}}")
 def family_kv_dtype(ctx: Context) -> Iterator[Hit]:
-    family = FAMILIES.get(ctx.profile.model.architecture)
+    family = ctx.family
     written = ctx.profile.engine.args.get("kv-cache-dtype")
     if family and family.kv_cache_dtypes and written is not None and written not in ("auto", *family.kv_cache_dtypes):
-        yield Hit("SC219", ("engine", "args", "kv-cache-dtype"),
+        yield Hit(("engine", "args", "kv-cache-dtype"),
                   f"{family.architecture} takes KV cache dtype {' or '.join(family.kv_cache_dtypes)}, not {written}",
                   f"write {family.kv_cache_dtypes[0]}")
 

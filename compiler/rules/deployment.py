@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from spark_compile.launch_plan import dotted
+from spark_compile.rules import Context, Hit, Path, rule
 from spark_compile.spec.record import Record
-from spark_compile.spec.rules import Context, Hit, Path, rule
 
 RDMA_KINDS = ("roce", "infiniband")
 # Lists that are command lines, where a repeated word is meaningful, and lists another rule owns (SC211).
@@ -22,16 +22,16 @@ def fabric_devices(ctx: Context) -> Iterator[Hit]:
     fabric, nodes = ctx.profile.fleet.fabric, len(ctx.profile.fleet.nodes)
     if fabric is None:
         if nodes > 1:
-            yield Hit("SC418", ("fleet",), f"a fleet of {nodes} nodes needs fleet.fabric",
+            yield Hit(("fleet",), f"a fleet of {nodes} nodes needs fleet.fabric",
                       "add fabric: {kind: tcp, interface: <nic>, subnet: <cidr>} under fleet (or roce/infiniband "
                       "with rdma_devices)", at_key=True)
         return
     if fabric.kind in RDMA_KINDS and not fabric.rdma_devices:
-        yield Hit("SC418", ("fleet", "fabric"), f"the {fabric.kind} fabric needs rdma_devices",
+        yield Hit(("fleet", "fabric"), f"the {fabric.kind} fabric needs rdma_devices",
                   "add rdma_devices: [<device>] under fleet.fabric (as `ls /sys/class/infiniband` prints them), "
                   "or set kind: tcp", at_key=True)
     if fabric.kind == "tcp" and fabric.rdma_devices:
-        yield Hit("SC418", ("fleet", "fabric", "rdma_devices"), "a tcp fabric uses no RDMA devices",
+        yield Hit(("fleet", "fabric", "rdma_devices"), "a tcp fabric uses no RDMA devices",
                   "remove rdma_devices, or set fleet.fabric.kind: roce (or infiniband)", at_key=True)
 
 
@@ -44,11 +44,11 @@ def gid_only_on_roce(ctx: Context) -> Iterator[Hit]:
     if kind == "roce":
         return
     if ctx.present(("fleet", "fabric", "gid_index")):
-        yield Hit("SC419", ("fleet", "fabric", "gid_index"), f"gid_index is set but the fabric is {kind}",
+        yield Hit(("fleet", "fabric", "gid_index"), f"gid_index is set but the fabric is {kind}",
                   "remove gid_index (it applies to kind: roce only)", at_key=True)
     for index, node in enumerate(ctx.profile.fleet.nodes):
         if node.gid_index is not None:
-            yield Hit("SC419", ("fleet", "nodes", index, "gid_index"),
+            yield Hit(("fleet", "nodes", index, "gid_index"),
                       f"{node.name} sets gid_index but the fabric is {kind}", "remove the node's gid_index",
                       at_key=True)
 
@@ -65,7 +65,7 @@ def roce_runtime_fabric(ctx: Context) -> Iterator[Hit]:
     for key, on in (("roce_ar", overlay.roce_ar), ("roce_ag", overlay.roce_ag),
                     ("mxfp8_backend", overlay.mxfp8_backend == "b12x")):
         if on:
-            yield Hit("SC420", ("overlay", key), f"overlay.{key} needs the b12x RoCE runtime, but the fabric is {kind}",
+            yield Hit(("overlay", key), f"overlay.{key} needs the b12x RoCE runtime, but the fabric is {kind}",
                       f"remove overlay.{key}, or run on a roce fabric", at_key=True)
 
 
@@ -87,12 +87,12 @@ def extra_mounts(ctx: Context) -> Iterator[Hit]:
     for index, mount in enumerate(extra):
         at: Path = ("container", "mounts", index)
         if mount.target in seen:
-            yield Hit("SC421", (*at, "target"), f"target {mount.target} is already mounted by "
+            yield Hit((*at, "target"), f"target {mount.target} is already mounted by "
                       f"container.mounts[{seen[mount.target]}]", "give each mount its own target")
         seen.setdefault(mount.target, index)
         clash = next((m for m in planned.values() if _overlaps(m.target, mount.target)), None)
         if clash is not None:
-            yield Hit("SC421", (*at, "target"), f"target {mount.target} overlaps the plan's mount of {clash.target}",
+            yield Hit((*at, "target"), f"target {mount.target} overlaps the plan's mount of {clash.target}",
                       "mount it somewhere else, e.g. under /mnt")
 
 
@@ -120,7 +120,7 @@ def unique_entries(ctx: Context) -> Iterator[Hit]:
             if isinstance(item, Record | dict | list):
                 continue
             if item in seen:
-                yield Hit("SC422", (*path, index), f"{dotted((*path, index))} {item!r} repeats "
+                yield Hit((*path, index), f"{dotted((*path, index))} {item!r} repeats "
                           f"{dotted((*path, seen[item]))}", "remove the repeated entry")
             seen.setdefault(item, index)
 
@@ -136,5 +136,5 @@ def engram_limits(ctx: Context) -> Iterator[Hit]:
         return
     missing = [name for name in ("chunked_prefill_size", "max_running_requests") if getattr(limits, name) is None]
     if missing:
-        yield Hit("SC423", ("engine", "limits"), f"Engram's id batch cannot be derived: {' and '.join(missing)} "
+        yield Hit(("engine", "limits"), f"Engram's id batch cannot be derived: {' and '.join(missing)} "
                   "unset", f"set engine.limits.{missing[0]}, or pin overlay.engram_max_ids", at_key=True)

@@ -5,27 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from spark_compile.overlay.registry import FLAGS_BY_NAME
+from spark_compile.rules import Context, Hit, rule
 from spark_compile.spec.catalog import (
-    CatalogNotFound,
-    EngineCatalog,
     EngineFlag,
     EnvCatalog,
     available_engine_catalogs,
-    engine_catalog,
-    env_catalog,
     nccl_catalog,
 )
-from spark_compile.spec.rules import Context, Hit, rule
 from spark_compile.spec.suggest import did_you_mean
 
 B12X_NAMES = ("B12X_ROCE_HCA", "B12X_ROCE_GID_INDEX", "B12X_ROCE_SPIN_LIMIT", "B12X_ROCE_CACHE_DIR")
-
-
-def _catalog(ctx: Context) -> EngineCatalog | None:
-    try:
-        return engine_catalog(ctx.profile.engine.catalog)
-    except CatalogNotFound:
-        return None
 
 
 def _suggestion(candidates: list[str]) -> str:
@@ -37,9 +26,9 @@ def _suggestion(candidates: list[str]) -> str:
       "against; regenerate one with `spark-compile catalog sglang`.",
       "engine: {catalog: sglang-0.5.99}", "engine: {catalog: sglang-0.5.23}")
 def known_catalog(ctx: Context) -> Iterator[Hit]:
-    if _catalog(ctx) is None:
+    if ctx.engine_catalog is None:
         known = available_engine_catalogs()
-        yield Hit("SC301", ("engine", "catalog"), f"no engine catalog {ctx.profile.engine.catalog!r}; known: "
+        yield Hit(("engine", "catalog"), f"no engine catalog {ctx.profile.engine.catalog!r}; known: "
                   f"{', '.join(known)}", did_you_mean(ctx.profile.engine.catalog, known))
 
 
@@ -48,7 +37,7 @@ def known_catalog(ctx: Context) -> Iterator[Hit]:
       "engine: {args: {enable-decoder-swa-bounded-replays: true}}",
       "engine: {args: {enable-decoder-swa-bounded-replay: true}}")
 def unknown_flag(ctx: Context) -> Iterator[Hit]:
-    catalog = _catalog(ctx)
+    catalog = ctx.engine_catalog
     if catalog is None:
         return
     for name, value in ctx.profile.engine.args.items():
@@ -57,7 +46,7 @@ def unknown_flag(ctx: Context) -> Iterator[Hit]:
             continue
         if value is False and catalog.lookup(f"--{name.removeprefix('no-')}"):
             continue
-        yield Hit("SC302", ("engine", "args", name), f"{catalog.name} has no flag {option}",
+        yield Hit(("engine", "args", name), f"{catalog.name} has no flag {option}",
                   _suggestion([s.removeprefix("--") for s in catalog.suggest(option)]), at_key=True)
 
 
@@ -66,14 +55,14 @@ def unknown_flag(ctx: Context) -> Iterator[Hit]:
       "same prefix makes it ambiguous and the boot fails. Write the full name.",
       "engine: {args: {enable-decoder-swa: true}}", "engine: {args: {enable-decoder-swa-bounded-replay: true}}")
 def abbreviated_flag(ctx: Context) -> Iterator[Hit]:
-    catalog = _catalog(ctx)
+    catalog = ctx.engine_catalog
     if catalog is None:
         return
     for name in ctx.profile.engine.args:
         full = catalog.abbreviation_of(f"--{name}")
         if full is not None:
             long_name = next(o for o in full.options if o.startswith(f"--{name}"))
-            yield Hit("SC303", ("engine", "args", name), f"--{name} abbreviates {long_name}",
+            yield Hit(("engine", "args", name), f"--{name} abbreviates {long_name}",
                       f"write {long_name.removeprefix('--')}", at_key=True)
 
 
@@ -94,13 +83,13 @@ def _values_problem(flag: EngineFlag, option: str, values: list[str]) -> str | N
       "engine: {catalog: sglang-0.5.10.post1, speculative: {algorithm: DSPARK, dspark_block_size: 5}}",
       "engine: {catalog: sglang-0.5.23, speculative: {algorithm: DSPARK, dspark_block_size: 5}}")
 def typed_flag_known(ctx: Context) -> Iterator[Hit]:
-    catalog = _catalog(ctx)
+    catalog = ctx.engine_catalog
     if catalog is None or not ctx.plan.ranks:
         return
     for option in ctx.plan.ranks[0].engine_options:
         if option.source[:2] == ("engine", "args") or option.flag == "--config" or catalog.lookup(option.flag):
             continue  # engine.args flags are SC302's; --config carries the secrets file
-        yield Hit("SC313", option.source, f"{catalog.name} has no flag {option.flag}",
+        yield Hit(option.source, f"{catalog.name} has no flag {option.flag}",
                   f"pick a build that has it in engine.catalog (known: {', '.join(available_engine_catalogs())}), "
                   "or drop the setting")
 
@@ -109,7 +98,7 @@ def typed_flag_known(ctx: Context) -> Iterator[Hit]:
       "The value is not of the flag's type or not among its choices in the catalog's SGLang.",
       "engine: {backends: {attention: dsv5}}", "engine: {backends: {attention: dsv4}}")
 def flag_values(ctx: Context) -> Iterator[Hit]:
-    catalog = _catalog(ctx)
+    catalog = ctx.engine_catalog
     if catalog is None or not ctx.plan.ranks:
         return
     for option in ctx.plan.ranks[0].engine_options:
@@ -121,20 +110,20 @@ def flag_values(ctx: Context) -> Iterator[Hit]:
         if problem:
             hint = did_you_mean(values[0], [str(c) for c in flag.choices]) if flag.choices and values else ""
             hint = hint or f"write a value {catalog.name} takes, or select a build that takes it in engine.catalog"
-            yield Hit("SC304", option.source, problem.rstrip("."), hint)
+            yield Hit(option.source, problem.rstrip("."), hint)
 
 
 @rule("SC305", "warning", "deprecated engine flag",
       "The catalog's SGLang marks the flag deprecated; use its replacement before it is removed.",
       "engine: {args: {disable-cuda-graph: true}}", "engine: {cuda_graph: {enabled: false}}")
 def deprecated_flag(ctx: Context) -> Iterator[Hit]:
-    catalog = _catalog(ctx)
+    catalog = ctx.engine_catalog
     if catalog is None or not ctx.plan.ranks:
         return
     for option in ctx.plan.ranks[0].engine_options:
         flag = catalog.lookup(option.flag)
         if flag is not None and flag.deprecated:
-            yield Hit("SC305", option.source, f"{option.flag} is deprecated in {catalog.name}",
+            yield Hit(option.source, f"{option.flag} is deprecated in {catalog.name}",
                       f"use {flag.replacement}" if flag.replacement else "see SGLang's release notes", at_key=True)
 
 
@@ -142,13 +131,13 @@ def deprecated_flag(ctx: Context) -> Iterator[Hit]:
       "engine.args writes `false` as --no-<flag>, which only BooleanOptionalAction flags have.",
       "engine: {args: {trust-remote-code: false}}", "(leave the key out)")
 def false_switch(ctx: Context) -> Iterator[Hit]:
-    catalog = _catalog(ctx)
+    catalog = ctx.engine_catalog
     if catalog is None:
         return
     for name, value in ctx.profile.engine.args.items():
         flag = catalog.lookup(f"--{name}")
         if value is False and flag is not None and catalog.lookup(f"--no-{name}") is None:
-            yield Hit("SC306", ("engine", "args", name), f"--{name} has no --no-{name} form",
+            yield Hit(("engine", "args", name), f"--{name} has no --no-{name} form",
                       "remove the key to leave the flag off")
 
 
@@ -158,21 +147,31 @@ def false_switch(ctx: Context) -> Iterator[Hit]:
       "engine: {env: {SGLANG_FLASHINFER_MOE_FUSED_FINALISE: '0'}}",
       "engine: {env: {SGLANG_FLASHINFER_MOE_FUSED_FINALIZE: '0'}}")
 def unknown_sglang_env(ctx: Context) -> Iterator[Hit]:
-    try:
-        catalog = env_catalog(ctx.profile.engine.catalog)
-    except CatalogNotFound:
+    catalog = ctx.env_catalog
+    if catalog is None:
         return
-    for name, value in ctx.profile.engine.env.items():
-        if not name.startswith("SGLANG_"):
-            continue
+    for name in _sglang_env(ctx):
         if catalog.lookup(name) is None:
-            yield Hit("SC307", ("engine", "env", name), f"{catalog_name(ctx)} does not read {name}",
+            yield Hit(("engine", "env", name), f"{catalog_name(ctx)} does not read {name}",
                       _suggestion(catalog.suggest(name)) or f"remove {name}: this SGLang build ignores it",
                       at_key=True)
-        else:
-            problem = catalog.check_value(name, str(value))
-            if problem:
-                yield Hit("SC308", ("engine", "env", name), problem.rstrip("."), _env_hint(catalog, name))
+
+
+def _sglang_env(ctx: Context) -> Iterator[str]:
+    yield from (name for name in ctx.profile.engine.env if name.startswith("SGLANG_"))
+
+
+@rule("SC308", "error", "SGLANG_* value of the wrong type",
+      "SGLang warns and falls back to the default on a value it cannot parse; the compiler refuses it.",
+      "engine: {env: {SGLANG_WATCHDOG_TIMEOUT: ten}}", "engine: {env: {SGLANG_WATCHDOG_TIMEOUT: '10'}}")
+def sglang_env_values(ctx: Context) -> Iterator[Hit]:
+    catalog = ctx.env_catalog
+    if catalog is None:
+        return
+    for name in _sglang_env(ctx):
+        problem = catalog.check_value(name, str(ctx.profile.engine.env[name])) if catalog.lookup(name) else None
+        if problem:
+            yield Hit(("engine", "env", name), problem.rstrip("."), _env_hint(catalog, name))
 
 
 _KIND_EXAMPLES = {"bool": "'1' or '0'", "int": "a whole number such as '10'", "float": "a number such as '0.5'"}
@@ -189,45 +188,39 @@ def catalog_name(ctx: Context) -> str:
     return ctx.profile.engine.catalog
 
 
-# SC308 is raised by unknown_sglang_env, which has already looked the variable up.
-rule("SC308", "error", "SGLANG_* value of the wrong type",
-     "SGLang warns and falls back to the default on a value it cannot parse; the compiler refuses it.",
-     "engine: {env: {SGLANG_WATCHDOG_TIMEOUT: ten}}", "engine: {env: {SGLANG_WATCHDOG_TIMEOUT: '10'}}")(
-    lambda ctx: iter(()))
-
-
 @rule("SC309", "error", "unknown NCCL variable",
       "NCCL reads fixed names and ignores any other without a word: a misspelt NCCL_* does nothing.",
       "nccl: {extra: {NCCL_IB_GID_INDX: '3'}}", "nccl: {extra: {NCCL_DEBUG: WARN}}")
 def nccl_names(ctx: Context) -> Iterator[Hit]:
     catalog = nccl_catalog()
-    for path, name, value in _nccl_settings(ctx):
-        if name.startswith("GLOO_") and name != "GLOO_SOCKET_IFNAME":
-            continue
+    for path, name, _ in _nccl_settings(ctx):
         if catalog.lookup(name) is None:
-            yield Hit("SC309", path, f"NCCL does not read {name}",
+            yield Hit(path, f"NCCL does not read {name}",
                       _suggestion(catalog.suggest(name)) or f"remove {name}: NCCL ignores names it does not know",
                       at_key=True)
-            continue
-        problem = catalog.check_value(name, value)
+
+
+@rule("SC310", "error", "NCCL value NCCL would misread",
+      "NCCL parses integers with strtoll (so '4M' is 4 and 'true' is 0) and ignores unknown tokens; the value "
+      "must have the variable's exact form.", "nccl: {extra: {NCCL_BUFFSIZE: 4M}}",
+      "nccl: {extra: {NCCL_BUFFSIZE: '4194304'}}")
+def nccl_values(ctx: Context) -> Iterator[Hit]:
+    catalog = nccl_catalog()
+    for path, name, value in _nccl_settings(ctx):
+        var = catalog.lookup(name)
+        problem = catalog.check_value(name, value) if var is not None else None
         if problem:
-            var = catalog.lookup(name)
             default = f"; NCCL's default is {var.default}" if var is not None and var.default is not None else ""
-            yield Hit("SC310", path, problem.rstrip("."), f"write the value in the form the message names{default}")
-
-
-rule("SC310", "error", "NCCL value NCCL would misread",
-     "NCCL parses integers with strtoll (so '4M' is 4 and 'true' is 0) and ignores unknown tokens; the value "
-     "must have the variable's exact form.", "nccl: {extra: {NCCL_BUFFSIZE: 4M}}",
-     "nccl: {extra: {NCCL_BUFFSIZE: '4194304'}}")(lambda ctx: iter(()))
+            yield Hit(path, problem.rstrip("."), f"write the value in the form the message names{default}")
 
 
 def _nccl_settings(ctx: Context) -> Iterator[tuple[tuple[str | int, ...], str, str]]:
-    for name, value in ctx.profile.nccl.extra.items():
-        yield ("nccl", "extra", name), name, str(value)
-    for name, value in ctx.profile.engine.env.items():
-        if name.startswith(("NCCL_", "GLOO_")):
-            yield ("engine", "env", name), name, str(value)
+    """The NCCL and gloo variables the profile sets, with their paths (gloo's other names are not NCCL's)."""
+    for path, name, value in (*((("nccl", "extra", n), n, v) for n, v in ctx.profile.nccl.extra.items()),
+                              *((("engine", "env", n), n, v) for n, v in ctx.profile.engine.env.items()
+                                if n.startswith(("NCCL_", "GLOO_")))):
+        if not name.startswith("GLOO_") or name == "GLOO_SOCKET_IFNAME":
+            yield path, name, str(value)
 
 
 @rule("SC311", "error", "unknown overlay variable",
@@ -236,10 +229,10 @@ def _nccl_settings(ctx: Context) -> Iterator[tuple[tuple[str | int, ...], str, s
 def overlay_names(ctx: Context) -> Iterator[Hit]:
     for name in ctx.profile.engine.env:
         if name.startswith("SPARK_") and name not in FLAGS_BY_NAME:
-            yield Hit("SC311", ("engine", "env", name), f"the overlay has no flag {name}",
+            yield Hit(("engine", "env", name), f"the overlay has no flag {name}",
                       did_you_mean(name, sorted(FLAGS_BY_NAME)), at_key=True)
         elif name.startswith("B12X_") and name not in B12X_NAMES:
-            yield Hit("SC311", ("engine", "env", name), f"the b12x runtime reads no {name}",
+            yield Hit(("engine", "env", name), f"the b12x runtime reads no {name}",
                       did_you_mean(name, list(B12X_NAMES)), at_key=True)
 
 
@@ -251,6 +244,6 @@ def overlay_names(ctx: Context) -> Iterator[Hit]:
 def image_pinned(ctx: Context) -> Iterator[Hit]:
     image = ctx.profile.engine.image
     if "@" not in image and ctx.profile.kubernetes is None:  # with the Kubernetes target SC505 says it
-        yield Hit("SC312", ("engine", "image"), f"{image} is pinned by tag only; the tag can move to another build",
+        yield Hit(("engine", "image"), f"{image} is pinned by tag only; the tag can move to another build",
                   "append the digest the image has now: <image>@sha256:<64 hex digits> (`docker buildx imagetools "
                   "inspect <image>` prints it)")

@@ -6,19 +6,21 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
-from spark_compile.spec.hardware import HARDWARE
-from spark_compile.spec.rules import Context, Hit, rule
+from spark_compile.rules import Context, Hit, rule
 
 ENGRAM_ROW_BYTES = 264  # F8_E4M3 [N,256] weight + F8_E8M0 [N,8] scale
 
 
-def _duplicates(ctx: Context, field: str, what: str, rule_id: str) -> Iterator[Hit]:
+def _duplicates(ctx: Context, field: str, what: str) -> Iterator[Hit]:
+    nodes = ctx.profile.fleet.nodes
+    # Nodes are named by name, as everywhere else; only a repeated name needs the index to tell them apart.
+    label = (lambda i: f"fleet.nodes[{i}]") if field == "name" else (lambda i: nodes[i].name)
     seen: dict[str, int] = {}
-    for index, node in enumerate(ctx.profile.fleet.nodes):
+    for index, node in enumerate(nodes):
         value = getattr(node, field)
         if value in seen:
-            yield Hit(rule_id, ("fleet", "nodes", index, field),
-                      f"{what} {value!r} of fleet.nodes[{index}] is already used by fleet.nodes[{seen[value]}]",
+            yield Hit(("fleet", "nodes", index, field),
+                      f"{what} {value!r} of {label(index)} is already used by {label(seen[value])}",
                       f"every node needs its own {what}")
         else:
             seen[value] = index
@@ -29,11 +31,11 @@ def _duplicates(ctx: Context, field: str, what: str, rule_id: str) -> Iterator[H
       "GPUs per node, and SGLang requires tp divisible by the node count.",
       "# 4 GB10 nodes (1 GPU each)\nengine: {parallel: {tp: 8}}", "engine: {parallel: {tp: 4}}")
 def tp_fills_fleet(ctx: Context) -> Iterator[Hit]:
-    hw = HARDWARE[ctx.profile.hardware]
+    hw = ctx.hardware
     nodes = len(ctx.profile.fleet.nodes)
     tp = ctx.profile.engine.parallel.tp
     if tp % nodes != 0 or tp != nodes * hw.gpus_per_node:
-        yield Hit("SC401", ("engine", "parallel", "tp"),
+        yield Hit(("engine", "parallel", "tp"),
                   f"tp {tp} does not fit {nodes} node(s) x {hw.gpus_per_node} GPU(s) of {hw.name}: "
                   f"expected tp {nodes * hw.gpus_per_node}",
                   "set tp to nodes x GPUs per node, or change the node list")
@@ -43,21 +45,21 @@ def tp_fills_fleet(ctx: Context) -> Iterator[Hit]:
       "cannot share one.", "nodes: [{name: spark-0, ...}, {name: spark-0, ...}]",
       "nodes: [{name: spark-0, ...}, {name: spark-1, ...}]")
 def unique_names(ctx: Context) -> Iterator[Hit]:
-    yield from _duplicates(ctx, "name", "name", "SC402")
+    yield from _duplicates(ctx, "name", "name")
 
 
 @rule("SC403", "error", "fabric IPs unique", "Each rank binds its own fabric address (HOST_IP).",
       "nodes: [{fabric_ip: 192.0.2.11, ...}, {fabric_ip: 192.0.2.11, ...}]",
       "nodes: [{fabric_ip: 192.0.2.11, ...}, {fabric_ip: 192.0.2.12, ...}]")
 def unique_ips(ctx: Context) -> Iterator[Hit]:
-    yield from _duplicates(ctx, "fabric_ip", "fabric IP", "SC403")
+    yield from _duplicates(ctx, "fabric_ip", "fabric IP")
 
 
 @rule("SC404", "error", "ssh targets unique", "Two ranks on one ssh target would be started on one machine.",
       "nodes: [{ssh: spark@192.0.2.11, ...}, {ssh: spark@192.0.2.11, ...}]",
       "nodes: [{ssh: spark@192.0.2.11, ...}, {ssh: spark@192.0.2.12, ...}]")
 def unique_ssh(ctx: Context) -> Iterator[Hit]:
-    yield from _duplicates(ctx, "ssh", "ssh target", "SC404")
+    yield from _duplicates(ctx, "ssh", "ssh target")
 
 
 @rule("SC405", "error", "fabric IP inside the fabric subnet",
@@ -72,11 +74,11 @@ def ip_in_subnet(ctx: Context) -> Iterator[Hit]:
     for index, node in enumerate(ctx.profile.fleet.nodes):
         ip = ipaddress.IPv4Address(node.fabric_ip)
         if ip not in net:
-            yield Hit("SC405", ("fleet", "nodes", index, "fabric_ip"),
+            yield Hit(("fleet", "nodes", index, "fabric_ip"),
                       f"fabric IP {ip} of {node.name} is outside the fabric subnet {net}",
                       "fix the address or fleet.fabric.subnet")
         elif net.prefixlen < 31 and ip in (net.network_address, net.broadcast_address):
-            yield Hit("SC405", ("fleet", "nodes", index, "fabric_ip"),
+            yield Hit(("fleet", "nodes", index, "fabric_ip"),
                       f"fabric IP {ip} of {node.name} is the {'network' if ip == net.network_address else 'broadcast'}"
                       f" address of {net}", "use a host address of the subnet")
 
@@ -89,11 +91,11 @@ def ip_in_subnet(ctx: Context) -> Iterator[Hit]:
 def one_holder(ctx: Context) -> Iterator[Hit]:
     holders = [i for i, node in enumerate(ctx.profile.fleet.nodes) if node.holds_checkpoint]
     for index in holders[1:]:
-        yield Hit("SC406", ("fleet", "nodes", index, "holds_checkpoint"),
+        yield Hit(("fleet", "nodes", index, "holds_checkpoint"),
                   f"{ctx.profile.fleet.nodes[index].name} is a second checkpoint holder "
                   f"(first: {ctx.profile.fleet.nodes[holders[0]].name})", "mark only one node")
     if not holders and ctx.profile.model.engram is not None:
-        yield Hit("SC406", ("fleet", "nodes"), "model.engram is set but no node holds the checkpoint",
+        yield Hit(("fleet", "nodes"), "model.engram is set but no node holds the checkpoint",
                   "set holds_checkpoint: true on the node that has the checkpoint on local disk")
 
 
@@ -117,7 +119,7 @@ def engram_tiles(ctx: Context) -> Iterator[Hit]:
         if edge != rows:
             problems.append(f"the ranges end at {edge}, the table at {rows}")
         if problems:
-            yield Hit("SC407", ("model", "engram", "tables", layer),
+            yield Hit(("model", "engram", "tables", layer),
                       f"Engram layer {layer} ({rows} rows) is not tiled by {len(ranges)} ranks: {'; '.join(problems)}",
                       "each table needs at least one row per rank")
 
@@ -129,7 +131,7 @@ def engram_tiles(ctx: Context) -> Iterator[Hit]:
 def one_engram_source(ctx: Context) -> Iterator[Hit]:
     by_hand = [name for name in ctx.profile.engine.env if name in ("SPARK_ENGRAM_DIR", "SPARK_ENGRAM_ROWS")]
     for name in by_hand:
-        yield Hit("SC408", ("engine", "env", name), f"{name} is derived per rank by the plan and cannot be set",
+        yield Hit(("engine", "env", name), f"{name} is derived per rank by the plan and cannot be set",
                   "mark the holder with holds_checkpoint and set model.engram.local_dir", at_key=True)
     engram = None if by_hand else ctx.profile.model.engram
     for rank in ctx.plan.ranks:
@@ -139,7 +141,7 @@ def one_engram_source(ctx: Context) -> Iterator[Hit]:
         from_copy = any(m.target == engram.container_dir for m in rank.mounts)
         if from_shards == from_copy:
             where = "both shards and a local copy" if from_shards else "nowhere"
-            yield Hit("SC408", ("fleet", "nodes", rank.rank), f"rank {rank.rank} reads Engram rows from {where}",
+            yield Hit(("fleet", "nodes", rank.rank), f"rank {rank.rank} reads Engram rows from {where}",
                       "one holder reads the shards, the others a local copy")
 
 
@@ -148,10 +150,10 @@ def one_engram_source(ctx: Context) -> Iterator[Hit]:
       "it lets the host run out before the container does.", "container: {memory: 128g}   # GB10",
       "container: {memory: 112g}")
 def memory_fits(ctx: Context) -> Iterator[Hit]:
-    hw = HARDWARE[ctx.profile.hardware]
+    hw = ctx.hardware
     box = ctx.profile.container
     if box.memory and size_gib(box.memory) >= hw.memory_gb:
-        yield Hit("SC409", ("container", "memory"),
+        yield Hit(("container", "memory"),
                   f"memory limit {box.memory} is not below {hw.name}'s {hw.memory_gb} GB", "leave room for the host")
 
 
@@ -162,13 +164,13 @@ def memory_fits(ctx: Context) -> Iterator[Hit]:
 def shm_within_memory(ctx: Context) -> Iterator[Hit]:
     box = ctx.profile.container
     if box.memory and box.shm_size and size_gib(box.shm_size) > size_gib(box.memory):
-        yield Hit("SC410", ("container", "shm_size"), f"shm size {box.shm_size} exceeds the memory limit {box.memory}",
+        yield Hit(("container", "shm_size"), f"shm size {box.shm_size} exceeds the memory limit {box.memory}",
                   "shared memory is charged to the container's limit")
     if box.memory_swap and not box.memory:
-        yield Hit("SC410", ("container", "memory_swap"), "memory_swap is set without memory",
+        yield Hit(("container", "memory_swap"), "memory_swap is set without memory",
                   "docker needs --memory with --memory-swap")
     elif box.memory_swap and box.memory and size_gib(box.memory_swap) < size_gib(box.memory):
-        yield Hit("SC410", ("container", "memory_swap"),
+        yield Hit(("container", "memory_swap"),
                   f"memory_swap {box.memory_swap} is below memory {box.memory}", "docker refuses it; make them equal")
 
 
@@ -182,13 +184,13 @@ def engram_host_table(ctx: Context) -> Iterator[Hit]:
     engram = ctx.profile.model.engram
     if engram is None:
         return
-    hw = HARDWARE[ctx.profile.hardware]
+    hw = ctx.hardware
     table_gb = sum(engram.tables.values()) * ENGRAM_ROW_BYTES / 1e9
     if table_gb < hw.memory_gb:
         return
     value = str(ctx.profile.engine.env.get("SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE", ""))
     if value != "0":
-        yield Hit("SC411", ("engine", "env", "SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE") if value else ("engine", "env"),
+        yield Hit(("engine", "env", "SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE") if value else ("engine", "env"),
                   f"the Engram tables take {table_gb:.0f} GB, more than {hw.name}'s {hw.memory_gb} GB, and "
                   f"SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE is {value or 'unset'}",
                   "set SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE: '0' so the overlay serves the rows")
@@ -199,10 +201,10 @@ def engram_host_table(ctx: Context) -> Iterator[Hit]:
       "expandable_segments:False.", "engine: {env: {PYTORCH_CUDA_ALLOC_CONF: expandable_segments:True}}",
       "engine: {env: {PYTORCH_CUDA_ALLOC_CONF: expandable_segments:False}}")
 def hardware_env(ctx: Context) -> Iterator[Hit]:
-    for name, value in HARDWARE[ctx.profile.hardware].env_required:
+    for name, value in ctx.hardware.env_required:
         have = ctx.profile.engine.env.get(name)
         if have is None or str(have) != value:
-            yield Hit("SC412", ("engine", "env", name) if have is not None else ("engine", "env"),
+            yield Hit(("engine", "env", name) if have is not None else ("engine", "env"),
                       f"{ctx.profile.hardware} needs {name}={value}, got {'nothing' if have is None else have}",
                       f"set engine.env.{name}: {value}")
 
@@ -216,10 +218,10 @@ _ARCH_ENV = re.compile(r"^(TORCH_CUDA_ARCH_LIST|FLASHINFER_CUDA_ARCH_LIST|[A-Z0-
       "PTX that JITs to it (12.0+PTX).", "engine: {env: {TORCH_CUDA_ARCH_LIST: '12.0'}}",
       "engine: {env: {TORCH_CUDA_ARCH_LIST: '12.0f'}}")
 def arch_lists(ctx: Context) -> Iterator[Hit]:
-    major, minor = HARDWARE[ctx.profile.hardware].sm
+    major, minor = ctx.hardware.sm
     for name, value in ctx.profile.engine.env.items():
         if _ARCH_ENV.match(name) and not _covers(str(value), major, minor):
-            yield Hit("SC413", ("engine", "env", name),
+            yield Hit(("engine", "env", name),
                       f"{name}={value} does not cover SM {major}.{minor} of {ctx.profile.hardware}",
                       f"add {major}.{minor} or the family {major}.0f")
 
@@ -240,9 +242,9 @@ def _covers(value: str, major: int, minor: int) -> bool:
       "several GPUs would run several TP ranks on one range.", "hardware: dgx-h100\nmodel: {engram: {...}}",
       "hardware: dgx-spark-gb10\nmodel: {engram: {...}}")
 def engram_one_gpu(ctx: Context) -> Iterator[Hit]:
-    hw = HARDWARE[ctx.profile.hardware]
+    hw = ctx.hardware
     if ctx.profile.model.engram is not None and hw.gpus_per_node != 1:
-        yield Hit("SC414", ("hardware",), f"{hw.name} has {hw.gpus_per_node} GPUs per node; the Engram overlay "
+        yield Hit(("hardware",), f"{hw.name} has {hw.gpus_per_node} GPUs per node; the Engram overlay "
                   "needs one", "use one GPU per container, or a model without Engram tables")
 
 
@@ -275,7 +277,7 @@ def hca_subset(ctx: Context) -> Iterator[Hit]:
     devices = ctx.profile.fleet.fabric.rdma_devices if ctx.profile.fleet.fabric else []
     unknown = [n for n in names if n not in devices]
     if unknown or value.startswith("^"):
-        yield Hit("SC415", path, f"NCCL_IB_HCA={value} names {', '.join(unknown) or 'an exclude list'} outside the "
+        yield Hit(path, f"NCCL_IB_HCA={value} names {', '.join(unknown) or 'an exclude list'} outside the "
                   f"fleet's RDMA devices {', '.join(devices) or '(none)'}",
                   "drop the override: the plan sets NCCL_IB_HCA from fleet.fabric.rdma_devices")
 
@@ -291,7 +293,7 @@ def socket_ifname(ctx: Context) -> Iterator[Hit]:
     for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
         value, path = _nccl_value(ctx, name)
         if value is not None and value.lstrip("=") != interface:
-            yield Hit("SC416", path, f"{name}={value} is not the fabric interface {interface}",
+            yield Hit(path, f"{name}={value} is not the fabric interface {interface}",
                       "drop the override: the plan sets both from fleet.fabric.interface")
 
 
@@ -303,7 +305,7 @@ def gid_from_fleet(ctx: Context) -> Iterator[Hit]:
     for name in ("NCCL_IB_GID_INDEX", "B12X_ROCE_GID_INDEX"):
         value, path = _nccl_value(ctx, name)
         if value is not None:
-            yield Hit("SC417", path, f"{name} is set by hand ({value!r}); it must equal the other GID variable and "
+            yield Hit(path, f"{name} is set by hand ({value!r}); it must equal the other GID variable and "
                       "come from the fleet", "use fleet.fabric.gid_index or a node's gid_index", at_key=True)
 
 
@@ -319,14 +321,14 @@ def api_reachable(ctx: Context) -> Iterator[Hit]:
     if host.is_unspecified or str(host) == nodes[0].fabric_ip:
         return
     if host.is_loopback:
-        yield Hit("SC424", ("engine", "host"),
+        yield Hit(("engine", "host"),
                   f"the API listens on {host} of {nodes[0].name} only: health waits, verify.sh, smoke.py and the "
                   "watchdog run on the head over ssh, and no client elsewhere reaches it",
                   f"use 0.0.0.0 or {nodes[0].fabric_ip} unless the API is meant for the head alone")
         return
     owner = next((node.name for node in nodes[1:] if node.fabric_ip == str(host)), None)
     where = f"the fabric IP of {owner}, not of the head" if owner else f"not the head's fabric IP {nodes[0].fabric_ip}"
-    yield Hit("SC424", ("engine", "host"),
+    yield Hit(("engine", "host"),
               f"the API binds {host}, {where}: the checks and the watchdog call {host}, which the head must own "
               "and where launch.sh runs must reach", f"use 0.0.0.0 or {nodes[0].fabric_ip}")
 
@@ -340,9 +342,8 @@ def previous_stack_is_another_unit(ctx: Context) -> Iterator[Hit]:
     previous = ctx.profile.operations.previous_stack
     if previous is None or previous.unit is None:
         return
-    own = ctx.plan.unit_name
-    watchdog = own.removesuffix(".service").rstrip("@") + "-watchdog"
+    own, watchdog = ctx.plan.unit_name, ctx.plan.fleet.watchdog_unit
     if previous.unit in (own, f"{watchdog}.service", f"{watchdog}.timer"):
-        yield Hit("SC425", ("operations", "previous_stack", "unit"),
+        yield Hit(("operations", "previous_stack", "unit"),
                   f"the previous stack's unit {previous.unit} is this release's own",
                   "name the unit of the stack this release replaces (e.g. the vLLM recipe's)")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from spark_compile.overlay.registry import FLAGS, FLAGS_BY_NAME, Flag
+from spark_compile.rules import Context, Hit, rule
 from spark_compile.spec.envfile import env_text
 from spark_compile.spec.nccl_presets import NCCL_FABRIC_TAIL, NCCL_PRESETS
 from spark_compile.spec.overlay_types import derived_engram_max_ids, flag_value
-from spark_compile.spec.rules import Context, Hit, rule
 
 
 def _effective(ctx: Context, flag: Flag) -> str | None:
@@ -37,7 +37,7 @@ def flag_requirements(ctx: Context) -> Iterator[Hit]:
         for needed, value in flag.requires:
             other = FLAGS_BY_NAME[needed]
             if _effective(ctx, other) != value:
-                yield Hit("SC220", ("overlay", flag.key),
+                yield Hit(("overlay", flag.key),
                           f"{flag.name} needs {needed}={value} (it is {_effective(ctx, other)})",
                           f"set overlay.{other.key}: {'true' if value == '1' else value}", at_key=True)
 
@@ -50,7 +50,7 @@ def flag_requirements(ctx: Context) -> Iterator[Hit]:
 def mxfp8_needs_cutlass(ctx: Context) -> Iterator[Hit]:
     backend = ctx.profile.engine.backends.fp8_gemm
     if ctx.profile.overlay.mxfp8_backend == "b12x" and backend != "flashinfer_cutlass":
-        yield Hit("SC221", ("engine", "backends", "fp8_gemm") if backend else ("overlay", "mxfp8_backend"),
+        yield Hit(("engine", "backends", "fp8_gemm") if backend else ("overlay", "mxfp8_backend"),
                   f"SPARK_MXFP8_BACKEND=b12x needs --fp8-gemm-backend flashinfer_cutlass, got {backend or 'none'}",
                   "set engine.backends.fp8_gemm: flashinfer_cutlass")
 
@@ -62,7 +62,7 @@ def mxfp8_needs_cutlass(ctx: Context) -> Iterator[Hit]:
 def lookup_needs_dspark(ctx: Context) -> Iterator[Hit]:
     algo = ctx.profile.engine.speculative.algorithm
     if ctx.profile.overlay.lookup_draft and algo != "DSPARK":
-        yield Hit("SC222", ("overlay", "lookup_draft"), f"lookup drafting needs DSPARK, the algorithm is {algo}",
+        yield Hit(("overlay", "lookup_draft"), f"lookup drafting needs DSPARK, the algorithm is {algo}",
                   "set engine.speculative.algorithm: DSPARK or turn lookup_draft off")
 
 
@@ -87,13 +87,13 @@ def wide_mode_settings(ctx: Context) -> Iterator[Hit]:
         return
     mode = engine.env.get("SGLANG_RAGGED_VERIFY_MODE")
     if mode != WIDE_VERIFY_MODE:
-        yield Hit("SC226", ("overlay", "lookup_mode"),
+        yield Hit(("overlay", "lookup_mode"),
                   f"lookup-wide mode needs SGLANG_RAGGED_VERIFY_MODE={WIDE_VERIFY_MODE} (it is {mode or 'unset'})",
                   f"add engine.env.SGLANG_RAGGED_VERIFY_MODE: {WIDE_VERIFY_MODE} (only rows with a lookup "
                   "continuation verify the wide block)", at_key=True)
     block = engine.speculative.dspark_block_size
     if block != WIDE_BLOCK_SIZE:
-        yield Hit("SC226", ("overlay", "lookup_mode"),
+        yield Hit(("overlay", "lookup_mode"),
                   f"lookup-wide mode verifies DSpark's block plus the lookup's tokens: dspark_block_size must be "
                   f"{WIDE_BLOCK_SIZE} (it is {block})",
                   f"set engine.speculative.dspark_block_size: {WIDE_BLOCK_SIZE} (DSpark's 5 tokens plus up to 10 "
@@ -109,7 +109,7 @@ def master_switch(ctx: Context) -> Iterator[Hit]:
         return
     for flag in FLAGS:
         if _is_set(ctx, flag):
-            yield Hit("SC223", ("overlay", flag.key), f"{flag.name} is set but the overlay is off (model.engram unset)",
+            yield Hit(("overlay", flag.key), f"{flag.name} is set but the overlay is off (model.engram unset)",
                       "add model.engram or remove the overlay flags", at_key=True)
             return
 
@@ -124,7 +124,7 @@ def max_ids_pin(ctx: Context) -> Iterator[Hit]:
         return
     derived = derived_engram_max_ids(limits.chunked_prefill_size, limits.max_running_requests)
     if pinned is not None and pinned < derived:
-        yield Hit("SC224", ("overlay", "engram_max_ids"), f"engram_max_ids {pinned} is below the derived {derived}",
+        yield Hit(("overlay", "engram_max_ids"), f"engram_max_ids {pinned} is below the derived {derived}",
                   "remove the pin")
 
 
@@ -134,8 +134,13 @@ def max_ids_pin(ctx: Context) -> Iterator[Hit]:
       "nccl: {preset: default}")
 def extra_overrides_preset(ctx: Context) -> Iterator[Hit]:
     preset = dict((*NCCL_FABRIC_TAIL, *NCCL_PRESETS[ctx.profile.nccl.preset]))
+    preset["NCCL_DEBUG"] = ctx.profile.nccl.debug
     for name, value in ctx.profile.nccl.extra.items():
-        if name in preset and str(value) != preset[name]:
-            yield Hit("SC225", ("nccl", "extra", name),
+        if name == "NCCL_DEBUG" and str(value) != preset[name]:
+            yield Hit(("nccl", "extra", name), f"NCCL_DEBUG={value} overrides nccl.debug's {preset[name]}",
+                      f"set nccl.debug: {value} instead" if value in ("WARN", "INFO", "TRACE", "VERSION")
+                      else "set nccl.debug (WARN, INFO, TRACE, VERSION or off) instead")
+        elif name in preset and str(value) != preset[name]:
+            yield Hit(("nccl", "extra", name),
                       f"{name}={value} overrides {ctx.profile.nccl.preset}'s {preset[name]}",
                       "remove it to keep the preset's value, or choose the nccl.preset that carries yours")

@@ -1,39 +1,26 @@
 """SC5xx: the Kubernetes target (LeaderWorkerSet), checked on the manifest the plan produces.
 
-Runs only for profiles that enable the target. The checks live beside the builder (k8s_check) so the
-tests can run them on mutated manifests; these rules place their findings in the profile.
+Runs only for profiles that enable the target. The manifest checks live beside the builder (k8s_check) and
+read the Context's manifest, which the tests replace with mutated ones; these rules place the findings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
-from spark_compile.spec.rules import Context, Hit, rule
+from spark_compile.rules import Context, Hit, rule
+
+if TYPE_CHECKING:  # the target's modules load only for a profile that has it
+    from spark_compile.k8s_check import Problem
 
 _DOC_FACTS = "(LWS v1 API: kubernetes-sigs/lws api/leaderworkerset/v1; SGLang's Kubernetes deployment notes.)"
 
 
-_LAST: list[Any] = [None, None]  # (plan, manifest): four rules read one manifest per profile
-
-
-def _manifest(ctx: Context) -> Any:
-    if _LAST[0] is ctx.plan:
-        return _LAST[1]
-    from spark_compile.k8s import leaderworkerset, settings
-
-    # The ConfigMap digest only labels the templates; the checks do not read it.
-    manifest = leaderworkerset(ctx.plan, ctx.profile, settings(ctx.profile), "")
-    _LAST[:] = [ctx.plan, manifest]
-    return manifest
-
-
-def _hits(ctx: Context, rule_id: str, run: Callable[[Any], Iterator[Any]], hint: str) -> Iterator[Hit]:
-    if ctx.profile.kubernetes is None:
-        return
-    for problem in run(_manifest(ctx)):
-        if problem.rule == rule_id:
-            yield Hit(rule_id, problem.path, problem.message, hint)
+def _hits(ctx: Context, problems: Callable[[], Iterable[Problem]], hint: str) -> Iterator[Hit]:
+    """The problems a check finds on the profile's manifest, with the rule's hint; none without the target."""
+    if ctx.profile.kubernetes is not None:
+        yield from (Hit(problem.path, problem.message, hint) for problem in problems())
 
 
 @rule("SC501", "error", "LeaderWorkerSet size is the node count; tp = size x GPUs per node",
@@ -42,9 +29,9 @@ def _hits(ctx: Context, rule_id: str, run: Callable[[Any], Iterator[Any]], hint:
       f"node, 1 on a GB10), and tp covers them all: tp = size x GPUs per node. {_DOC_FACTS}",
       "engine: {parallel: {tp: 8}}   # 4 GB10 pods", "engine: {parallel: {tp: 4}}")
 def group_shape(ctx: Context) -> Iterator[Hit]:
-    from spark_compile.k8s_check import check_shape
+    from spark_compile.k8s_check import check_size
 
-    yield from _hits(ctx, "SC501", lambda lws: check_shape(lws, ctx.profile), "set tp to nodes x GPUs per node")
+    yield from _hits(ctx, lambda: check_size(ctx.manifest, ctx.profile), "set tp to nodes x GPUs per node")
 
 
 @rule("SC502", "error", "the leader exposes the API with a startup probe; no liveness probe; LeaderCreated",
@@ -54,9 +41,9 @@ def group_shape(ctx: Context) -> Iterator[Hit]:
       "which LeaderReady starts only once the leader is ready.",
       "kubernetes: {startup_policy: LeaderReady}", "kubernetes: {startup_policy: LeaderCreated}")
 def leader_serves(ctx: Context) -> Iterator[Hit]:
-    from spark_compile.k8s_check import check_shape
+    from spark_compile.k8s_check import check_leader
 
-    yield from _hits(ctx, "SC502", lambda lws: check_shape(lws, ctx.profile), "keep startup_policy LeaderCreated")
+    yield from _hits(ctx, lambda: check_leader(ctx.manifest, ctx.profile), "keep startup_policy LeaderCreated")
 
 
 @rule("SC503", "error", "nothing node-specific in the pod templates",
@@ -69,7 +56,7 @@ def leader_serves(ctx: Context) -> Iterator[Hit]:
 def uniform_templates(ctx: Context) -> Iterator[Hit]:
     from spark_compile.k8s_check import check_uniform
 
-    yield from _hits(ctx, "SC503", lambda lws: check_uniform(lws, ctx.plan, ctx.profile),
+    yield from _hits(ctx, lambda: check_uniform(ctx.manifest, ctx.plan, ctx.profile),
                      "let the entrypoint probe per-node values; keep paths the same on every node")
 
 
@@ -80,18 +67,8 @@ def uniform_templates(ctx: Context) -> Iterator[Hit]:
 def memory_within_node(ctx: Context) -> Iterator[Hit]:
     from spark_compile.k8s_check import check_memory
 
-    yield from _hits(ctx, "SC504", lambda lws: check_memory(lws, ctx.profile),
+    yield from _hits(ctx, lambda: check_memory(ctx.manifest, ctx.profile),
                      "set container.memory and container.shm_size (or kubernetes.memory / shm_size)")
-
-
-def _settings_hits(ctx: Context, rule_id: str, hint: str) -> Iterator[Hit]:
-    if ctx.profile.kubernetes is None:
-        return
-    from spark_compile.k8s_check import check_settings
-
-    for problem in check_settings(ctx.plan, ctx.profile):
-        if problem.rule == rule_id:
-            yield Hit(rule_id, problem.path, problem.message, hint)
 
 
 @rule("SC505", "warning", "image pinned by digest for Kubernetes",
@@ -99,7 +76,12 @@ def _settings_hits(ctx: Context, rule_id: str, hint: str) -> Iterator[Hit]:
       "different engines. Pin name@sha256:<digest> in kubernetes.image.",
       "kubernetes: {image: repo/sglang:production-1.7.1}", "kubernetes: {image: repo/sglang@sha256:0f3c...}")
 def image_digest(ctx: Context) -> Iterator[Hit]:
-    yield from _settings_hits(ctx, "SC505", "docker buildx imagetools inspect <image> prints the digest")
+    target = ctx.profile.kubernetes
+    if target is not None and "@sha256:" not in ctx.k8s_settings.image:
+        yield Hit(("kubernetes", "image") if target.image else ("engine", "image"),
+                  f"image {ctx.k8s_settings.image} is pinned by tag only: a tag can move between the pulls of two "
+                  "nodes",
+                  "docker buildx imagetools inspect <image> prints the digest")
 
 
 @rule("SC506", "warning", "ranks tied to one node's data",
@@ -108,7 +90,16 @@ def image_digest(ctx: Context) -> Iterator[Hit]:
       "model: {engram: {local_dir: /srv/engram-local/dsv41}}   # copies per node",
       "copy every rank's rows to every node, or serve them from the shared checkpoint")
 def ranks_tied_to_nodes(ctx: Context) -> Iterator[Hit]:
-    yield from _settings_hits(ctx, "SC506", "see the README under k8s/")
+    if ctx.profile.kubernetes is None:
+        return
+    from spark_compile.k8s import bound_ranks
+
+    bound = bound_ranks(ctx.plan, ctx.profile)
+    if bound:
+        ranks = ", ".join(f"{r} ({p.node})" for r, p in bound.items())
+        yield Hit(("model", "engram", "local_dir"), f"ranks {ranks} read Engram rows copied to one node; LWS may "
+                  "place a rank on any node, and the entrypoint stops a rank that lands elsewhere",
+                  "see the README under k8s/")
 
 
 @rule("SC507", "error", "secrets the Kubernetes target cannot carry",
@@ -116,4 +107,6 @@ def ranks_tied_to_nodes(ctx: Context) -> Iterator[Hit]:
       "no equivalent yet. Variables in secrets.env come from a Secret named <name>-secrets.",
       "secrets: {api_key: {file: /etc/sglang/key}}", "secrets: {env: {HF_TOKEN: {env: HF_TOKEN}}}")
 def unsupported_secrets(ctx: Context) -> Iterator[Hit]:
-    yield from _settings_hits(ctx, "SC507", "remove kubernetes, or secrets.api_key")
+    if ctx.profile.kubernetes is not None and ctx.profile.secrets.api_key is not None:
+        yield Hit(("secrets", "api_key"), "secrets.api_key is not supported by the Kubernetes target yet",
+                  "remove kubernetes, or secrets.api_key")

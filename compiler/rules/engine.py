@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 from spark_compile.engine_options import TYPED_FLAG_SYNONYMS, TYPED_FLAGS
 from spark_compile.launch_plan import dotted, field_name
+from spark_compile.overlay.registry import FLAGS_BY_NAME
+from spark_compile.rules import Context, Hit, rule
 from spark_compile.spec.envfile import env_value_problem
-from spark_compile.spec.hardware import FAMILIES
-from spark_compile.spec.rules import Context, Hit, rule
 
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
 
@@ -19,7 +19,7 @@ EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
 def ep_divides_tp(ctx: Context) -> Iterator[Hit]:
     par = ctx.profile.engine.parallel
     if par.tp % par.ep:
-        yield Hit("SC201", ("engine", "parallel", "ep"), f"ep {par.ep} does not divide tp {par.tp}",
+        yield Hit(("engine", "parallel", "ep"), f"ep {par.ep} does not divide tp {par.tp}",
                   f"use a divisor of {par.tp}")
 
 
@@ -27,10 +27,10 @@ def ep_divides_tp(ctx: Context) -> Iterator[Hit]:
       "DeepSeek-V4 (DeepseekV4ForCausalLM) accepts only EAGLE or DSPARK; SGLang refuses others at start.",
       "engine: {speculative: {algorithm: NGRAM}}", "engine: {speculative: {algorithm: DSPARK, dspark_block_size: 5}}")
 def algorithm_for_model(ctx: Context) -> Iterator[Hit]:
-    family = FAMILIES.get(ctx.profile.model.architecture)
+    family = ctx.family
     algo = ctx.profile.engine.speculative.algorithm
     if family and family.speculative is not None and algo != "none" and algo not in family.speculative:
-        yield Hit("SC202", ("engine", "speculative", "algorithm"),
+        yield Hit(("engine", "speculative", "algorithm"),
                   f"{family.architecture} accepts speculative algorithms {', '.join(family.speculative)}, not {algo}",
                   "pick one of them, or none")
 
@@ -42,10 +42,10 @@ def algorithm_for_model(ctx: Context) -> Iterator[Hit]:
 def dspark_block(ctx: Context) -> Iterator[Hit]:
     spec = ctx.profile.engine.speculative
     if spec.algorithm == "DSPARK" and spec.dspark_block_size is None:
-        yield Hit("SC203", ("engine", "speculative", "algorithm"), "DSPARK needs dspark_block_size",
+        yield Hit(("engine", "speculative", "algorithm"), "DSPARK needs dspark_block_size",
                   "set engine.speculative.dspark_block_size (production: 5)")
     if spec.algorithm != "DSPARK" and spec.dspark_block_size is not None:
-        yield Hit("SC203", ("engine", "speculative", "dspark_block_size"),
+        yield Hit(("engine", "speculative", "dspark_block_size"),
                   f"dspark_block_size is set but the algorithm is {spec.algorithm}", "remove it or use DSPARK")
 
 
@@ -57,7 +57,7 @@ def dspark_draft_tokens(ctx: Context) -> Iterator[Hit]:
     spec = ctx.profile.engine.speculative
     if spec.algorithm == "DSPARK" and spec.dspark_block_size and spec.num_draft_tokens is not None \
             and spec.num_draft_tokens != spec.dspark_block_size + 1:
-        yield Hit("SC204", ("engine", "speculative", "num_draft_tokens"),
+        yield Hit(("engine", "speculative", "num_draft_tokens"),
                   f"num_draft_tokens {spec.num_draft_tokens} must be dspark_block_size + 1 = "
                   f"{spec.dspark_block_size + 1}",
                   "fix it or leave it unset")
@@ -71,7 +71,7 @@ def eagle_flags(ctx: Context) -> Iterator[Hit]:
     spec = ctx.profile.engine.speculative
     for field in ("num_steps", "eagle_topk"):
         if getattr(spec, field) is not None and spec.algorithm not in EAGLE_FAMILY:
-            yield Hit("SC205", ("engine", "speculative", field),
+            yield Hit(("engine", "speculative", field),
                       f"{field} is an EAGLE setting but the algorithm is {spec.algorithm}", "remove it")
 
 
@@ -85,23 +85,23 @@ def graph_batch(ctx: Context) -> Iterator[Hit]:
     pinned, cap = eng.cuda_graph.max_bs_decode, eng.limits.max_running_requests
     at = ("engine", "cuda_graph", "max_bs_decode")
     if pinned == "max_running_requests" and cap is None:
-        yield Hit("SC206", at, "max_bs_decode follows max_running_requests, which is not set",
+        yield Hit(at, "max_bs_decode follows max_running_requests, which is not set",
                   "set engine.limits.max_running_requests (e.g. 16), or write max_bs_decode as a number")
     if isinstance(pinned, int) and cap is not None and pinned < cap:
-        yield Hit("SC206", at, f"max_bs_decode {pinned} is below max_running_requests {cap}",
+        yield Hit(at, f"max_bs_decode {pinned} is below max_running_requests {cap}",
                   f"write max_bs_decode: max_running_requests, or raise it to at least {cap}")
     if pinned is not None and not eng.cuda_graph.enabled:
-        yield Hit("SC206", at, "max_bs_decode is set but graphs are disabled", "remove max_bs_decode")
+        yield Hit(at, "max_bs_decode is set but graphs are disabled", "remove max_bs_decode")
 
 
 @rule("SC207", "error", "chunked prefill a multiple of the page size",
       "DeepSeek-V4 forces page size 256; SGLang refuses a chunked-prefill-size that is not a multiple.",
       "limits: {chunked_prefill_size: 2000}", "limits: {chunked_prefill_size: 2048}")
 def chunk_pages(ctx: Context) -> Iterator[Hit]:
-    family = FAMILIES.get(ctx.profile.model.architecture)
+    family = ctx.family
     chunk = ctx.profile.engine.limits.chunked_prefill_size
     if family and family.page_size and chunk is not None and chunk % family.page_size:
-        yield Hit("SC207", ("engine", "limits", "chunked_prefill_size"),
+        yield Hit(("engine", "limits", "chunked_prefill_size"),
                   f"chunked_prefill_size {chunk} is not a multiple of {family.architecture}'s page size "
                   f"{family.page_size}", f"use {chunk // family.page_size * family.page_size or family.page_size}")
 
@@ -112,7 +112,7 @@ def chunk_pages(ctx: Context) -> Iterator[Hit]:
 def mem_fraction(ctx: Context) -> Iterator[Hit]:
     value = ctx.profile.engine.limits.mem_fraction_static
     if value is not None and not 0 < value < 1:
-        yield Hit("SC208", ("engine", "limits", "mem_fraction_static"), f"mem_fraction_static {value} is not in (0, 1)",
+        yield Hit(("engine", "limits", "mem_fraction_static"), f"mem_fraction_static {value} is not in (0, 1)",
                   "write it as a fraction, e.g. 0.80")
 
 
@@ -124,7 +124,7 @@ def context_length(ctx: Context) -> Iterator[Hit]:
     limit = ctx.profile.model.max_context_length
     value = ctx.profile.engine.limits.context_length
     if limit is not None and value is not None and value > limit:
-        yield Hit("SC209", ("engine", "limits", "context_length"),
+        yield Hit(("engine", "limits", "context_length"),
                   f"context_length {value} exceeds the model's maximum {limit}", f"use at most {limit}")
 
 
@@ -133,9 +133,17 @@ def context_length(ctx: Context) -> Iterator[Hit]:
       "engine: {port: 8210, dist_init_port: 8210}", "engine: {port: 8210, dist_init_port: 20100}")
 def distinct_ports(ctx: Context) -> Iterator[Hit]:
     eng = ctx.profile.engine
-    if eng.port == eng.dist_init_port:
-        yield Hit("SC210", ("engine", "dist_init_port"), f"dist_init_port {eng.dist_init_port} is the API port",
-                  "use another port, e.g. 20100")
+    if eng.port != eng.dist_init_port:
+        return
+    # Point at the key the profile wrote (the other one is a default) and suggest a port that is free of both.
+    if ctx.present(("engine", "dist_init_port")):
+        free = 20100 if eng.port != 20100 else 20101
+        yield Hit(("engine", "dist_init_port"), f"dist_init_port {eng.dist_init_port} is the API port",
+                  f"use another port, e.g. {free}")
+    else:
+        free = 8210 if eng.dist_init_port != 8210 else 8211
+        yield Hit(("engine", "port"), f"port {eng.port} is the rendezvous port (dist_init_port)",
+                  f"use another API port, e.g. {free}")
 
 
 @rule("SC211", "error", "served name usable by SGLang",
@@ -144,12 +152,12 @@ def distinct_ports(ctx: Context) -> Iterator[Hit]:
 def served_names(ctx: Context) -> Iterator[Hit]:
     model = ctx.profile.model
     if ":" in model.served_name:
-        yield Hit("SC211", ("model", "served_name"), f"served_name {model.served_name!r} contains ':'",
+        yield Hit(("model", "served_name"), f"served_name {model.served_name!r} contains ':'",
                   "remove the ':'")
     seen = {model.served_name}
     for index, alias in enumerate(model.aliases):
         if alias in seen or "," in alias:
-            yield Hit("SC211", ("model", "aliases", index),
+            yield Hit(("model", "aliases", index),
                       f"alias {alias!r} {'contains a comma' if ',' in alias else 'repeats a served id'}",
                       "aliases are distinct ids without commas")
         seen.add(alias)
@@ -162,7 +170,7 @@ def served_names(ctx: Context) -> Iterator[Hit]:
       "container: {restart: always}", "container: {restart: 'no'}")
 def per_rank_restart(ctx: Context) -> Iterator[Hit]:
     if len(ctx.profile.fleet.nodes) > 1 and ctx.profile.container.restart != "no":
-        yield Hit("SC212", ("container", "restart"),
+        yield Hit(("container", "restart"),
                   f"restart {ctx.profile.container.restart} restarts ranks one by one in a "
                   f"{len(ctx.profile.fleet.nodes)}-node fleet", "use 'no' and let the watchdog relaunch the fleet")
 
@@ -176,30 +184,31 @@ def set_both_ways(ctx: Context) -> Iterator[Hit]:
         flag = f"--{name.removeprefix('no-')}"
         owner = TYPED_FLAGS.get(TYPED_FLAG_SYNONYMS.get(flag, flag))
         if owner is not None:
-            yield Hit("SC213", ("engine", "args", name), f"--{name} is written by the plan from {dotted(owner)}",
+            yield Hit(("engine", "args", name), f"--{name} is written by the plan from {dotted(owner)}",
                       f"set {dotted(owner)} instead", at_key=True)
     written = {var.name: var.source for var in ctx.plan.ranks[0].variables} if ctx.plan.ranks else {}
     for name in ctx.profile.engine.env:
         source = written.get(name)
         if source is not None and source[:2] != ("engine", "env"):
             where = field_name(source)
-            yield Hit("SC213", ("engine", "env", name), f"{name} is written by the plan from {where}",
+            yield Hit(("engine", "env", name), f"{name} is written by the plan from {where}",
                       f"set {where} instead", at_key=True)
 
 
 @rule("SC214", "warning", "variable in the wrong section",
       "NCCL_*/GLOO_* belong in nccl.extra and SPARK_* in the overlay section, where they are typed and "
       "checked; engine.env is for the engine's own variables.",
-      "engine: {env: {NCCL_DEBUG: WARN}}", "nccl: {extra: {NCCL_DEBUG: WARN}}")
+      "engine: {env: {NCCL_IB_TIMEOUT: '22'}}", "nccl: {extra: {NCCL_IB_TIMEOUT: '22'}}")
 def env_section(ctx: Context) -> Iterator[Hit]:
     for name in ctx.profile.engine.env:
         if name.startswith(("NCCL_", "GLOO_")):
-            yield Hit("SC214", ("engine", "env", name), f"{name} is an NCCL/gloo variable in engine.env",
-                      "move it to nccl.extra", at_key=True)
+            yield Hit(("engine", "env", name), f"{name} is an NCCL/gloo variable in engine.env",
+                      "set nccl.debug instead" if name == "NCCL_DEBUG" else "move it to nccl.extra", at_key=True)
         elif name.startswith("SPARK_"):
-            key = name.removeprefix("SPARK_").lower()
-            yield Hit("SC214", ("engine", "env", name), f"{name} is an overlay flag in engine.env",
-                      f"set overlay.{key} instead", at_key=True)
+            flag = FLAGS_BY_NAME.get(name)
+            if flag is not None:  # a SPARK_* name the overlay does not know is SC311's finding, not a second one
+                yield Hit(("engine", "env", name), f"{name} is an overlay flag in engine.env",
+                          f"set overlay.{flag.key} instead", at_key=True)
 
 
 @rule("SC215", "error", "env value readable the same by docker and systemd",
@@ -215,7 +224,7 @@ def env_values_portable(ctx: Context) -> Iterator[Hit]:
         problem = env_value_problem(value)
         if problem and name not in reported:
             reported.add(name)
-            yield Hit("SC215", _env_source(ctx, name), f"{name}={value!r} {problem}",
+            yield Hit(_env_source(ctx, name), f"{name}={value!r} {problem}",
                               "change the value so it holds only printable ASCII without quotes, '\\', '$' or "
                               "backticks")
 
@@ -236,10 +245,10 @@ def _env_source(ctx: Context, name: str) -> tuple[str | int, ...]:
 def chat_defaults(ctx: Context) -> Iterator[Hit]:
     chat = ctx.profile.engine.chat
     if chat.thinking and chat.reasoning_parser is None:
-        yield Hit("SC216", ("engine", "chat", "thinking"), "thinking is on by default but no reasoning_parser is set",
+        yield Hit(("engine", "chat", "thinking"), "thinking is on by default but no reasoning_parser is set",
                   "set engine.chat.reasoning_parser")
-    family = FAMILIES.get(ctx.profile.model.architecture)
+    family = ctx.family
     if chat.reasoning_effort is not None and not (family and family.reasoning_effort_env):
-        yield Hit("SC216", ("engine", "chat", "reasoning_effort"),
+        yield Hit(("engine", "chat", "reasoning_effort"),
                   f"{ctx.profile.model.architecture} has no default reasoning-effort setting; the value is ignored",
                   "remove it")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.resolve import Resolved
-from spark_compile.spec.rules import CHECKS, RULES, Context, load_all
+from spark_compile.rules import CHECKS, RULES, Context, load_all
 from spark_compile.validate import locate
 
 if TYPE_CHECKING:
@@ -26,9 +26,9 @@ def rule_findings(resolved: Resolved, profile: Profile, plan: LaunchPlan) -> lis
     load_all()
     context = Context(profile, plan, lambda path: path in resolved.origins)
     findings = [
-        _redacted(locate(resolved, hit.path, hit.rule, RULES[hit.rule].severity, hit.message, hit.hint,
+        _redacted(locate(resolved, hit.path, rule_id, RULES[rule_id].severity, hit.message, hit.hint,
                          at_key=hit.at_key), hit.redact)
-        for _, check in CHECKS
+        for rule_id, check in CHECKS
         for hit in check(context)
     ]
     return sorted(findings, key=Finding.sort_key)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from spark_compile.rules import Context, Hit, rule
 from spark_compile.spec.record import as_data
-from spark_compile.spec.rules import Context, Hit, rule
 from spark_compile.spec.secret_patterns import looks_secret
 
 
@@ -38,7 +38,7 @@ def literal_secrets(ctx: Context) -> Iterator[Hit]:
         if looks_secret(name, value):
             hint = (f"move it to secrets.env.{path[-1]}: {{file: /path/on/node}}" if path[:2] == ("engine", "env")
                     else "reference it from the secrets section instead")
-            yield Hit("SC230", path, f"{_dotted(path)} holds a literal secret", hint, redact=value)
+            yield Hit(path, f"{_dotted(path)} holds a literal secret", hint, redact=value)
 
 
 @rule("SC231", "error", "secret also set as a literal",
@@ -51,5 +51,5 @@ def secret_twice(ctx: Context) -> Iterator[Hit]:
         if name in ctx.profile.engine.env or name in ctx.profile.nccl.extra:
             section = ("engine", "env") if name in ctx.profile.engine.env else ("nccl", "extra")
             # At the literal: that is the line to remove.
-            yield Hit("SC231", (*section, name), f"{name} is a secret and also set literally",
+            yield Hit((*section, name), f"{name} is a secret and also set literally",
                       f"remove {name} from {'.'.join(section)}", at_key=True)

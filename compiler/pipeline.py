@@ -1,0 +1,88 @@
+"""The one pipeline entry every command uses: load → resolve → schema → plan → rules.
+
+A profile comes out Planned (typed, planned, with its warnings) or Rejected (with the findings that stop it).
+A command that cannot go on past a rejected profile raises RejectedError, which the CLI prints as the
+findings report and maps to exit 1, whatever the command.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spark_compile.errors import RejectedError
+from spark_compile.findings import Finding, has_errors
+from spark_compile.launch_plan import LaunchPlan
+from spark_compile.load import LoadError
+from spark_compile.resolve import DocumentReader, Resolved, resolve
+
+if TYPE_CHECKING:
+    from spark_compile.render import Artifact
+    from spark_compile.spec.model import Profile
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A profile that passed the schema: its resolved source, typed Profile, plan, and every rule's findings."""
+
+    resolved: Resolved
+    profile: Profile
+    plan: LaunchPlan
+    findings: list[Finding]
+
+    @functools.cached_property
+    def files(self) -> list[Artifact]:
+        """Every file of the profile's directory except MANIFEST.json, rendered once (a diff and history
+        compare each profile with two others)."""
+        from spark_compile.compile import rendered_files
+
+        return rendered_files(self.plan, self.profile)
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A profile that stops here, with its findings (an error among them); ``planned`` when only rules refused it."""
+
+    findings: list[Finding]
+    planned: Planned | None = None
+
+
+Outcome = Planned | Rejected
+
+
+def validate(resolved: Resolved) -> Outcome:
+    """Schema → plan → rules over resolved data; only a profile that passes the schema is planned and ruled."""
+    from spark_compile.plan import build_plan
+    from spark_compile.rules.stage import rule_findings
+    from spark_compile.validate import schema
+
+    profile = schema(resolved)
+    if isinstance(profile, list):
+        return Rejected(profile)
+    plan = build_plan(profile)
+    planned = Planned(resolved, profile, plan, rule_findings(resolved, profile, plan))
+    return Rejected(planned.findings, planned) if has_errors(planned.findings) else planned
+
+
+def run(path: Path, *, targets: Sequence[str] = (), root: Path | None = None, display: str | None = None,
+        reader: DocumentReader | None = None, exists: Callable[[Path], bool] | None = None) -> Outcome:
+    """The whole pipeline on one profile (``reader``/``exists`` read it from elsewhere, e.g. a git revision).
+    Each target named is enabled with its defaults unless the profile has its section."""
+    try:
+        resolved = resolve(path, display, reader, exists, root)
+    except LoadError as failed:
+        return Rejected([failed.finding])
+    if isinstance(resolved.data, dict):
+        for target in targets:
+            resolved.data.setdefault(target, {})
+    return validate(resolved)
+
+
+def planned(outcome: Outcome) -> Planned:
+    """The planned profile, or RejectedError with its findings."""
+    if isinstance(outcome, Rejected):
+        raise RejectedError(outcome.findings)
+    return outcome

@@ -1,0 +1,146 @@
+"""The rule registry: every finding spark-compile can report, with its id, severity and documentation.
+
+SC1xx schema and file, SC2xx cross-field, SC3xx catalogs, SC4xx fleet and hardware, SC5xx Kubernetes.
+A check is a generator over the Context registered with @rule; it raises only that rule, so a Hit carries no
+id: it names the profile path at fault, and the rules stage (rules/stage.py) places it in the source.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from spark_compile.k8s import Settings
+    from spark_compile.launch_plan import LaunchPlan
+    from spark_compile.spec.catalog import EngineCatalog, EnvCatalog
+    from spark_compile.spec.hardware import Hardware, ModelFamily
+    from spark_compile.spec.model import Profile
+
+Severity = Literal["error", "warning"]
+Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: what it checks, why, and a bad and a good example."""
+
+    id: str
+    severity: Severity
+    summary: str
+    doc: str
+    bad: str
+    good: str
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A violation of the check's own rule before it is located: the YAML path at fault and what to say."""
+
+    path: Path
+    message: str
+    hint: str = ""
+    at_key: bool = False
+    redact: str = ""  # a value the printed source line must not show
+
+
+class Context:
+    """What a check sees: the validated profile, its launch plan, which paths the profile wrote, and every
+    object derived from them, each built once per profile on first use."""
+
+    def __init__(self, profile: Profile, plan: LaunchPlan, present: Callable[[Path], bool]) -> None:
+        self.profile = profile
+        self.plan = plan
+        self.present = present  # whether a path was written in the profile (not a model default)
+
+    @functools.cached_property
+    def hardware(self) -> Hardware:
+        """The node type the profile names."""
+        from spark_compile.spec.hardware import HARDWARE
+
+        return HARDWARE[self.profile.hardware]
+
+    @functools.cached_property
+    def family(self) -> ModelFamily | None:
+        """What SGLang forces for the model's architecture (None for an architecture it has no rules for)."""
+        from spark_compile.spec.hardware import FAMILIES
+
+        return FAMILIES.get(self.profile.model.architecture)
+
+    @functools.cached_property
+    def engine_catalog(self) -> EngineCatalog | None:
+        """The flag catalog engine.catalog selects; None when there is none (SC301 says so)."""
+        from spark_compile.spec.catalog import CatalogNotFound, engine_catalog
+
+        try:
+            return engine_catalog(self.profile.engine.catalog)
+        except CatalogNotFound:
+            return None
+
+    @functools.cached_property
+    def env_catalog(self) -> EnvCatalog | None:
+        """The SGLANG_* variable catalog of the same build; None when there is none."""
+        from spark_compile.spec.catalog import CatalogNotFound, env_catalog
+
+        try:
+            return env_catalog(self.profile.engine.catalog)
+        except CatalogNotFound:
+            return None
+
+    @functools.cached_property
+    def k8s_settings(self) -> Settings:
+        """The Kubernetes target's settings (its section's values, or the container's)."""
+        from spark_compile.k8s import settings
+
+        return settings(self.profile)
+
+    @functools.cached_property
+    def manifest(self) -> dict[str, Any]:
+        """The LeaderWorkerSet the Kubernetes target renders (the ConfigMap digest, a label only, left empty)."""
+        from spark_compile.k8s import leaderworkerset
+
+        return leaderworkerset(self.plan, self.profile, self.k8s_settings, "")
+
+
+Check = Callable[[Context], Iterator[Hit]]
+
+RULES: dict[str, Rule] = {}
+CHECKS: list[tuple[str, Check]] = []
+
+
+def define(id: str, severity: Severity, summary: str, doc: str, bad: str, good: str) -> Rule:
+    """Register a rule raised outside the checks (by the loader, the schema stage or `check --engine`)."""
+    if id in RULES:
+        raise ValueError(f"rule {id} defined twice")
+    RULES[id] = Rule(id, severity, summary, doc.strip(), bad.strip("\n"), good.strip("\n"))
+    return RULES[id]
+
+
+def rule(id: str, severity: Severity, summary: str, doc: str, bad: str, good: str) -> Callable[[Check], Check]:
+    """Register a rule and the check that raises it (and no other rule)."""
+
+    def register(check: Check) -> Check:
+        define(id, severity, summary, doc, bad, good)
+        CHECKS.append((id, check))
+        return check
+
+    return register
+
+
+def load_all() -> dict[str, Rule]:
+    """Import every rule module (they register on import) and return the registry."""
+    from spark_compile.rules import (  # noqa: F401
+        catalogs,
+        deployment,
+        engine,
+        fleet,
+        k8s,
+        overlay,
+        resolution,
+        schema,
+        secrets,
+    )
+
+    return RULES

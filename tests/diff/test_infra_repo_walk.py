@@ -1,0 +1,124 @@
+"""An infra repository's first day, through pre-commit's own installer and git's own commit: the README's
+`.pre-commit-config.yaml` example as pasted (only `repo:`/`rev:` pointed at a snapshot of this checkout), a first
+commit, a bad edit refused, a release change accepted, and a Kubernetes profile whose k8s/*.yaml are output."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_cli
+
+ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e.invalid", "GIT_COMMITTER_NAME": "t",
+       "GIT_COMMITTER_EMAIL": "t@e.invalid"}
+PROFILE = "profiles/dsv41-4spark.yaml"
+
+
+def _readme_example() -> str:
+    text = (ROOT / "README.md").read_text()
+    found = re.search(r"<!-- infra-precommit-example -->\n```yaml\n(.*?)```", text, re.S)
+    assert found, "the README's .pre-commit-config.yaml example is missing"
+    return found.group(1)
+
+
+def _snapshot_of_this_checkout(dest: Path) -> tuple[Path, str]:
+    """This checkout's files as they are (uncommitted edits too), committed into a repository of their own:
+    pre-commit installs hooks from a commit, and the test must see the code under test."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    env = {**os.environ, **ENV}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "snapshot"]):
+        subprocess.run(["git", *args], cwd=dest, env=env, check=True, capture_output=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=dest, capture_output=True, text=True, check=True)
+    return dest, head.stdout.strip()
+
+
+class Infra:
+    """A git repository with the README's hooks installed by pre-commit."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        tool = shutil.which("pre-commit")
+        if tool is None:
+            pytest.fail("pre-commit is not installed (it is a dev dependency)")
+        self.tool, self.repo = tool, tmp_path / "infra"
+        self.env = {**os.environ, **ENV, "PRE_COMMIT_HOME": str(tmp_path / "cache")}
+        (self.repo / "profiles").mkdir(parents=True)
+        for name in ("dsv41-4spark.yaml", "dsv41-flash.config.json"):
+            shutil.copy(ROOT / "spec" / "profiles" / name, self.repo / "profiles" / name)
+        source, head = _snapshot_of_this_checkout(tmp_path / "spark-compile")
+        config = _readme_example().replace("https://example.invalid/spark-compile.git", str(source))
+        self.config = self.repo / ".pre-commit-config.yaml"
+        self.config.write_text(config.replace("rev: v0.2.0", f"rev: {head}"))
+        self.git("init", "-q")
+        installed = subprocess.run([tool, "install"], cwd=self.repo, env=self.env, capture_output=True, text=True,
+                                   check=False)
+        assert installed.returncode == 0, installed.stdout + installed.stderr
+
+    def git(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=self.repo, env=self.env, capture_output=True, text=True,
+                              check=False)
+
+    def compile(self, profile: str) -> None:
+        result = run_cli(profile, cwd=self.repo)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    def commit(self, message: str) -> tuple[int, str]:
+        """git commit through the installed hooks: the exit code and everything printed (hooks use stderr)."""
+        self.git("add", "-A")
+        result = self.git("commit", "-m", message)
+        return result.returncode, result.stdout + result.stderr
+
+    def edit(self, old: str, new: str) -> None:
+        path = self.repo / PROFILE
+        text = path.read_text()
+        assert old in text
+        path.write_text(text.replace(old, new))
+
+
+def test_infra_repo_walk(tmp_path: Path) -> None:
+    infra = Infra(tmp_path)
+    infra.compile(PROFILE)
+    code, out = infra.commit("first release")
+    assert code == 0, out
+    for hook in ("spark-compile check", "spark-compile drift", "spark-compile diff against HEAD"):
+        assert re.search(rf"{hook}\.+Passed", out), out
+
+    infra.edit("parallel: {tp: 4, ep: 4}", "parallel: {tp: 3, ep: 4}")
+    code, out = infra.commit("a bad edit")
+    assert code != 0
+    assert re.search(r"spark-compile check\.+Failed", out), out
+    assert "SC401 error: tp 3 does not fit 4 node(s) x 1 GPU(s) of dgx-spark-gb10: expected tp 4" in out
+    assert infra.git("log", "-1", "--format=%s").stdout.strip() == "first release"  # nothing was committed
+
+    infra.edit("parallel: {tp: 3, ep: 4}", "parallel: {tp: 4, ep: 4}")
+    infra.edit("max_running_requests: 16", "max_running_requests: 24")
+    code, out = infra.commit("release: 24 requests, not recompiled")
+    assert code != 0 and re.search(r"spark-compile drift\.+Failed", out), out
+    # The request cap reaches each rank's argv, the fleet's per-rank flags and the plan (and so the manifest).
+    stale = [f"profiles/generated/dsv41-4spark/{path}: differs from what {PROFILE} produces"
+             for path in (*(f"{rank}-spark-{rank}/docker-run.sh" for rank in range(4)), "MANIFEST.json",
+                          "fleet/fleet.env", "plan.json")]
+    assert "\n".join([*stale, f"drift: 7 files stale; run `spark-compile` on {PROFILE} and commit the result"]) in out
+    infra.compile(PROFILE)
+    code, out = infra.commit("release: 24 requests")
+    assert code == 0, out
+    assert "engine.limits.max_running_requests: 16 → 24" in out
+
+    (infra.repo / "profiles" / "k8s.yaml").write_text(
+        "extends: dsv41-4spark.yaml\nname: dsv41-k8s\nkubernetes: {}\n")
+    infra.config.write_text(infra.config.read_text().replace(
+        "args: [profiles/dsv41-4spark.yaml]", "args: [profiles/dsv41-4spark.yaml, profiles/k8s.yaml]"))
+    infra.compile("profiles/k8s.yaml")
+    assert list((infra.repo / "profiles" / "generated" / "dsv41-k8s" / "k8s").glob("*.yaml"))
+    code, out = infra.commit("a Kubernetes target")
+    assert code == 0, out
+    assert "profiles/k8s.yaml: new profile (not in HEAD)" in out
