@@ -27,7 +27,8 @@ from spark_compile.importer.source import Launch, Leftover, Origin
 STANDINS = ("docker", "ssh", "scp", "rsync", "nvidia-smi", "ip", "ibv_devinfo", "ibdev2netdev", "ibstat",
             "hostname", "curl", "wget", "sleep", "sudo", "systemctl", "journalctl", "nc")
 TIME_LIMIT = 60
-MAX_COPY = 4 << 20
+MAX_COPY = 4 << 20  # bytes of one copied file
+MAX_FILES = 500
 # What the kernel says when the sandbox refuses: a write outside the folder, a connection attempt.
 VIOLATIONS = {"Read-only file system": "tried to write outside its folder",
               "Network is unreachable": "tried to reach the network",
@@ -58,7 +59,11 @@ while read -r _ mnt _; do
     mount -o remount,bind,ro "$mnt" 2>/dev/null || { echo "cannot make $mnt read-only" >&2; exit 97; }
 done < /proc/self/mounts
 cd "$folder" || exit 97
-timeout -k 2 "$SPARK_TRACE_LIMIT" bash "./$script" "$@"
+if [[ $(head -c 2 "./$script") == '#!' ]]; then
+    chmod u+x "./$script" && timeout -k 2 "$SPARK_TRACE_LIMIT" "./$script" "$@"  # its own interpreter
+else
+    timeout -k 2 "$SPARK_TRACE_LIMIT" bash "./$script" "$@"
+fi
 status=$?
 # The script's background jobs (an ssh to a worker) are ours now: wait until they are done.
 while :; do
@@ -104,7 +109,11 @@ def _prepare(sandbox: Path, script: Path) -> None:
     for tool in STANDINS:
         (sandbox / "bin" / tool).write_bytes(standin)
         (sandbox / "bin" / tool).chmod(0o755)
-    for entry in sorted(script.parent.iterdir()):  # the script's folder, where it may write freely
+    entries = sorted(script.parent.iterdir())
+    if len(entries) > MAX_FILES:
+        raise UsageError(f"{script.parent} holds {len(entries)} entries; --trace copies the script's folder into "
+                         f"its sandbox (at most {MAX_FILES}): put the launcher and its config in a folder of their own")
+    for entry in entries:  # the script's folder, where it may write freely
         if entry.is_file() and not entry.is_symlink() and entry.stat().st_size <= MAX_COPY:
             shutil.copy2(entry, sandbox / "work" / entry.name)
 

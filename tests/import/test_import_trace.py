@@ -89,3 +89,9 @@ def test_a_launcher_that_breaks_out_is_stopped(capsys: pytest.CaptureFixture[str
 def test_time_limit() -> None:
     traced = run_traced(FIXTURES / "never-ends.sh", ("192.0.2.1",), {}, limit=2)
     assert traced.violations == ["ran longer than 2 s"]
+
+
+def test_a_launcher_runs_with_its_own_interpreter() -> None:
+    (launch,) = traced_launches(FIXTURES / "start.py", ("192.0.2.1",), {}, [], [])
+    assert [w.text for w in launch.command][-2:] == ["--port", "8000"]
+    assert launch.image is not None and launch.image.text == "lmsysorg/sglang:v0.5.23"
