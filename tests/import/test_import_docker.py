@@ -152,3 +152,30 @@ def test_refuses_to_overwrite_a_foreign_file(capsys: pytest.CaptureFixture[str],
     assert err == (f"spark-compile: error: {out} exists and spark-compile did not write it: refusing to overwrite it "
                    "(give --force to replace it, or choose another -o)\n")
     assert out.read_text() == "name: hand-written\n"
+
+
+def test_rewrites_its_own_file_and_a_foreign_one_with_force(capsys: pytest.CaptureFixture[str],
+                                                            tmp_path: Path) -> None:
+    out = tmp_path / "mine.yaml"
+    args = [str(FIXTURES / "one-node-nvfp4.sh"), "--hosts", "192.0.2.1", "--architecture", "Qwen3ForCausalLM"]
+    assert _import(capsys, out, *args)[0] == 0
+    first = out.read_text()
+    assert _import(capsys, out, *args)[0] == 0  # its own file: replaced without --force
+    assert out.read_text() == first
+    out.write_text("name: hand-written\n")
+    assert _import(capsys, out, *args, "--force")[0] == 0
+    assert out.read_text() == first
+    assert [p.name for p in tmp_path.iterdir()] == ["mine.yaml"]  # no temporary file left behind
+
+
+def test_without_o_the_profile_goes_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["import", str(FIXTURES / "one-node-nvfp4.sh"), "--hosts", "192.0.2.1"])
+    captured = capsys.readouterr()
+    assert code == 1  # no --architecture: reported as left out
+    assert yaml.safe_load(captured.out)["engine"]["container_name"] == "qwen3-nvfp4"
+    assert captured.err.splitlines()[-2:] == [
+        f"spark-compile import: left out: {FIXTURES}/one-node-nvfp4.sh:4: model.architecture: the source does not "
+        "say the model's architecture (config.json `architectures[0]`); give --architecture",
+        "spark-compile import: 1 setting(s) left out; the profile does not reproduce the source until they are "
+        "resolved",
+    ]
