@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -63,7 +64,10 @@ def _convert(kind: Any, text: str) -> Scalar:
     if kind in (f.Positive, f.Port, f.Seconds, int):
         return int(text)
     if kind is float:
-        return float(text)
+        number = float(text)
+        if not math.isfinite(number):
+            raise ValueError(text)
+        return number
     return text
 
 
