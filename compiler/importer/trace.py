@@ -1,10 +1,10 @@
 """`import --trace`: RUN a launcher script in a sandbox and read the `docker run` lines it would have run.
 
-The sandbox: a private mount namespace in which every mount but the sandbox folder is read-only, a /dev of its
-own, a network namespace with no interface up, a throwaway HOME and TMPDIR, a copy of the script's folder to
-run in (both seen at their real paths), stand-ins
-(standins/standin.sh) for docker, ssh, nvidia-smi, ip, ibv_devinfo and friends that record their argv, and a
-time limit. A write outside the folder or a connection attempt stops the run and is reported.
+The sandbox: private mount, network and PID namespaces; every mount read-only but the sandbox folder; a /dev
+of its own; no network interface up; a throwaway HOME and TMPDIR; a copy of the script's folder to run in
+(folder and HOME seen at their real paths); stand-ins (standins/standin.sh) for docker, ssh, nvidia-smi, ip,
+ibv_devinfo and friends that record their argv; a time limit. A write outside the folder or a connection
+attempt stops the run and is reported (fail closed: a mount that cannot be made read-only aborts the run).
 """
 
 from __future__ import annotations
