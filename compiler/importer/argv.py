@@ -78,6 +78,19 @@ def launcher_split(command: list[Word]) -> tuple[list[Word], list[Word]] | None:
     return None
 
 
+def build_of(options: list[EngineOption]) -> tuple[str, EngineOption] | None:
+    """The older catalog a command line needs, when it uses a flag the newest does not know but an older one does
+    (the flag that says so); None when the newest knows every flag it uses."""
+    newest, *older = _catalogs()
+    for option in options:
+        if newest.lookup(option.written) or newest.abbreviation_of(option.written):
+            continue
+        found = next((c for c in older if c.lookup(option.written) or c.abbreviation_of(option.written)), None)
+        if found is not None:
+            return found.name, option
+    return None
+
+
 def _arity(entry: EngineFlag | None, rest: list[Word]) -> int:
     """How many of the following words the option consumes."""
     free = 0

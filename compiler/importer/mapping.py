@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from spark_compile.importer import fields
-from spark_compile.importer.argv import EngineCommand, EngineOption, parse_engine, resolve_flag
+from spark_compile.importer.argv import EngineCommand, EngineOption, build_of, parse_engine, resolve_flag
 from spark_compile.importer.draft import Draft, Scalar
 from spark_compile.importer.shell import ShellWord
 from spark_compile.importer.source import Launch, Origin, Word
@@ -164,6 +164,10 @@ def engine(draft: Draft, cmd: EngineCommand, mounts: dict[str, tuple[str, bool, 
         draft.set(("engine", "launcher"), list(launcher), cmd.launcher[0].origin)
     for word in cmd.stray:
         draft.leave(word.origin, word.text, "a positional word SGLang's parser refuses")
+    older = build_of(cmd.options)
+    if older is not None:  # the plan spells renamed flags as engine.catalog's build takes them
+        draft.set(("engine", "catalog"), older[0], f"{older[1].written} is a flag {older[0]} knows and the newest "
+                  f"catalog does not (from {older[1].origin})")
     for option in cmd.options:
         _engine_option(draft, option, mounts)
 

@@ -98,3 +98,18 @@ def test_export_refuses_a_value_sparkrun_would_replace(tmp_path: Path) -> None:
     profile.write_text(text)
     with pytest.raises(UsageError, match=r"^--chat-template \{tools\}: a value shaped like a sparkrun placeholder"):
         recipe_text(compiled(profile), str(profile), [])
+
+
+def test_a_flag_of_an_older_sglang_selects_its_catalog(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from roundtrip import compiled
+
+    source = tmp_path / "run.sh"
+    source.write_text("docker run --name web -v /srv/m:/models/repo img:1 python3 -m sglang.launch_server "
+                      "--model-path /models/repo/snapshots/a --served-model-name m --tp-size 1 --cuda-graph-max-bs 8\n")
+    out = tmp_path / "web.yaml"
+    main(["import", str(source), "--hosts", "192.0.2.1", "--architecture", "X", "-o", str(out)])
+    capsys.readouterr()
+    assert (f'catalog: "sglang-0.5.10.post1"  # --cuda-graph-max-bs is a flag sglang-0.5.10.post1 knows and the '
+            f"newest catalog does not (from {source}:1)") in out.read_text()
+    argv = list(compiled(out).plan.ranks[0].engine_argv)
+    assert argv[argv.index("--cuda-graph-max-bs") + 1] == "8"  # spelled as that build takes it
