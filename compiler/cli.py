@@ -58,7 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     _target_option(comp)
     check = sub.add_parser("check", help="validate profiles; with --generated also compare committed output")
     check.add_argument("profiles", type=Path, nargs="+")
-    check.add_argument("--format", choices=("text", "json", "github"), default="text")
+    check.add_argument("--format", choices=("text", "json", "github", "summary"), default="text",
+                       help="summary: only the counts line (a hook beside one that prints the findings)")
     check.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
     check.add_argument("--strict", action="store_true", help="warnings fail the check too")
     check.add_argument("--generated", action="store_true",

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from spark_compile.artifact_diff import UNSET, Change, Grouped, ProfileChange, ProfileDiff, Renamer, Side, compare
-from spark_compile.errors import EXIT_FINDINGS, EXIT_OK, InputError
+from spark_compile.errors import EXIT_FINDINGS, EXIT_OK, InputError, RejectedError
 from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted, field_name
 from spark_compile.load import Document, parse_text
 from spark_compile.pipeline import Planned, planned, run
@@ -233,14 +233,21 @@ def run_since(rev: str, paths: list[str], *, fmt: str = "text") -> int:
     """Each path against itself at ``rev`` (the pre-commit hook): prints every diff; exits 0 (it informs),
     1 when a side has errors, 2 when a side cannot be read."""
     from spark_compile.diff_format import FORMATS
+    from spark_compile.report import render
 
     if rev.startswith("-") or not rev:
         raise InputError(f"--since {rev!r}: a revision may not be empty or start with '-'")
+    status = EXIT_OK
     for path in paths:
         sys.stdout.write(f"== {path} against {rev}\n")
         if not _git_exists(rev)(Path(path)):
             sys.stdout.write(f"{path}: new profile (not in {rev})\n")
             continue
-        old, new = load_both(f"{rev}:{path}", path)
+        try:
+            old, new = load_both(f"{rev}:{path}", path)
+        except RejectedError as stop:  # the check hook prints these findings; one line says why no diff
+            sys.stdout.write(f"{path}: not diffed: {render(stop.findings, 'summary', 1)}")
+            status = EXIT_FINDINGS
+            continue
         sys.stdout.write(FORMATS[fmt](diff_profiles(old, new)))
-    return EXIT_OK
+    return status

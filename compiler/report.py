@@ -10,7 +10,7 @@ from spark_compile.findings import Finding
 from spark_compile.quoting import github_data, github_property
 from spark_compile.secrets import redact
 
-Format = Literal["text", "json", "github"]
+Format = Literal["text", "json", "github", "summary"]
 EXCERPT = 120  # characters of a source line shown around the column at fault
 MAX_MESSAGE = 600  # a message quoting a huge value is cut: output stays proportional to the findings
 
@@ -86,5 +86,7 @@ def render(findings: Iterable[Finding], fmt: Format, profiles: int) -> str:
         return json.dumps(body, indent=2, sort_keys=True) + "\n"
     if fmt == "github":
         return "".join(_github(f) + "\n" for f in items)
+    if fmt == "summary":  # a hook beside spark-compile-check, which prints the findings themselves
+        return _summary(items, profiles) + " (`spark-compile check` lists them)\n" if items else ""
     blocks = [_text(f) for f in items]
     return "".join(block + "\n" for block in blocks) + _summary(items, profiles) + "\n"

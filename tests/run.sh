@@ -20,4 +20,4 @@ bash .ci/setup-fleet
 export ENGINE_PYTHON="$PWD/.venv-engine/bin/python"
 export PATH="$PWD/.venv/bin:$PATH"
 
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest --durations=20 "$@"  # the slowest 20 tests, printed at the end

@@ -4,6 +4,7 @@ input (24): each test names its item."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -86,14 +87,24 @@ def test_item_17_interrupt_closed_stdout_and_full_disk() -> None:
                                 stderr=subprocess.PIPE, text=True, check=False)
     assert result.returncode == 2 and "No space left on device" in result.stderr
     assert "Traceback" not in result.stderr
-    # Ctrl-C once the program runs (the interpreter's own start-up, before any of our code, aside).
-    for delay in (0.15, 0.3, 0.45, 0.6):
+    # Ctrl-C once the program runs: each signal goes after the process says its handler is in place (the
+    # interpreter's own start-up, before any of our code, aside), at a spread of points in the check.
+    for delay in (0.0, 0.05, 0.15, 0.3, 0.6):
+        ready, tell = os.pipe()
         proc = subprocess.Popen([sys.executable, "-m", "spark_compile.cli", "check", profile], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, pass_fds=(tell,),
+                                env={**os.environ, "SPARK_COMPILE_TEST_READY_FD": str(tell)})
+        os.close(tell)
+        try:
+            assert select.select([ready], [], [], 60)[0], "the CLI never installed its interrupt handler"
+            assert os.read(ready, 1) == b"r"
+        finally:
+            os.close(ready)
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         assert "Traceback" not in err
+        # -SIGINT: the signal landed while the interpreter was exiting (it restores the default action then).
         assert proc.returncode in (0, 130, -signal.SIGINT), (delay, proc.returncode, err)
 
 
