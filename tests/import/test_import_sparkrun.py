@@ -42,6 +42,8 @@ def test_import_reads_what_sparkrun_runs(fixture: str, hosts: list[str], archite
     assert head == served
 
 
+@pytest.mark.allowed_skip(reason="only until the profile model has hub-id model paths (issue 22's model half): "
+                                  "every recipe names its model by hub id")
 @pytest.mark.skipif(not fields.exists(("model", "hub_id")),
                     reason="the profile model has no hub-id model path yet (issue 22's model half)")
 @pytest.mark.parametrize(("fixture", "hosts", "architecture", "extra"), RECIPES)
