@@ -69,38 +69,60 @@ class _Recipe:
         return Origin(self.file, self.lines.get(key, self.lines.get(key[:1], 1)))
 
 
-def _render_word(recipe: _Recipe, word: ShellWord, left: list[Leftover]) -> list[ShellWord]:
-    """One template word with its placeholders filled; a word that is one placeholder takes its value's line."""
-    whole = _PLACEHOLDER.fullmatch(word.text)
-    missing = [m.group(1) for m in _PLACEHOLDER.finditer(word.text) if recipe.config.get(m.group(1)) is None]
-    if missing:
-        left.append(Leftover(word.origin, word.text, f"the recipe gives no value for {{{missing[0]}}}"))
-        return []
-    text = _PLACEHOLDER.sub(lambda m: _text(recipe.config[m.group(1)]), word.text)
-    origin = recipe.at("defaults", whole.group(1)) if whole and whole.group(1) != "model" else \
-        recipe.at("model") if whole else word.origin
-    if text == word.text or not re.search(r"\s", text):
-        return [ShellWord(text, origin)]
-    # sparkrun renders before the shell splits: a value holding spaces becomes several words.
-    return [ShellWord(w.text, origin) for command in commands(text, recipe.file) for w in command]
+def _rendered(recipe: _Recipe, template: str, left: list[Leftover], start: int) -> str:
+    """The template with its placeholders filled, as sparkrun renders it before its shell splits the words."""
+    def value(match: re.Match[str]) -> str:
+        found = recipe.config.get(match.group(1))
+        if found is None:
+            left.append(Leftover(Origin(recipe.file, start), match.group(), f"the recipe gives no value for "
+                                 f"{match.group()}"))
+            return match.group()
+        text = _text(found)
+        if "\n" in text:
+            left.append(Leftover(recipe.at("defaults", match.group(1)), match.group(1), "a value with a line break "
+                                 "cannot be part of a command line"))
+            return ""
+        return text
+    return _PLACEHOLDER.sub(value, template)
+
+
+def _origins(recipe: _Recipe, template: list[list[ShellWord]], words: list[ShellWord]) -> list[ShellWord]:
+    """The rendered words, each placed at the `defaults` line of the placeholder it came from where the template
+    word was that placeholder alone (and the line splits into as many words), else at its template line."""
+    by_line: dict[int, list[ShellWord]] = {}
+    for word in (w for command in template for w in command):
+        by_line.setdefault(word.origin.line, []).append(word)
+    counts: dict[int, int] = {}
+    for word in words:
+        counts[word.origin.line] = counts.get(word.origin.line, 0) + 1
+    out, seen = [], dict.fromkeys(by_line, 0)
+    for word in words:
+        line = word.origin.line
+        index = seen.get(line, 0)
+        seen[line] = index + 1
+        source = by_line.get(line, [])
+        aligned = counts[line] == len(source)  # a value holding spaces split into more words: keep the line
+        whole = _PLACEHOLDER.fullmatch(source[index].text) if aligned else None
+        key = whole.group(1) if whole else None
+        origin = word.origin if key is None else recipe.at("model") if key == "model" else recipe.at("defaults", key)
+        out.append(ShellWord(word.text, origin, word.expands))
+    return out
 
 
 def _template(recipe: _Recipe, left: list[Leftover]) -> list[ShellWord]:
     template = str(recipe.data["command"]).strip()
     start = recipe.lines.get(("command", "start"), 1)
-    found = commands(template, recipe.file)
-    words = [ShellWord(w.text, Origin(recipe.file, w.origin.line + start - 1), w.expands)
-             for command in found for w in command]
+    shifted = "\n" * (start - 1) + template  # so that words carry their line in the recipe file
+    found = commands(_rendered(recipe, shifted, left, start), recipe.file)
     if len(found) > 1:
         left.append(Leftover(recipe.at("command"), "command", "the template runs more than one command; only the "
                              "server's is imported (start-up steps have no profile key)"))
-        words = [ShellWord(w.text, Origin(recipe.file, w.origin.line + start - 1), w.expands) for w in found[-1]]
-    rendered = [out for word in words for out in _render_word(recipe, word, left)]
+    words = _origins(recipe, commands(shifted, recipe.file), found[-1] if found else [])
     served = recipe.config.get("served_model_name")
-    if served is not None and "--served-model-name" not in [w.text for w in rendered]:
+    if served is not None and "--served-model-name" not in [w.text for w in words]:
         at = recipe.at("defaults", "served_model_name")  # sparkrun appends it when the template lacks it
-        rendered += [ShellWord("--served-model-name", at), ShellWord(_text(served), at)]
-    return rendered
+        words += [ShellWord("--served-model-name", at), ShellWord(_text(served), at)]
+    return words
 
 
 def _built(recipe: _Recipe, left: list[Leftover]) -> list[ShellWord]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sparkrun_oracle import node_commands
 
 from spark_compile.cli import main
 from spark_compile.errors import UsageError
@@ -113,3 +114,23 @@ def test_a_flag_of_an_older_sglang_selects_its_catalog(capsys: pytest.CaptureFix
             f"newest catalog does not (from {source}:1)") in out.read_text()
     argv = list(compiled(out).plan.ranks[0].engine_argv)
     assert argv[argv.index("--cuda-graph-max-bs") + 1] == "8"  # spelled as that build takes it
+
+
+def test_recipe_values_are_split_as_sparkruns_shell_splits_them(tmp_path: Path) -> None:
+    from spark_compile.importer.recipe import recipe_launches
+
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("model: org/m\nruntime: sglang\ncontainer: img:1\ndefaults:\n  port: 8000\n"
+                      "  extra: --enable-metrics --log-level debug\n  kwargs: '{\"a\": 1}'\n"
+                      "command: |\n  python3 -m sglang.launch_server --model-path {model} {extra} \\\n"
+                      "    --port {port} --chat-template-kwargs '{kwargs}'\n")
+    left: list[object] = []
+    (launch,) = recipe_launches(recipe.read_text(), str(recipe), ("192.0.2.1",), left, [])  # type: ignore[arg-type]
+    assert [w.text for w in launch.command] == [
+        "python3", "-m", "sglang.launch_server", "--model-path", "org/m", "--enable-metrics", "--log-level", "debug",
+        "--port", "8000", "--chat-template-kwargs", '{"a": 1}']
+    # a placeholder alone on its line takes its value's line; a line a value split keeps the template's
+    assert [(w.text, w.origin.line) for w in launch.command if w.text in ("org/m", "8000", "debug")] == [
+        ("org/m", 9), ("debug", 9), ("8000", 5)]
+    assert left == []
+    assert node_commands(recipe, ["192.0.2.1"]) == [[w.text for w in launch.command]]  # as sparkrun splits them
