@@ -12,6 +12,7 @@ from spark_compile.cli import main
 from spark_compile.errors import UsageError
 from spark_compile.importer.docker_run import launches
 from spark_compile.importer.shell import commands
+from spark_compile.importer.source import Leftover
 
 
 def _texts(text: str) -> list[list[str]]:
@@ -124,8 +125,8 @@ def test_recipe_values_are_split_as_sparkruns_shell_splits_them(tmp_path: Path) 
                       "  extra: --enable-metrics --log-level debug\n  kwargs: '{\"a\": 1}'\n"
                       "command: |\n  python3 -m sglang.launch_server --model-path {model} {extra} \\\n"
                       "    --port {port} --chat-template-kwargs '{kwargs}'\n")
-    left: list[object] = []
-    (launch,) = recipe_launches(recipe.read_text(), str(recipe), ("192.0.2.1",), left, [])  # type: ignore[arg-type]
+    left: list[Leftover] = []
+    (launch,) = recipe_launches(recipe.read_text(), str(recipe), ("192.0.2.1",), left, [])
     assert [w.text for w in launch.command] == [
         "python3", "-m", "sglang.launch_server", "--model-path", "org/m", "--enable-metrics", "--log-level", "debug",
         "--port", "8000", "--chat-template-kwargs", '{"a": 1}']
