@@ -69,11 +69,34 @@ def _double(scan: _Scan, start: int) -> tuple[str, bool]:
     return "".join(out), expands
 
 
+def _expansion(scan: _Scan, opener: str) -> str:
+    """The rest of a `$(...)`, `${...}` or backquoted expansion, kept as written (it is never run)."""
+    closer = {"(": ")", "{": "}", "`": "`"}[opener]
+    out, depth, start = [], 1, scan.line
+    while depth:
+        if not scan.peek():
+            raise InputError(f"{scan.file}:{start}: an expansion opened here with {opener!r} is never closed")
+        char = scan.take()
+        out.append(char)
+        if char == closer:
+            depth -= 1
+        elif char == opener and opener != "`":
+            depth += 1
+    return "".join(out)
+
+
 def _word(scan: _Scan) -> ShellWord:
     start, out, expands = scan.line, [], False
     while scan.peek() and scan.peek() not in _BREAK:
         char = scan.take()
-        if char == "'":
+        if char == "$" and scan.peek() in ("(", "{"):
+            opener = scan.take()
+            out.append("$" + opener + _expansion(scan, opener))
+            expands = True
+        elif char == "`":
+            out.append("`" + _expansion(scan, "`"))
+            expands = True
+        elif char == "'":
             out.append(_single(scan, scan.line))
         elif char == '"':
             text, dollar = _double(scan, scan.line)

@@ -26,6 +26,13 @@ def test_shell_words() -> None:
     assert lines[0] == [1, 1, 1, 1, 2]
 
 
+def test_expansions_stay_one_word() -> None:
+    found = commands("run --name sglang-$(hostname -s) -v ${HF_CACHE:-/raid hf}:/hf `id -u` x\n", "f")
+    assert [(w.text, w.expands) for w in found[0]] == [
+        ("run", False), ("--name", False), ("sglang-$(hostname -s)", True), ("-v", False),
+        ("${HF_CACHE:-/raid hf}:/hf", True), ("`id -u`", True), ("x", False)]
+
+
 def test_unclosed_quote_names_its_line() -> None:
     with pytest.raises(Exception, match=r"^f:2: a single quote opened here is never closed$"):
         commands("a\nb 'c\n", "f")
