@@ -47,7 +47,7 @@ def _home(ssh: str) -> str:
     return "/root" if user == "root" else f"/home/{user}"
 
 
-def _safe_name(text: str) -> str | None:
+def safe_name(text: str) -> str | None:
     """``text`` as a name the profile accepts (lower-case letters, digits and '-'), or None."""
     name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63].strip("-")
     return name if name and not mapping.fits(f.Name, name) else None
@@ -56,7 +56,7 @@ def _safe_name(text: str) -> str | None:
 def _node_name(host: str, rank: int) -> str:
     """A node's name from its host name; by rank when the host is an address."""
     address = _address(host)
-    named = None if mapping.fits(f.IPv4, address) is None else _safe_name(address)
+    named = None if mapping.fits(f.IPv4, address) is None else safe_name(address)
     return named or f"node{rank}"
 
 
@@ -206,7 +206,7 @@ def build(launches: list[Launch], request: Request) -> Draft:
     draft = Draft()
     found = mapping.ranks(launches)
     head = found[0]
-    name = (_safe_name(request.name) if request.name else None) or "imported"
+    name = (safe_name(request.name) if request.name else None) or "imported"
     draft.set(("name",), name, "named after the -o file" if request.name else "assumed")
     fabric_env = {n: (v, o) for n, v, o in head.launch.env if n in FABRIC_ENV}
     head_ip = _fleet(draft, found, request, fabric_env)

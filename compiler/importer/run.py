@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 from spark_compile.errors import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
 from spark_compile.importer.docker_run import launches, read_source
 from spark_compile.importer.draft import Draft, comment, render
-from spark_compile.importer.profile import Request, build
+from spark_compile.importer.profile import Request, build, safe_name
 from spark_compile.importer.recipe import is_recipe, metadata, recipe_launches
 from spark_compile.importer.source import Launch, Leftover
 
@@ -33,7 +32,7 @@ def read_launches(sources: list[Path], request: Request, left: list[Leftover],
         if is_recipe(text):
             found += recipe_launches(text, str(source), request.hosts, left, notes)
             description = metadata(text).get("description")
-            request = replace(request, container_name=request.container_name or _name_from(source),
+            request = replace(request, container_name=request.container_name or safe_name(source.stem) or "sglang",
                               description=description if isinstance(description, str) else None)
         else:
             found += launches(text, str(source), source.parent, left)
@@ -41,11 +40,6 @@ def read_launches(sources: list[Path], request: Request, left: list[Leftover],
         raise InputError(f"{', '.join(map(str, sources))}: no `docker run … sglang.launch_server` line and no "
                          "sparkrun recipe found")
     return found, request
-
-
-def _name_from(source: Path) -> str:
-    """A container name from a recipe's file name: lower-case letters, digits and '-'."""
-    return re.sub(r"[^a-z0-9]+", "-", source.stem.lower()).strip("-")[:63].strip("-") or "sglang"
 
 
 def _report(draft: Draft) -> None:
@@ -61,8 +55,11 @@ def _report(draft: Draft) -> None:
 
 def run_import(sources: list[Path], output: Path | None, request: Request, *, force: bool) -> int:
     """Import ``sources`` into one profile; exit 1 when anything was left out."""
+    if output is not None and output.suffix not in (".yaml", ".yml"):
+        raise UsageError(f"-o {output}: a profile is a .yaml file")
     if request.trace:
-        sys.stderr.write(f"spark-compile import: --trace RUNS {', '.join(map(str, sources))} in a sandbox (stand-in "
+        shown = comment(", ".join(map(str, sources)))
+        sys.stderr.write(f"spark-compile import: --trace RUNS {shown} in a sandbox (stand-in "
                          "docker, ssh, nvidia-smi, ip, ...; no network; a throwaway HOME; read-only outside a copy "
                          "of its folder; a time limit) and imports the docker run lines it records\n")
     left: list[Leftover] = []
@@ -79,8 +76,6 @@ def run_import(sources: list[Path], output: Path | None, request: Request, *, fo
     else:
         from spark_compile.write import write_file
 
-        if output.suffix not in (".yaml", ".yml"):
-            raise UsageError(f"-o {output}: a profile is a .yaml file")
         write_file(output, text.encode("utf-8"), ours=MARK.encode("utf-8"), force=force)
     _report(draft)
     return EXIT_FINDINGS if draft.left else EXIT_OK
