@@ -116,6 +116,7 @@ def _fleet(draft: Draft, found: list[Rank], request: Request, fabric_env: dict[s
         mapping.put(draft, ("engine", "dist_init_port"), f.Port, port, origin, f"--dist-init-addr {host}:{port}")
     if nnodes > 1:
         _fabric(draft, fabric_env, ips, request, head.launch.origin)
+        _fabric_agrees(draft, fabric_env)
     elif not mapping.nccl_as_written():
         for name, (value, origin) in fabric_env.items():
             draft.set(("nccl", "extra", name), value, origin)
@@ -158,6 +159,27 @@ def _fabric(draft: Draft, env: dict[str, tuple[str, Origin]], ips: list[str], re
     gid = env.get("NCCL_IB_GID_INDEX")
     if gid and kind[0] == "roce":
         mapping.put(draft, (*at, "gid_index"), int, gid[0], gid[1], f"NCCL_IB_GID_INDEX={gid[0]}")
+
+
+def _fabric_agrees(draft: Draft, env: dict[str, tuple[str, Origin]]) -> None:
+    """Where the plan writes the fabric's variables itself, a source value it would write differently is reported."""
+    if mapping.nccl_as_written():
+        return  # every NCCL_/GLOO_ variable is kept as written
+    at = ("fleet", "fabric")
+    value = {str(path[-1]): v for path, (v, _) in draft.values.items() if path[:2] == at}
+    tcp = value.get("kind") == "tcp"
+    devices = value.get("rdma_devices", [])
+    interface = value.get("interface")
+    derived = {"NCCL_SOCKET_IFNAME": None if interface is None else str(interface),
+               "GLOO_SOCKET_IFNAME": None if interface is None else str(interface),
+               "NCCL_NET": "Socket" if tcp else "IB", "NCCL_IB_DISABLE": "1" if tcp else "0",
+               "NCCL_IB_HCA": None if tcp or not isinstance(devices, list) else ",".join(map(str, devices)),
+               "NCCL_IB_GID_INDEX": None if tcp or "gid_index" not in value else str(value["gid_index"])}
+    for name, (given, origin) in env.items():
+        if given != derived.get(name):
+            wrote = derived.get(name)
+            draft.leave(origin, f"-e {name}={given}", "the plan writes the fabric's variables from fleet.fabric: "
+                        + (f"{name}={wrote}" if wrote is not None else f"no {name}"))
 
 
 def _compare(draft: Draft, head: Rank, other: Rank) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from sparkrun_oracle import node_commands
 
 from spark_compile.cli import main
@@ -142,3 +143,23 @@ def test_recipe_values_are_split_as_sparkruns_shell_splits_them(tmp_path: Path) 
         ("org/m", 9), ("debug", 9), ("8000", 5)]
     assert left == []
     assert node_commands(recipe, ["192.0.2.1"]) == [[w.text for w in launch.command]]  # as sparkrun splits them
+
+
+def test_a_fabric_variable_the_plan_would_write_otherwise(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from spark_compile.importer.mapping import nccl_as_written
+
+    source = tmp_path / "run.sh"
+    line = ("docker run --name web -e NCCL_SOCKET_IFNAME=enp1s0f0np0 -e GLOO_SOCKET_IFNAME=enP7s7 -e "
+            "NCCL_IB_DISABLE=1 img:1 python3 -m sglang.launch_server --model-path /m --dist-init-addr "
+            "192.0.2.1:20000 --nnodes 2 --node-rank {rank}\n")
+    source.write_text(line.format(rank=1) + line.format(rank=0))
+    out = tmp_path / "web.yaml"
+    main(["import", str(source), "--hosts", "192.0.2.1,192.0.2.2", "-o", str(out)])
+    err = capsys.readouterr().err
+    gloo = (f"left out: {source}:2: -e GLOO_SOCKET_IFNAME=enP7s7: the plan writes the fabric's variables from "
+            "fleet.fabric: GLOO_SOCKET_IFNAME=enp1s0f0np0")
+    if nccl_as_written():  # nccl.preset none: the source's variables are kept as written
+        assert gloo not in err
+        assert yaml.safe_load(out.read_text())["nccl"]["extra"]["GLOO_SOCKET_IFNAME"] == "enP7s7"
+    else:
+        assert gloo in err
