@@ -215,6 +215,9 @@ def _sequence_changes(file: str, key: str, a: list[Any], b: list[Any]) -> list[C
 LONG_VALUE = 120
 
 
+_WORDS = re.compile(r"[^\s,()']+")  # fleet.env's bash arrays of comma-joined names count name by name
+
+
 def _long_line(value: str) -> bool:
     return len(value) > LONG_VALUE and "\n" not in value
 
@@ -228,17 +231,25 @@ def _keyed_changes(file: str, a: dict[str, Any], b: dict[str, Any]) -> list[Chan
         if isinstance(old, list) and isinstance(new, list):
             out += _sequence_changes(file, key, old, new)
         elif isinstance(old, str) and isinstance(new, str) and _long_line(old) and _long_line(new):
-            out += _sequence_changes(file, key, old.split(), new.split())  # a command line: the words that changed
+            # A command line, or lists of names in one value: the words that changed.
+            out += _sequence_changes(file, key, _WORDS.findall(old), _WORDS.findall(new))
         else:
             out.append(Change(file, key, None if key not in a else _leaf(old), None if key not in b else _leaf(new)))
     return out
 
 
+def _compared(line: str) -> str:
+    """A line as compared: trailing spaces, and a shell line continuation, are not what changed (a flag added
+    after the last one moves the continuation, not the line before it)."""
+    return line.rstrip().removesuffix("\\").rstrip()
+
+
 def line_changes(file: str, a: list[str], b: list[str]) -> list[Change]:
-    """Blocks of changed lines (trailing spaces ignored), in file order."""
+    """Blocks of changed lines (trailing spaces and continuations ignored), in file order."""
     a, b = [line.rstrip() for line in a], [line.rstrip() for line in b]
     out = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    matcher = difflib.SequenceMatcher(None, [_compared(x) for x in a], [_compared(x) for x in b], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
             out.append(Change(file, "", "\n".join(a[i1:i2]) if i2 > i1 else None,
                               "\n".join(b[j1:j2]) if j2 > j1 else None))
@@ -283,6 +294,29 @@ def _rank_split(change: Change) -> tuple[int | None, Change]:
     return int(found[3]), Change(change.file, f"rank_{found[4]}", change.old, change.new)
 
 
+# plan.json restates each variable in its env file and its source, and the engine argv inside the docker argv:
+# those copies change with the one value they restate.
+_ENV_COPY = re.compile(r"^ranks\[\]\.(?:env_files\.[A-Za-z0-9_-]+\.env|sources\.env)\.(.+)$")
+
+
+def _without_copies(changes: list[Grouped]) -> list[Grouped]:
+    """The changes, less plan.json's restatements of a change already listed for the same ranks."""
+    plan = [g for g in changes if g.change.file == "plan.json"]
+    env = {(g.ranks, g.change.key.removeprefix("ranks[].env."))
+           for g in plan if g.change.key.startswith("ranks[].env.")}
+    argv = {(g.ranks, g.change.old, g.change.new) for g in plan if g.change.key == "ranks[].docker_argv"}
+
+    def copy(group: Grouped) -> bool:
+        if group.change.file != "plan.json":
+            return False
+        found = _ENV_COPY.match(group.change.key)
+        if found:
+            return (group.ranks, found[1]) in env
+        return group.change.key == "ranks[].engine_argv" and (group.ranks, group.change.old, group.change.new) in argv
+
+    return [g for g in changes if not copy(g)]
+
+
 def compare(old: Side, new: Side, renamer: Renamer) -> Comparison:
     """Every file of both sides, renamed files matched, changes grouped by identical change over ranks."""
     result = Comparison(identical=old.files == new.files)
@@ -314,8 +348,8 @@ def compare(old: Side, new: Side, renamer: Renamer) -> Comparison:
                 shared.add(change)
             if change_rank is not None:
                 grouped[change].append(change_rank)
-    result.changes = [Grouped(tuple(sorted(set(ranks))), change, change in shared)
-                      for change, ranks in grouped.items()]
+    result.changes = _without_copies([Grouped(tuple(sorted(set(ranks))), change, change in shared)
+                                      for change, ranks in grouped.items()])
     result.folds = [Fold(path, old_value, new_value, renamer.counts[path][0], renamer.counts[path][1],
                          renamed=len(result.renamed) if path == "name" else 0)
                     for path, old_value, new_value in renamer.folds]

@@ -1,7 +1,8 @@
 """The command line: parses arguments, runs stages, prints, and maps every outcome to an exit code.
 
-Exit codes: 0 fine; 1 findings (errors, or warnings with --strict), drift, or a diff that differs;
-2 usage or I/O error (a closed or full standard output too); 3 an internal error (a bug: reported in one
+Exit codes: 0 fine; 1 findings (errors, or warnings with --strict), drift (of generated/, or of a fleet from
+`audit`), or a diff that differs; 2 usage or I/O error (a closed or full standard output too), or for `audit`
+a rank unreachable, not running or not captured; 3 an internal error (a bug: reported in one
 line, never as a traceback); 130 interrupted (Ctrl-C), without a traceback.
 Everything printed passes through one redaction step (spark_compile.secrets.redact).
 """
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 ROOT_HELP = "a directory `extends:` may also lead into (default: only the profile's repository)"
 TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
 COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile", "history",
-            "report", "import", "export")
+            "report", "import", "export", "audit")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -96,6 +97,12 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", type=Path, default=None, help="the HTML file (default: stdout)")
     _import_parsers(sub)
     _export_parser(sub)
+    audit = sub.add_parser("audit", help="compare a fleet's captured state with the profile, key by key, per rank")
+    audit.add_argument("profile", type=Path)
+    audit.add_argument("--inspect", type=Path, required=True, metavar="DIR",
+                       help="the captures, one per node (launch.sh audit --save DIR, launch.sh postmortem DIR)")
+    audit.add_argument("--format", choices=("text", "json"), default="text")
+    audit.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
     # Listed for --help only: `run` hands `catalog ...` to the catalog generator's own parser before this one.
     sub.add_parser("catalog", add_help=False,
                    help="build the engine catalogs from SGLang (`catalog sglang --python PY` or `--source DIR`)")
@@ -298,6 +305,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     return run_export(_planned(args.profile, root=args.root), args.profile, args.output, force=args.force)
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    """The fleet audit from captured state: 0 match, 1 drift, 2 a rank down or not captured (or usage)."""
+    from spark_compile.audit_plan import run_audit
+
+    return run_audit(_planned(args.profile, root=args.root), args.inspect, args.format)
+
+
 def cmd_catalog(argv: list[str]) -> int:
     """Regenerate (or --check) the engine catalogs from a real SGLang install."""
     from spark_compile.spec.generators.catalog_extract import main_catalog
@@ -309,6 +323,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check, "plan": cmd_plan, "schema": cmd_schema, "rules": cmd_rules, "explain": cmd_explain,
     "flags": cmd_flags, "compile": cmd_compile, "diff": cmd_diff, "history": cmd_history, "report": cmd_report,
     "import": cmd_import, "export": cmd_export,
+    "audit": cmd_audit,
 }
 
 

@@ -43,6 +43,7 @@ def source_digests(validated: Planned, out_root: Path) -> list[tuple[str, str]]:
 def rendered_files(plan: LaunchPlan, profile: Profile) -> list[Artifact]:
     """Every file of the profile's directory except MANIFEST.json, rendered in memory (plan → render);
     Planned.files holds them once per profile."""
+    from spark_compile.audit_plan import audit_artifact
     from spark_compile.fleet import fleet_artifacts
     from spark_compile.render import render_plan
 
@@ -51,7 +52,9 @@ def rendered_files(plan: LaunchPlan, profile: Profile) -> list[Artifact]:
         from spark_compile.k8s_render import k8s_artifacts
 
         extra += k8s_artifacts(plan, profile)
-    return render_plan(plan, profile, extra=extra)
+    files = render_plan(plan, profile, extra=extra)
+    # The audit's expectations hold the sha256 of the rank files just rendered.
+    return sorted([*files, audit_artifact(plan, profile, files)], key=lambda a: a.path)
 
 
 def artifacts(validated: Planned, out_root: Path) -> list[Artifact]:

@@ -36,6 +36,11 @@ def static_script(name: str) -> bytes:
     return Path(templates.__file__).with_name(FLEET_DIR).joinpath("static", name).read_bytes()
 
 
+def audit_script() -> bytes:
+    """fleet/audit.py: the compiler's own comparison module (standard library only), shipped as it is."""
+    return Path(__file__).with_name("audit.py").read_bytes()
+
+
 def unit_exec_lines(rank: RankPlan) -> list[str]:
     """The rank unit's Exec*= lines from its UnitPlan, each argv quoted for reading ("-": failure ignored)."""
     unit = rank.unit
@@ -78,6 +83,7 @@ def fleet_artifacts(plan: LaunchPlan, profile: Profile) -> list[Artifact]:
         Artifact(f"{FLEET_DIR}/fleet.env", env_text.encode()),
         Artifact(f"{FLEET_DIR}/fleet.json", fleet_json(plan, profile).encode()),
         Artifact(f"{FLEET_DIR}/README.md", _render("README.md.j2", ctx)),
+        Artifact(f"{FLEET_DIR}/audit.py", audit_script(), SCRIPT_MODE),
     ]
     if profile.operations.watchdog.enabled:
         files.append(Artifact(f"{FLEET_DIR}/{ctx['watchdog_service']}", _render("watchdog.service.j2", ctx)))

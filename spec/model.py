@@ -431,6 +431,11 @@ class Watchdog(Section):
         description="After this long healthy since its last relaunch the watchdog forgets its relaunches, so a "
         "fleet that crashes once a month never reaches relaunch_limit.",
     )
+    audit: bool = Field(
+        False,
+        description="After a relaunch that came back healthy, run `launch.sh audit` and log every difference "
+        "between the relaunched fleet and the plan (a finding in the watchdog log; the fleet is left running).",
+    )
 
 
 class Smoke(Section):

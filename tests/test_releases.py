@@ -59,7 +59,7 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
     # the release label's mentions are folded into one line, the image tag that contains it is not.
     lines = artifacts.splitlines()
     assert lines[:2] == [
-        "43 changes besides 1 rename",
+        "28 changes besides 1 rename",  # plan.json's restatements listed once (issue 27)
         "  release: production-1.7 → production-1.7.1; every mention follows (12 lines in 12 files)",
     ]
     for expected in (
@@ -73,7 +73,7 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
         "(from engine.env.SGLANG_RAGGED_VERIFY_MODE)\n",
         *(f"  ranks 0-3 overlay.env: SPARK_LOOKUP_{name} {value} → (unset)  (from overlay.lookup_{name.lower()})\n"
           for name, value in (("DRAFT", 1), ("MODE", "wide"), ("SYNC_GATE", 1), ("NARROW_SLOTS", 1), ("FUSED_C2", 1))),
-        "  ranks 0-3 plan.json: ranks[].engine_argv --speculative-dspark-block-size 15 → "
+        "  ranks 0-3 plan.json: ranks[].docker_argv --speculative-dspark-block-size 15 → "
         "--speculative-dspark-block-size 5  (from engine.speculative.dspark_block_size)\n",
         "  README.md:\n    - | `SPARK_LOOKUP_DRAFT` | `1` (differs) | `0` |\n",
         "  ranks 0-3 fleet/fleet.env: rank_docker --speculative-dspark-block-size 15 → "
@@ -99,7 +99,7 @@ def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
         f"  release_notes.date: 2026-09-21 → 2026-09-23  ({r}1.2.yaml:13)\n"
         "  release_notes.reason: first named production release: 8 import hooks, row store ABI 2 → sixteen "
         f"streams: 1.9x the decode ceiling; Engram gathers early  ({r}1.2.yaml:14)\n"
-        "artifacts: 20 changes besides 1 rename\n"
+        "artifacts: 16 changes besides 1 rename\n"
         "  release: production-1.1 → production-1.2; every mention follows (12 lines in 12 files)\n"
         "  ranks 0-3 docker-run.sh:\n"
         "    -   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1 \\\n"
@@ -242,3 +242,26 @@ def test_diff_reads_a_parent_that_exists_only_at_the_revision(tmp_path: Path) ->
     assert result.returncode == 1, result.stdout + result.stderr
     assert "  ranks 0-3 overlay.env: SPARK_LOOKUP_MODE wide → (unset)  (from overlay.lookup_mode)" in result.stdout
     assert "(HEAD~1:spec/profiles/releases/production-1.6.yaml:12)" in result.stdout
+
+
+def test_diff_1_6_to_1_7_lists_each_real_change_once() -> None:
+    """plan.json restates each variable three times (env, env_files, sources) and the engine argv inside the
+    docker argv; the diff lists the nine real plan changes of 1.7 once each (checked by hand against 1.7's
+    file: the image, the block size, the ragged-verify variable and the five lookup flags' six variables)."""
+    result = run_cli("diff", f"{RELEASES_REL}/production-1.6.yaml", f"{RELEASES_REL}/production-1.7.yaml")
+    plan = [line.split("  (from ")[0] for line in result.stdout.splitlines() if "plan.json: " in line]
+    image = "aidendle94/sparkrun-sglang-dsv41-gb10:production-1."
+    assert plan == [
+        f"  plan.json: image {image}6 → {image}7",
+        f"  ranks 0-3 plan.json: ranks[].docker_argv python3 {image}6 → python3 {image}7",
+        "  ranks 0-3 plan.json: ranks[].docker_argv --speculative-dspark-block-size 5 → "
+        "--speculative-dspark-block-size 15",
+        "  ranks 0-3 plan.json: ranks[].env.SGLANG_RAGGED_VERIFY_MODE (unset) → compact",
+        *(f"  ranks 0-3 plan.json: ranks[].env.SPARK_LOOKUP_{name} (unset) → {value}"
+          for name, value in (("DRAFT", 1), ("MODE", "wide"), ("SYNC_GATE", 1), ("NARROW_SLOTS", 1), ("FUSED_C2", 1))),
+    ]
+    # fleet.env's per-rank flag lists compare name by name, not as one 2,000-character line.
+    assert ("  fleet/fleet.env: rank_flags SPARK_LATE_TAIL_SKIP_ALL → SPARK_LATE_TAIL_SKIP_ALL SPARK_LOOKUP_DRAFT "
+            "SPARK_LOOKUP_FUSED_C2 SPARK_LOOKUP_MODE SPARK_LOOKUP_NARROW_SLOTS SPARK_LOOKUP_SYNC_GATE\n"
+            ) in result.stdout
+    assert "artifacts: 26 changes besides 1 rename\n" in result.stdout

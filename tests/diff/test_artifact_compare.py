@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from spark_compile.artifact_diff import Change, Renamer, Side, compare, file_changes
 
 MANIFESTS = """\
@@ -76,3 +78,24 @@ def test_a_rename_applies_to_whole_words_only() -> None:
         "/etc/canary/x production-1.7 sglang-canary.service prod2", {"name"})
     release = Renamer([("release", "r-1.7", "r-1.8")], [])
     assert release.line("r-1.7.1 (r-1.7).") == ("r-1.7.1 (r-1.8).", {"release"})
+
+
+def test_a_flag_added_after_the_last_one_is_one_added_line() -> None:
+    """The continuation moves to the old last line; that line did not change."""
+    old = "docker run \\\n  --port 8210 \\\n  --max-running-requests 6\n"
+    new = "docker run \\\n  --port 8210 \\\n  --max-running-requests 6 \\\n  --speculative-algorithm DSPARK\n"
+    assert file_changes("docker-run.sh", "text", old, new) == [
+        Change("docker-run.sh", "", None, "  --speculative-algorithm DSPARK")]
+
+
+def test_plan_json_restatements_change_with_the_value_they_restate() -> None:
+    def side(env: dict[str, str], argv: list[str]) -> Side:
+        rank = {"env": env, "env_files": {"overlay.env": env}, "sources": {"env": dict.fromkeys(env, "overlay.x")},
+                "docker_argv": ["docker", "run", *argv], "engine_argv": argv}
+        return Side({"plan.json": json.dumps({"ranks": [rank]}).encode()}, {})
+
+    before = side({"SPARK_A": "1"}, ["--port", "8210"])
+    after = side({"SPARK_A": "1", "SPARK_X": "1"}, ["--port", "8210", "--x", "1"])
+    changes = compare(before, after, Renamer([], [])).changes
+    keys = sorted((g.ranks, g.change.key, g.change.old, g.change.new) for g in changes)
+    assert keys == [((0,), "ranks[].docker_argv", "8210", "8210 --x 1"), ((0,), "ranks[].env.SPARK_X", None, "1")]

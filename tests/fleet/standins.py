@@ -21,6 +21,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from support.docker_engine import create_request, image_record, inspect_record
+
 ROOT = Path(os.environ.get("SPARK_FAKE_ROOT", "/nonexistent"))
 STATE = ROOT / "state"
 UNIT_DIR = Path("/etc/systemd/system")
@@ -88,6 +91,8 @@ def active_state(unit: str) -> str:
         return "inactive"
     if data.get("failed"):
         return "failed"
+    if "timer" in data:
+        return "active" if data["timer"] else "inactive"
     pid = data.get("pid")
     if pid is None:
         return "inactive"
@@ -118,6 +123,12 @@ def systemctl(argv: list[str]) -> int:
     if not args:
         return 1
     verb, units = args[0], args[1:]
+    if verb in ("enable", "disable") and "--now" in argv and units[0].endswith(".timer"):
+        save_unit_state(units[0], {"timer": verb == "enable"})
+        return 0
+    if verb == "stop" and units[0].endswith(".timer"):
+        save_unit_state(units[0], {"timer": False})
+        return 0
     if verb in ("daemon-reload", "enable", "disable"):
         return 0
     if verb == "status":
@@ -199,11 +210,9 @@ def container_file(name: str) -> Path:
 def docker(argv: list[str]) -> int:
     faults = control()
     if argv[:2] == ["image", "inspect"]:
-        if faults.get("image_missing"):
-            print(f"Error: No such image: {argv[2]}", file=sys.stderr)
-            return 1
-        print(json.dumps([{"RepoTags": [argv[2]]}]))
-        return 0
+        return image_inspect(argv[2], faults)
+    if argv[:1] == ["inspect"]:
+        return container_inspect(argv)
     if argv[:1] == ["run"] and "spark_overlay" in argv:
         return overlay_flags(faults)
     if argv[:1] == ["run"] and "-c" in argv:
@@ -224,6 +233,37 @@ def docker(argv: list[str]) -> int:
         return 0
     print(f"docker stand-in: unsupported {argv[:2]}", file=sys.stderr)
     return 1
+
+
+def image_inspect(name: str, faults: dict[str, Any]) -> int:
+    """`docker image inspect REF|ID`: the node's one serving image by its tag or id, or a running container's
+    image by its id (a re-tag leaves the running container on the old one)."""
+    images = [] if name.startswith("sha256:") else [image_record(name, str(faults.get("image_build", "")))]
+    images += [json.loads(path.read_text())["image"] for path in (STATE / "containers").glob("*.json")
+               if "image" in json.loads(path.read_text())]
+    found = next((i for i in images if name == i["Id"] or name in i["RepoTags"]), None)
+    if faults.get("image_missing") or found is None:
+        print("[]")
+        print(f"Error: No such image: {name}", file=sys.stderr)
+        return 1
+    print(json.dumps([found], indent=4))
+    return 0
+
+
+def container_inspect(argv: list[str]) -> int:
+    """`docker inspect --type container [--format '{{.Image}}'] NAME`: the record made at `docker run`."""
+    name = argv[-1]
+    try:
+        record = json.loads(container_file(name).read_text())["inspect"]
+    except (OSError, ValueError, KeyError):
+        print("[]")
+        print(f"Error: No such container: {name}", file=sys.stderr)
+        return 1
+    if "--format" in argv:
+        print(record["Image"] if argv[argv.index("--format") + 1] == "{{.Image}}" else "unsupported format")
+        return 0
+    print(json.dumps([record], indent=4))
+    return 0
 
 
 def known_names(faults: dict[str, Any]) -> list[str]:
@@ -312,9 +352,12 @@ def host_path(mounts: dict[str, str], path: str) -> Path:
 def engine(argv: list[str], faults: dict[str, Any]) -> int:
     """The serving container in the foreground: boot-log lines, then the API (head) or an idle worker."""
     env, mounts, cmd = parse_run(argv)
-    name = argv[argv.index("--name") + 1]
+    name, body = create_request(argv)
+    image = image_record(body["Image"], str(faults.get("image_build", "")))
+    record = inspect_record(name, body, image, pid=os.getpid(), hostname=os.uname().nodename,
+                            container_id=uuid.uuid4().hex + uuid.uuid4().hex)
     container_file(name).parent.mkdir(parents=True, exist_ok=True)
-    container_file(name).write_text(json.dumps({"pid": os.getpid()}))
+    container_file(name).write_text(json.dumps({"pid": os.getpid(), "inspect": record, "image": image}))
     opt = {cmd[i]: cmd[i + 1] for i in range(len(cmd) - 1) if cmd[i].startswith("--")}
     rank = int(opt["--node-rank"])
     lines = boot_lines(env, mounts, opt, faults)

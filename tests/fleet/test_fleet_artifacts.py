@@ -43,6 +43,9 @@ def test_scripts_are_the_package_static_files(fleet_dir: Path) -> None:
     for name in static:
         assert (fleet_dir / name).read_bytes() == (STATIC / name).read_bytes(), name
         assert "{{" not in (STATIC / name).read_text(), name
+    # The audit's comparison is the compiler's own module, shipped as it is (one implementation).
+    assert (fleet_dir / "audit.py").read_bytes() == (ROOT / "compiler" / "audit.py").read_bytes()
+    assert (fleet_dir / "audit.py").stat().st_mode & 0o111
 
 
 def _profile_with_nodes(tmp_path: Path, count: int) -> Path:

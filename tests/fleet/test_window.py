@@ -138,8 +138,10 @@ def test_a_window_that_passes_restores_production_and_writes_the_verdict(bed: Fl
     assert_production_restored(bed)
     assert candidate_on_test_port(bed)
     saved = sorted(p.name for p in (Path(found["files"]) / "candidate").iterdir())
-    assert saved == [f"rank{r}-spark-{r}.log" for r in range(NODES)]
-    assert "== journalctl -u sglang-fleet-cand.service" in (Path(found["files"]) / "candidate" / saved[0]).read_text()
+    # The postmortem keeps each rank's log and its audit capture (launch.sh postmortem).
+    assert saved == sorted(f"rank{r}-spark-{r}.{kind}" for r in range(NODES) for kind in ("audit", "log"))
+    assert "== journalctl -u sglang-fleet-cand.service" in (Path(found["files"]) / "candidate" /
+                                                          "rank0-spark-0.log").read_text()
 
 
 def test_a_window_whose_gate_fails_says_which_check_and_why(bed: FleetBed) -> None:

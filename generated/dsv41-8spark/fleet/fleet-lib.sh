@@ -307,6 +307,59 @@ node_postmortem() {
     as_root timeout 30 dmesg -T 2>&1 | tail -n 300 || true
 }
 
+# node_audit_section NAME STATUS FILE: one section of an audit capture, "NAME STATUS BYTES" then the bytes
+# (audit.py reads it: the bytes are data, whatever they hold).
+node_audit_section() {
+    printf '%s %s %s\n' "$1" "$2" "$(wc -c <"$3")"
+    cat "$3"
+    printf '\n'
+}
+
+# node_audit_run NAME COMMAND...: COMMAND's output as section NAME (its stderr instead when it fails).
+node_audit_run() {
+    local name=$1 out err status=0
+    shift
+    out=$(mktemp)
+    err=$(mktemp)
+    "$@" >"$out" 2>"$err" || status=$?
+    ((status == 0)) || cat "$err" >>"$out"
+    node_audit_section "$name" "$status" "$out"
+    rm -f "$out" "$err"
+}
+
+# node_audit_redacted NAMES VALUES COMMAND...: COMMAND's output with every JSON string "NAME=value" whose
+# NAME matches the ERE NAMES (any case) cut to "NAME=(redacted)", and every match of VALUES to (redacted):
+# a secret never leaves the node in a capture.
+node_audit_redacted() {
+    local names=$1 values=${2//\//\\/}
+    shift 2
+    "$@" | sed -E -e 's/"([A-Za-z0-9_]*('"$names"')[A-Za-z0-9_]*)=([^"\\]|\\.)*"/"\1=(redacted)"/gI' \
+        -e "s/$values/(redacted)/g"
+}
+
+# node_audit CONTAINER IMAGE UNIT UNIT_DIR INSTALL_DIR NAMES VALUES [TIMER LOCK]: what the audit compares,
+# read on the node: the container's and the image's docker inspect (secrets redacted, see above), the
+# unit's state, the sha256 of the installed unit and env files, and on the head the watchdog's timer and
+# lock. Always exits 0 (each status is recorded).
+node_audit() {
+    local container=$1 image=$2 unit=$3 unit_dir=$4 install=$5 names=$6 values=$7 timer=${8:-} lock=${9:-} id
+    # docker's Go template for the image id (split in two: this static file holds no template braces).
+    local image_field='{''{.Image}}'
+    node_audit_run container node_audit_redacted "$names" "$values" as_root docker inspect --type container \
+        "$container"
+    node_audit_run image node_audit_redacted "$names" "$values" as_root docker image inspect "$image"
+    if id=$(as_root docker inspect --type container --format "$image_field" "$container" 2>/dev/null); then
+        node_audit_run container_image node_audit_redacted "$names" "$values" as_root docker image inspect "$id"
+    fi
+    node_audit_run unit_state systemctl is-active "$unit"
+    node_audit_run sha256 as_root sha256sum "$unit_dir/$unit" "$install"/*.env
+    if [ -n "$timer" ]; then
+        node_audit_run watchdog_timer systemctl is-active "$timer"
+        node_audit_run watchdog_lock cat "$lock"
+    fi
+    return 0
+}
+
 # node_install DEST UNIT_DIR [UNIT...]: unpack the tar on stdin into DEST, install the units, reload.
 node_install() {
     local dest=$1 unit_dir=$2 tmp name

@@ -18,7 +18,15 @@
 #   launch.sh status           each rank's unit, the head's /health, the watchdog
 #   launch.sh install          copy each rank's folder to its node, the unit to the unit folder, and this
 #                              folder plus the watchdog units to the head
-#   launch.sh postmortem [DIR] save every rank's journal, containers, GPU state and dmesg under DIR
+#   launch.sh postmortem [DIR] save every rank's journal, containers, GPU state and dmesg under DIR, and
+#                              its audit capture (rankN-NODE.audit: spark-compile audit --inspect DIR reads it)
+#   launch.sh audit [--format text|json] [--save DIR]
+#                              does the fleet run exactly the plan? Every node's container (image, argv, env,
+#                              mounts, devices, caps, ulimits, restart policy), unit state, installed unit and
+#                              env files, and the watchdog, compared with audit.json key by key: one line per
+#                              difference with its profile key, or "fleet matches PROFILE RELEASE". --save
+#                              keeps the captures in DIR. Exit 0 match, 1 drift, 2 a node unreachable or
+#                              not running (named), 64 usage.
 #   launch.sh window CANDIDATE [--verdict-dir DIR] | window --restore
 #                              the release window: production down, the candidate's gate on its test port,
 #                              production restored on every exit path, a verdict written (see window.sh)
@@ -372,6 +380,66 @@ cmd_install() {
     fi
 }
 
+# audit_value NAME VALUE: a capture section written here (the rank and node a capture belongs to).
+audit_value() {
+    local LC_ALL=C
+    printf '%s 0 %s\n%s\n' "$1" "${#2}" "$2"
+}
+
+# audit_rank RANK DIR: the rank's capture, DIR/rankN-NODE.audit; a node ssh cannot reach (255), or whose
+# capture failed, gets an "unreachable" section with that status and the last words on stderr.
+audit_rank() {
+    local rank=$1 file="$2/rank$1-${rank_nodes[$1]}.audit" err status=0
+    local -a watchdog=()
+    if ((rank == 0 && watchdog_enabled)); then watchdog=("$watchdog_timer" "$watchdog_lock"); fi
+    err=$(mktemp)
+    { printf 'spark-audit 1\n'; audit_value rank "$rank"; audit_value node "${rank_nodes[$rank]}"; } >"$file.tmp"
+    remote "$rank" node_audit "$container" "$image" "$unit" "$unit_dir" "$install_dir" "$audit_secret_names" \
+        "$audit_secret_values" "${watchdog[@]}" \
+        >>"$file.tmp" 2>"$err" || status=$?
+    if ((status)); then
+        { printf 'spark-audit 1\n'; audit_value rank "$rank"; audit_value node "${rank_nodes[$rank]}"
+          node_audit_section unreachable "$status" "$err"; } >"$file.tmp"
+    fi
+    mv -f "$file.tmp" "$file"
+    rm -f "$err"
+}
+
+# audit_capture DIR: every rank's capture, all at once.
+audit_capture() {
+    local rank pid
+    local -a pids=()
+    for rank in "${ranks[@]}"; do
+        audit_rank "$rank" "$1" &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || true; done
+}
+
+cmd_audit() {
+    local fmt=text save="" dir status=0
+    while (($#)); do
+        (($# >= 2)) || usage
+        case $1 in
+            --format) fmt=$2 ;;
+            --save) save=$2; [ -n "$save" ] || usage ;;
+            *) usage ;;
+        esac
+        shift 2
+    done
+    [[ $fmt == text || $fmt == json ]] || usage
+    if [ -n "$save" ]; then
+        mkdir -p "$save"
+        dir=$save
+    else
+        dir=$(mktemp -d)
+    fi
+    audit_capture "$dir"
+    python3 "$here/audit.py" --plan "$here/audit.json" --format "$fmt" "$dir" || status=$?
+    [ -n "$save" ] || rm -rf "$dir"
+    return "$status"
+}
+
 cmd_postmortem() {
     local dir=${1:-$postmortem_dir/$(date +%Y%m%d-%H%M%S)} rank
     local -a pids=()
@@ -382,6 +450,7 @@ cmd_postmortem() {
         pids+=($!)
     done
     wait "${pids[@]}" || true
+    audit_capture "$dir"
     echo "postmortem of all $world ranks: $dir"
 }
 
@@ -414,5 +483,6 @@ case ${1:-} in
         ;;
     install) cmd_install ;;
     postmortem) shift; cmd_postmortem "$@" ;;
+    audit) shift; cmd_audit "$@" ;;
     *) usage ;;
 esac

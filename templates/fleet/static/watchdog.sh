@@ -13,7 +13,9 @@
 # check; otherwise after fail_threshold consecutive failures. A relaunch: a postmortem of every rank, then
 # launch.sh stop and launch.sh start (exit 1 launch failed, 2 not healthy in time, 3 the head exited).
 # After relaunch_limit relaunches it logs GIVING UP and waits for an operator; a healthy spell of
-# reset_after seconds since the last relaunch forgets the relaunches. Log: the watchdog log (and stdout).
+# reset_after seconds since the last relaunch forgets the relaunches. With operations.watchdog.audit, a
+# relaunch that came back healthy is followed by launch.sh audit: each difference from the plan is logged
+# as an audit FINDING (the fleet is left running). Log: the watchdog log (and stdout).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -134,9 +136,23 @@ relaunch() {
     SPARK_WATCHDOG_RELAUNCH=$generation run_logged "$here/launch.sh" start --health-timeout "$ready_timeout" \
         || status=$?
     case $status in
-        0) log "relaunch $relaunches/$relaunch_limit: the fleet is healthy again" ;;
+        0)
+            log "relaunch $relaunches/$relaunch_limit: the fleet is healthy again"
+            if ((watchdog_audit)); then audit_relaunch; fi
+            ;;
         4) log "standing down: launch.sh stop disarmed the watchdog during the relaunch" ;;
         *) log "relaunch $relaunches/$relaunch_limit FAILED (launch.sh start exit $status)" ;;
+    esac
+}
+
+# audit_relaunch: does the relaunched fleet run the plan? launch.sh audit's lines go to the log.
+audit_relaunch() {
+    local status=0
+    run_logged "$here/launch.sh" audit || status=$?
+    case $status in
+        0) log "audit: the relaunched fleet matches the plan" ;;
+        1) log "audit FINDING: the relaunched fleet differs from the plan (the lines above; launch.sh audit)" ;;
+        *) log "audit FINDING: not every node could be compared (launch.sh audit exit $status, the lines above)" ;;
     esac
 }
 
