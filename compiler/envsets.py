@@ -112,8 +112,10 @@ def overlay_env(profile: Profile, engram: EngramPlan | None, max_ids: int | None
         variables.append(EnvVar("SPARK_ENGRAM_ROWS", rows, ("model", "engram", "tables")))
     variables += _overlay_flags(profile, max_ids)
     if overlay.roce_ar or overlay.mxfp8_backend == "b12x":
-        source = ("overlay", "roce_ar" if overlay.roce_ar else "mxfp8_backend")
+        # Written because of roce_ar (or b12x), but its value is the fabric's device list: credited there.
         devices = profile.fleet.fabric.rdma_devices if profile.fleet.fabric else []
+        source = ("fleet", "fabric", "rdma_devices") if profile.fleet.fabric else \
+            ("overlay", "roce_ar" if overlay.roce_ar else "mxfp8_backend")
         variables.append(EnvVar("B12X_ROCE_HCA", ",".join(devices), source))
         if gid_index is not None:
             variables.append(EnvVar("B12X_ROCE_GID_INDEX", str(gid_index), ("fleet", "fabric", "gid_index")))

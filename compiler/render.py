@@ -72,7 +72,7 @@ def _bytecode_cache(autoescape: bool) -> Any:
     found = user_cache.cache_dir()
     if found is None:
         return None
-    directory, prefix = found, f"jinja-{__version__}{'-html' * autoescape}-"
+    directory, prefix = found, f"jinja{'-html' * autoescape}-{__version__}-"  # no prefix starts the other
 
     class PrivateCache(jinja2.BytecodeCache):
         def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:

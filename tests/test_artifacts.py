@@ -3,6 +3,7 @@ systemd's EnvironmentFile= parser and the docker CLI (against a fake Engine API)
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -162,3 +163,9 @@ def test_nccl_debug_is_the_profiles_to_set_or_leave_out(tmp_path: Path) -> None:
         nccl_env = next(f for f in done.plan.ranks[0].env_files if f.name == "nccl.env")
         names = {name: f"{name}={v}" for name, v in nccl_env.values}
         assert names.get("NCCL_DEBUG") == line
+
+
+def test_b12x_hca_list_is_credited_to_the_rdma_devices() -> None:
+    # Written because overlay.roce_ar is on, but its value is fleet.fabric.rdma_devices: a change there shows it.
+    plan = json.loads((ROOT / "generated" / "dsv41-4spark" / "plan.json").read_text())
+    assert {rank["sources"]["env"]["B12X_ROCE_HCA"] for rank in plan["ranks"]} == {"fleet.fabric.rdma_devices"}

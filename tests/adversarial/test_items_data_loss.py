@@ -35,7 +35,7 @@ def test_item_10_foreign_directories_and_modes_are_kept(tmp_path: Path) -> None:
     (target / "notes").chmod(0o700)
     (target / "0-spark-0").chmod(0o700)
     changed = child_profile(tmp_path, {"engine": {"port": 8888}}, relocate=False)
-    assert run_main("compile", str(changed), "--out", str(out)).code == 0
+    assert run_main("compile", str(changed), "--out", str(out), "--force").code == 0
     assert (target / "notes").is_dir() and (target / "notes").stat().st_mode & 0o777 == 0o700
     assert (target / "0-spark-0").stat().st_mode & 0o777 == 0o700
     assert "--port 8888" in (target / "0-spark-0" / "docker-run.sh").read_text()

@@ -114,3 +114,21 @@ def test_check_of_a_kubernetes_profile_stays_light() -> None:
     result = subprocess.run([sys.executable, "-c", probe, str(K8S_PROFILE)], capture_output=True, text=True,
                             check=False)
     assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout + result.stderr
+
+
+def test_the_manifest_is_built_once_per_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SC5xx rules read the Context's manifest: one build per profile, none kept between profiles."""
+    from spark_compile import k8s
+    from spark_compile.pipeline import run
+
+    built: list[str] = []
+    real = k8s.leaderworkerset
+
+    def counted(*args: Any) -> dict[str, Any]:
+        built.append(args[1].name)
+        return real(*args)
+
+    monkeypatch.setattr(k8s, "leaderworkerset", counted)
+    first, second = run(K8S_PROFILE).findings, run(K8S_PROFILE).findings
+    assert [f.rule for f in first] == [f.rule for f in second] == ["SC506"]  # the profile's node-local Engram copy
+    assert built == ["dsv41-k8s", "dsv41-k8s"]

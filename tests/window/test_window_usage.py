@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from gatekit import ROOT
@@ -51,3 +52,30 @@ def test_restore_without_a_window_says_so(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "no window to restore" in proc.stdout
     assert not calls.exists()
+
+
+def test_dry_run_prints_the_whole_window_and_touches_nothing(tmp_path: Path) -> None:
+    profile = tmp_path / "cand.yaml"
+    profile.write_text(f"extends: {os.path.relpath(ROOT / 'spec' / 'profiles' / 'dsv41-4spark.yaml', tmp_path)}\n"
+                       "name: cand\nrelease: candidate-1.8\nengine: {port: 8888}\n")
+    compiled = subprocess.run([sys.executable, "-m", "spark_compile.cli", str(profile), "--out", str(tmp_path / "gen"),
+                               "--root", str(ROOT)], capture_output=True, text=True, check=False)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    cand = tmp_path / "gen" / "cand"
+    proc, calls = window(tmp_path, str(cand), "--dry-run", "--verdict-dir", str(tmp_path / "verdicts"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[:6] == [
+        "window dry run: production dsv41-4spark (production-1.7.1) -> candidate cand (candidate-1.8) on port 8888;"
+        " no node is contacted",
+        "  1. disarm the watchdog on rank 0 (spark-0)",
+        "  2. deadline 6600 s (then: restore production); free -g on every node every 15 s",
+        "  3. stop production, the head first: ranks 0 1 2 3 (sglang-dsv41-4spark.service)",
+        f"  4. install the candidate: {cand}/fleet/launch.sh install",
+        f"  5. start the candidate without a watchdog (SPARK_WINDOW=1): {cand}/fleet/launch.sh start, which runs:",
+    ]
+    assert "       DRY RUN of 'launch.sh start' for cand (candidate-1.8): no node is contacted." in lines
+    assert f"  6. the gate: {cand}/fleet/gate.py (bench baseline: none yet in {tmp_path / 'verdicts'})" in lines
+    assert lines[-1].endswith(f"write the verdict {tmp_path / 'verdicts'}/cand.verdict.json and .md")
+    # Nothing contacted, nothing written: no ssh call, no window pointer, no log, no verdict folder.
+    assert not calls.exists() and not (tmp_path / "logs").exists() and not (tmp_path / "verdicts").exists()

@@ -10,6 +10,8 @@
 #       and write the verdict, DIR/PROFILE.verdict.json and .md (default ./verdicts), beside the profile
 #       the operator commits.
 #       The bench compares with the newest passing bench among DIR's verdicts.
+#   launch.sh window CANDIDATE --dry-run [--verdict-dir DIR]
+#       print every step of that window, the candidate's own start rank by rank, touching no node
 #   launch.sh window --restore
 #       finish a window whose process died (launch.sh status names it): the same restore and verdict.
 #
@@ -109,8 +111,31 @@ window_signal() {
     exit 2
 }
 
+# window_dry_run PORT DEADLINE INTERVAL VERDICTS: the whole window, step by step, touching no node.
+window_dry_run() {
+    local port=$1 deadline=$2 interval=$3 verdicts=$4 name baseline=""
+    name=$(cand_json plan.json profile)
+    if [ -d "$verdicts" ]; then
+        baseline=$(python3 "$window_here/verdict.py" baseline "$verdicts")
+    fi
+    echo "window dry run: production $profile ($release) -> candidate $name ($(cand_json plan.json release))" \
+        "on port $port; no node is contacted"
+    echo "  1. disarm the watchdog on $(label 0)"
+    echo "  2. deadline $deadline s (then: restore production); free -g on every node every $interval s"
+    echo "  3. stop production, the head first: ranks ${stop_order[*]} ($unit)"
+    echo "  4. install the candidate: $window_candidate/fleet/launch.sh install"
+    echo "  5. start the candidate without a watchdog (SPARK_WINDOW=1): $window_candidate/fleet/launch.sh start," \
+        "which runs:"
+    bash "$window_candidate/fleet/launch.sh" --dry-run | sed 's/^/       /'
+    echo "  6. the gate: $window_candidate/fleet/gate.py${baseline:+ $baseline}" \
+        "(bench baseline: ${baseline:-none yet in $verdicts})"
+    echo "  7. on every exit (pass, fail, deadline, signal): save the candidate's rank logs, stop it, restart" \
+        "production (launch.sh start: preflight, /health, smoke checks, watchdog), write the verdict" \
+        "$verdicts/$name.verdict.json and .md"
+}
+
 cmd_window() {
-    local verdicts=verdicts port api_port deadline interval
+    local verdicts=verdicts port api_port deadline interval dry=0
     case ${1:-} in
         --restore) window_resume; return ;;
         "" | -*) usage ;;
@@ -120,6 +145,7 @@ cmd_window() {
     while (($#)); do
         case $1 in
             --verdict-dir) verdicts=${2:?--verdict-dir needs a folder}; shift ;;
+            --dry-run) dry=1 ;;
             *) usage ;;
         esac
         shift
@@ -133,6 +159,11 @@ cmd_window() {
         echo "window: the candidate serves on port $api_port, its window's test port is $port: compile the" \
             "candidate for the window with engine.port: $port" >&2
         return 64
+    fi
+    if ((dry)); then
+        window_dry_run "$port" "$(cand_json fleet/fleet.json window deadline_seconds)" \
+            "$(cand_json fleet/fleet.json window memory_interval_seconds)" "$verdicts"
+        return 0
     fi
     if [ -e "$(window_pointer)" ]; then
         window_note

@@ -27,7 +27,7 @@
 #                              difference with its profile key, or "fleet matches PROFILE RELEASE". --save
 #                              keeps the captures in DIR. Exit 0 match, 1 drift, 2 a node unreachable or
 #                              not running (named), 64 usage.
-#   launch.sh window CANDIDATE [--verdict-dir DIR] | window --restore
+#   launch.sh window CANDIDATE [--verdict-dir DIR] [--dry-run] | window --restore
 #                              the release window: production down, the candidate's gate on its test port,
 #                              production restored on every exit path, a verdict written (see window.sh)
 #
