@@ -168,6 +168,7 @@ def engine(draft: Draft, cmd: EngineCommand, mounts: dict[str, tuple[str, bool, 
     if older is not None:  # the plan spells renamed flags as engine.catalog's build takes them
         draft.set(("engine", "catalog"), older[0], f"{older[1].written} is a flag {older[0]} knows and the newest "
                   f"catalog does not (from {older[1].origin})")
+    draft.notes += [f"{note} (the compiled command spells it so)" for note in cmd.normalised]
     for option in cmd.options:
         _engine_option(draft, option, mounts)
 

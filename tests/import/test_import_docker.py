@@ -65,6 +65,10 @@ def test_one_node_nvfp4_profile(capsys: pytest.CaptureFixture[str], tmp_path: Pa
         "before and after each run (docker rm -f)",
     ]
     assert err.splitlines() == [
+        f"spark-compile import: note: {FIXTURES}/one-node-nvfp4.sh:19: --tp is argparse's abbreviation of --tp-size "
+        "(the compiled command spells it so)",
+        f"spark-compile import: note: {FIXTURES}/one-node-nvfp4.sh:21: --mem-fraction-static=VALUE read as "
+        "--mem-fraction-static VALUE (the compiled command spells it so)",
         f"spark-compile import: note: {FIXTURES}/one-node-nvfp4.sh:9: the model directory is mounted read-only "
         "(the source mounts it read-write)",
         f"spark-compile import: note: {FIXTURES}/one-node-nvfp4.sh:19: --tp 1 is SGLang's default; kept so the "
