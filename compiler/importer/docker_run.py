@@ -121,11 +121,19 @@ def parse_launch(words: list[ShellWord], base: Path, left: list[Leftover]) -> La
     return launch
 
 
-def launches(text: str, file: str, base: Path, left: list[Leftover]) -> list[Launch]:
-    """Every `docker run` in a shell text, in order."""
+def launches(text: str, file: str, base: Path, left: list[Leftover], notes: list[str] | None = None) -> list[Launch]:
+    """Every `docker run` of an SGLang server in a shell text, in order (other containers are noted and skipped)."""
+    from spark_compile.importer.argv import launcher_split
+
     found = []
     for words in commands(text, file):
         launch = parse_launch(words, base, left)
-        if launch is not None:
-            found.append(launch)
+        if launch is None:
+            continue
+        if launcher_split(launch.command) is None:
+            if notes is not None:
+                notes.append(f"{launch.origin}: a docker run of {launch.image.text if launch.image else '?'} that "
+                             "starts no SGLang server; not imported")
+            continue
+        found.append(launch)
     return found

@@ -3,7 +3,7 @@ the other nodes are checked against it; whatever has no key is reported with its
 
 from __future__ import annotations
 
-import ipaddress
+import itertools
 import json
 import math
 import re
@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from spark_compile.errors import InputError
 from spark_compile.importer import fields
 from spark_compile.importer.argv import EngineCommand, EngineOption, build_of, parse_engine, resolve_flag
 from spark_compile.importer.draft import Draft, Scalar
@@ -101,6 +102,10 @@ def ranks(launches: list[Launch]) -> list[Rank]:
         rank = next((o.values[0] for o in engine.options if o.flag == "--node-rank" and o.values), None)
         found.append(Rank(launch, engine, int(rank) if rank and rank.isdigit() else index))
     found.sort(key=lambda r: r.rank)
+    for before, after in itertools.pairwise(found):
+        if before.rank == after.rank:
+            raise InputError(f"{after.launch.origin}: this docker run and the one at {before.launch.origin} are both "
+                             f"node rank {after.rank}; import one deployment at a time")
     return found
 
 
@@ -386,12 +391,3 @@ def environment(draft: Draft, launch: Launch, fabric_ip: str) -> None:
                 draft.set((*section, name), value, origin)
             else:
                 draft.leave(origin, f"-e {name}", "the value holds a line break or control character")
-
-
-def subnet_of(addresses: list[str]) -> str:
-    """The smallest IPv4 subnet holding every address."""
-    ips = [int(ipaddress.IPv4Address(a)) for a in addresses]
-    prefix = 32
-    while prefix > 0 and len({ip >> (32 - prefix) for ip in ips}) > 1:
-        prefix -= 1
-    return str(ipaddress.IPv4Network((min(ips), prefix), strict=False))

@@ -3,6 +3,7 @@ environment, then every other node checked against the head (a profile has one v
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field
 
@@ -148,7 +149,7 @@ def _fabric(draft: Draft, env: dict[str, tuple[str, Origin]], ips: list[str], re
                     "InfiniBand or TCP; give --fabric")
         return
     draft.set((*at, "kind"), kind[0], kind[1])
-    draft.set((*at, "subnet"), mapping.subnet_of(ips), "derived: the smallest subnet holding every node's address")
+    draft.set((*at, "subnet"), subnet_of(ips), "derived: the smallest subnet holding every node's address")
     if kind[0] == "tcp":
         return
     if hca is None:
@@ -268,3 +269,12 @@ def _served_name(draft: Draft, head: Rank) -> None:
                   "--served-model-name is given")
         draft.notes.append(f"{model.origin}: added --served-model-name {model.values[0]} (SGLang's default): "
                            "the profile always names the served model")
+
+
+def subnet_of(addresses: list[str]) -> str:
+    """The smallest IPv4 subnet holding every address."""
+    ips = [int(ipaddress.IPv4Address(a)) for a in addresses]
+    prefix = 32
+    while prefix > 0 and len({ip >> (32 - prefix) for ip in ips}) > 1:
+        prefix -= 1
+    return str(ipaddress.IPv4Network((min(ips), prefix), strict=False))

@@ -20,6 +20,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from spark_compile.errors import InputError, UsageError
+from spark_compile.importer.argv import launcher_split
 from spark_compile.importer.docker_run import parse_launch
 from spark_compile.importer.shell import ShellWord
 from spark_compile.importer.source import Launch, Leftover, Origin
@@ -192,7 +193,7 @@ def traced_launches(script: Path, hosts: tuple[str, ...], env: dict[str, str], l
         origin = Origin(f"{script} [traced{' on ' + host if host else ''}] call", number)
         words = [ShellWord(w, origin) for w in argv]
         launch = parse_launch(words, script.parent, left)
-        if launch is not None and any("sglang" in w for w in argv):
+        if launch is not None and launcher_split(launch.command) is not None:
             launch.ssh = host or None
             launches.append(launch)
     return launches

@@ -49,6 +49,18 @@ def test_docker_option_spellings(tmp_path: Path) -> None:
     assert launch.image is not None and launch.image.text == "img:1"
 
 
+def test_a_container_that_is_no_sglang_server_is_skipped(capsys: pytest.CaptureFixture[str],
+                                                         tmp_path: Path) -> None:
+    source = tmp_path / "run.sh"
+    source.write_text("docker run --rm --gpus all img:1 nvidia-smi\ndocker run --name web -v /srv/m:/models/repo "
+                      "img:1 python3 -m sglang.launch_server --model-path /models/repo/snapshots/a "
+                      "--served-model-name m --tp-size 1\n")
+    assert main(["import", str(source), "--hosts", "192.0.2.1", "--architecture", "X",
+                 "-o", str(tmp_path / "web.yaml")]) == 0
+    assert (f"note: {source}:1: a docker run of img:1 that starts no SGLang server; not imported"
+            in capsys.readouterr().err)
+
+
 def test_unmapped_docker_options_are_reported(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     source = tmp_path / "run.sh"
     source.write_text("docker run --name web --cpu-shares 512 -p 8000:8000 img:1 python3 -m sglang.launch_server "
