@@ -294,19 +294,23 @@ def _rank_split(change: Change) -> tuple[int | None, Change]:
     return int(found[3]), Change(change.file, f"rank_{found[4]}", change.old, change.new)
 
 
-# plan.json restates each variable in its env file and its source, and the engine argv inside the docker argv:
-# those copies change with the one value they restate.
+# plan.json restates each variable in its env file and its source, and the engine argv inside the docker argv;
+# fleet/audit.json restates the whole plan: those copies change with the one value they restate.
+AUDIT_FILE = "fleet/audit.json"
 _ENV_COPY = re.compile(r"^ranks\[\]\.(?:env_files\.[A-Za-z0-9_-]+\.env|sources\.env)\.(.+)$")
 
 
 def _without_copies(changes: list[Grouped]) -> list[Grouped]:
-    """The changes, less plan.json's restatements of a change already listed for the same ranks."""
+    """The changes, less plan.json's restatements of a change already listed for the same ranks and
+    audit.json's of the plan (only its appearing or going is shown)."""
     plan = [g for g in changes if g.change.file == "plan.json"]
     env = {(g.ranks, g.change.key.removeprefix("ranks[].env."))
            for g in plan if g.change.key.startswith("ranks[].env.")}
     argv = {(g.ranks, g.change.old, g.change.new) for g in plan if g.change.key == "ranks[].docker_argv"}
 
     def copy(group: Grouped) -> bool:
+        if group.change.file == AUDIT_FILE:
+            return group.change.key != "(file)"
         if group.change.file != "plan.json":
             return False
         found = _ENV_COPY.match(group.change.key)

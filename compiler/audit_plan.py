@@ -28,7 +28,6 @@ AUDIT_FILE = "fleet/audit.json"
 # What the daemon writes for an unset size (moby adaptContainerSettings): 64 MiB of /dev/shm, and a swap
 # limit of twice the memory limit.
 DEFAULT_SHM = 64 * 1024 * 1024
-_UNITS = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 # Settings the plan never makes: a hand-started container that has one differs from the plan. (Not Runtime:
 # the daemon records its own default runtime there, runc or a node's nvidia.)
 UNSET = ("Privileged", "PidMode", "UsernsMode", "UTSMode", "SecurityOpt", "CapDrop", "ReadonlyRootfs", "Mounts",
@@ -39,9 +38,10 @@ ITEM_FIELDS = {"--cap-add": ("CapAdd", "self"), "--ulimit": ("Ulimits", "Name"),
 
 
 def size_bytes(text: str) -> int:
-    """A docker size (112g) in bytes, as the CLI sends it (binary units)."""
-    unit = text[-1].lower()
-    return int(text[:-1]) * _UNITS[unit] if unit in _UNITS else int(text)
+    """A docker size (112g, 32gb) in bytes, as the CLI sends it (binary units)."""
+    from spark_compile.spec.checks import docker_size_bytes
+
+    return docker_size_bytes(text)
 
 
 def gpu_request(spec: str) -> list[dict[str, Any]]:
@@ -85,7 +85,12 @@ _SCALARS: dict[str, tuple[tuple[str, ...], Callable[[str], Any]]] = {
     "--memory": (("HostConfig", "Memory"), size_bytes),
     "--memory-swap": (("HostConfig", "MemorySwap"), size_bytes),
     "--oom-score-adj": (("HostConfig", "OomScoreAdj"), int),
+    "--user": (("Config", "User"), str),
+    "--cpuset-cpus": (("HostConfig", "CpusetCpus"), str),
 }
+# Switches the plan may write, and the field each sets true; -d is the client's and leaves no trace.
+_SWITCHES = {"--rm": ("HostConfig", "AutoRemove"), "--privileged": ("HostConfig", "Privileged")}
+CLIENT_ONLY = ("--env-file", "-d")
 
 
 _dotted = functools.lru_cache(maxsize=None)(dotted)  # a few hundred distinct paths, asked once per rank
@@ -103,12 +108,18 @@ def docker_fields(options: tuple[Option, ...], image: str) -> list[dict[str, Any
         if option.flag in _SCALARS:
             path, convert = _SCALARS[option.flag]
             scalars[path] = {"path": list(path), "value": convert(option.values[0]), "source": source}
+        elif option.flag in _SWITCHES:
+            path = _SWITCHES[option.flag]
+            scalars[path] = {"path": list(path), "value": True, "source": source}
+        elif option.flag == "--security-opt":  # docker records each as given, in order
+            field = items.setdefault("SecurityOpt", {"path": ["HostConfig", "SecurityOpt"], "id": "self", "items": []})
+            field["items"].append({"id": option.values[0], "value": option.values[0], "source": source})
         elif option.flag in ITEM_FIELDS:
             name, kind = ITEM_FIELDS[option.flag]
             field = items.setdefault(name, {"path": ["HostConfig", name], "id": kind, "items": []})
             key, value = item_value(option.flag, option.values[0])
             field["items"].append({"id": key, "value": value, "source": source})
-        elif option.flag != "--env-file":
+        elif option.flag not in CLIENT_ONLY:
             raise ValueError(f"the audit does not know how docker records {option.flag}")
     for name, kind in ITEM_FIELDS.values():
         items.setdefault(name, {"path": ["HostConfig", name], "id": kind, "items": []})
@@ -156,7 +167,7 @@ def audit_plan(plan: LaunchPlan, profile: Profile, files: Sequence[Artifact]) ->
     """The audit's expectations of every rank."""
     rendered = {artifact.path: artifact for artifact in files}
     digest = plan.image.partition("@")[2] or None
-    ranks = [{"rank": rank.rank, "node": rank.node, "files": rank_files(plan, rank, rendered),
+    ranks: list[dict[str, Any]] = [{"rank": rank.rank, "node": rank.node, "files": rank_files(plan, rank, rendered),
               "fields": docker_fields(rank.docker_options, rank.image), "env": env_entries(rank, profile),
               "argv": engine_argv(rank)} for rank in plan.ranks]
     return {
@@ -165,8 +176,9 @@ def audit_plan(plan: LaunchPlan, profile: Profile, files: Sequence[Artifact]) ->
         "watchdog": {"enabled": profile.operations.watchdog.enabled, "source": "operations.watchdog.enabled",
                      "timer": f"{plan.fleet.watchdog_unit}.timer", "lock": f"{plan.fleet.log_dir}/watchdog.lock"},
         "secret_name": secret_names(profile), "secret_value": secret_values(), "ranks": ranks,
-        # Settings the plan never makes, on every rank.
-        "unset": [{"path": ["HostConfig", name], "value": None, "source": ""} for name in UNSET],
+        # Settings the plan does not make, on every rank (a profile may ask for some: privileged, cpuset...).
+        "unset": [{"path": ["HostConfig", name], "value": None, "source": ""} for name in UNSET
+                  if not any(f["path"] == ["HostConfig", name] for rank in ranks for f in rank["fields"])],
     }
 
 

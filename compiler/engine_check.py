@@ -20,6 +20,7 @@ from typing import Any
 
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
+from spark_compile.model_paths import container_path, host_dir
 from spark_compile.pipeline import Planned
 from spark_compile.spec.generators.catalog_extract import default_engine_python
 from spark_compile.validate import locate
@@ -29,6 +30,8 @@ PROBE_TIMEOUT_S = 900.0
 MAX_CONFIG_BYTES = 1 << 20
 # A written value that asks SGLang to choose: resolving it is not a rewrite.
 CHOOSE_FOR_ME = (None, "auto")
+# A written value SGLang spells another way once resolved: "unquant" is the explicit no-quantization, None.
+SAME_MEANING = {("unquant", None)}
 
 YamlPath = tuple[str | int, ...]
 
@@ -59,30 +62,39 @@ def _show(value: Any) -> str:
 
 
 def _same(wrote: Any, resolved: Any) -> bool:
-    return wrote == resolved or _show(wrote) == _show(resolved)
+    return wrote == resolved or _show(wrote) == _show(resolved) or (wrote, resolved) in SAME_MEANING
 
 
-def config_json(validated: Planned) -> Path:
-    """The checkpoint's config.json the profile names, or NotRunError saying where it was looked for."""
-    model = validated.profile.model
-    if model.config_json is not None:
-        origin = validated.resolved.origin(("model", "config_json")).spot.value.file
-        path = Path(str(origin)).parent / str(model.config_json)
+def config_json(validated: Planned, at: tuple[str, ...] = ("model",)) -> Path:
+    """The config.json of the model (or, with ``at`` engine.speculative.draft, the draft) the profile names, or
+    NotRunError saying where it was looked for."""
+    profile = validated.profile
+    source = profile.model if at == ("model",) else profile.engine.speculative.draft
+    assert source is not None
+    where, name = (*at, "config_json"), ".".join(at)
+    if source.config_json is not None:
+        origin = validated.resolved.origin(where).spot.value.file
+        path = Path(str(origin)).parent / str(source.config_json)
         if not path.is_file():
-            raise NotRunError(f"model.config_json names {path}, which is not a file here", ("model", "config_json"))
+            raise NotRunError(f"{name}.config_json names {path}, which is not a file here", where)
         return path
-    path = Path(str(model.holder_repo or model.repo)) / "snapshots" / str(model.snapshot) / "config.json"
+    holder = profile.model.holder_repo if at == ("model",) and profile.model.engram is not None else None
+    directory = host_dir(source, holder)
+    if directory is None:
+        raise NotRunError(f"no config.json: {name}.hub_id {source.hub_id} is resolved on the node, and "
+                          f"{name}.config_json is unset (commit a copy of its config.json beside the profile and "
+                          "name it there)", where)
+    path = Path(directory) / "config.json"
     if not path.is_file():
-        raise NotRunError(f"no config.json: {path} is not on this machine and model.config_json is unset "
+        raise NotRunError(f"no config.json: {path} is not on this machine and {name}.config_json is unset "
                           "(commit a copy of the checkpoint's config.json beside the profile and name it there)",
-                          ("model", "config_json"))
+                          where)
     return path
 
 
-def model_config(path: Path) -> str:
+def model_config(path: Path, where: tuple[str, ...] = ("model", "config_json")) -> str:
     """The config.json text handed to SGLang: only a JSON object naming its architectures, re-serialised, so a
     profile cannot make the engine read (and echo) some other file."""
-    where = ("model", "config_json")
     try:
         with path.open("rb") as handle:
             raw = handle.read(MAX_CONFIG_BYTES + 1)
@@ -104,16 +116,20 @@ def hardware_request(name: str) -> dict[str, Any]:
             "gpu_name": hw.gpu_name or hw.name, "unified": hw.unified_memory, "machine": hw.cpu_arch}
 
 
-def probe_job(validated: Planned, model_dir: Path) -> dict[str, Any]:
-    """One profile's part of the probe's request: the container-to-local path map, every rank's argv and env."""
-    model = validated.profile.model
+def probe_job(validated: Planned, model_dir: Path, draft_dir: Path | None = None) -> dict[str, Any]:
+    """One profile's part of the probe's request: the container-to-local path map (the model's, and the draft's
+    when it has one), every rank's argv and env."""
+    profile = validated.profile
     plan: LaunchPlan = validated.plan
-    snapshot = f"{model.container_repo}/snapshots/{model.snapshot}"
+    paths = {container_path(profile.model): str(model_dir)}
+    draft = profile.engine.speculative.draft
+    if draft is not None and draft_dir is not None:
+        paths[container_path(draft)] = str(draft_dir)
     # --config names the secrets file written on the node at start; it holds only the API key.
     ranks = [{"rank": r.rank, "env": r.env,
               "argv": [word for o in r.engine_options if o.flag != "--config" for word in o.words]}
              for r in plan.ranks]
-    return {"paths": {snapshot: str(model_dir)}, "ranks": ranks}
+    return {"paths": paths, "ranks": ranks}
 
 
 def run_probe(python: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -272,6 +288,13 @@ def run_note(hardware: str, result: dict[str, Any]) -> str:
             "(a step that calls one is reported as SC603)")
 
 
+def _config_dir(directory: Path, config: Path, at: tuple[str, ...] = ("model",)) -> Path:
+    """A directory holding only the checked copy of ``config``: what the probe hands SGLang as a model path."""
+    directory.mkdir()
+    (directory / "config.json").write_text(model_config(config, (*at, "config_json")), encoding="utf-8")
+    return directory
+
+
 def engine_findings_many(profiles: list[Planned], python: str | None = None,
                          notes: list[str] | None = None) -> list[list[Finding]]:
     """SGLang's own verdict on every rank of each schema-valid profile: one probe run per hardware kind.
@@ -286,10 +309,12 @@ def engine_findings_many(profiles: list[Planned], python: str | None = None,
                 if python is None:
                     raise NotRunError("no engine interpreter: set ENGINE_PYTHON or make .venv-engine with "
                                  ".ci/install-engine")
-                model_dir = Path(tmp) / str(index)
-                model_dir.mkdir()
-                (model_dir / "config.json").write_text(model_config(config_json(validated)), encoding="utf-8")
-                jobs[index] = probe_job(validated, model_dir)
+                model_dir = _config_dir(Path(tmp) / str(index), config_json(validated))
+                draft = validated.profile.engine.speculative.draft
+                at = ("engine", "speculative", "draft")
+                draft_dir = None if draft is None else _config_dir(Path(tmp) / f"{index}-draft",
+                                                                   config_json(validated, at), at)
+                jobs[index] = probe_job(validated, model_dir, draft_dir)
                 groups.setdefault(validated.profile.hardware, []).append(index)
             except NotRunError as why:
                 out[index] = _not_run(validated, why)

@@ -8,9 +8,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import Option, ProfilePath
+from spark_compile.model_paths import container_path
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import Profile
+
+
+SGLANG_DEFAULT_HOST = "127.0.0.1"  # --host when the profile leaves it unset
+
+
+def api_bind(profile: Profile) -> str:
+    """The address the API listens on: engine.host, else SGLang's default."""
+    return profile.engine.host or SGLANG_DEFAULT_HOST
 
 
 def cuda_graph_max_bs_decode(profile: Profile) -> int | None:
@@ -34,11 +43,13 @@ Value = Callable[["Profile", int], object]  # Profile is a type-checking import:
 @dataclass(frozen=True)
 class TypedFlag:
     """An engine flag the plan writes from a typed field: the field, and the rank's value of the flag (None:
-    left out; True: a bare switch)."""
+    left out; True: a bare switch; a tuple: several values). ``source`` names the field a profile's value
+    came from where that depends on the profile (a model path from a hub id, a snapshot or a repo)."""
 
     flag: str
     field: ProfilePath
     value: Value
+    source: Callable[[Profile], ProfilePath] | None = None
 
 
 def _multinode(value: Value) -> Value:
@@ -77,22 +88,62 @@ def _speculative(value: Callable[[Any], object]) -> Value:
     return lambda p, _: None if p.engine.speculative.algorithm == "none" else value(p.engine.speculative)
 
 
-def _thinking(p: Profile, _: int) -> object:
-    thinking = p.engine.chat.thinking
-    return None if thinking is None else json.dumps({"thinking": thinking}, separators=(",", ":"))
+def _graph_sizes(spelled: str) -> Value:
+    """The decode graphs' batch sizes (a list), under the name the selected build gives it."""
+    def value(p: Profile, _: int) -> object:
+        from spark_compile.spec.catalog import spelling
+
+        sizes = p.engine.cuda_graph.batch_sizes
+        if not p.engine.cuda_graph.enabled or not sizes:
+            return None
+        flag = spelling(p.engine.catalog, ["--cuda-graph-bs-decode"], ["--cuda-graph-bs"])[0]
+        return tuple(sizes) if flag == spelled else None
+
+    return value
+
+
+def chat_template_kwargs(profile: Profile) -> str | None:
+    """--default-chat-template-kwargs: thinking first, then the other keywords, as compact JSON."""
+    chat = profile.engine.chat
+    kwargs: dict[str, object] = {"thinking": chat.thinking} if chat.thinking is not None else {}
+    kwargs.update(chat.template_kwargs)
+    return json.dumps(kwargs, separators=(",", ":")) if kwargs else None
+
+
+def _model_source(source: Any, *at: str) -> ProfilePath:
+    """The field a model path comes from: its hub id, its snapshot, or its repo."""
+    for name in ("hub_id", "snapshot", "repo"):
+        if getattr(source, name) is not None:
+            return (*at, name)
+    return at
+
+
+def _draft(value: Callable[[Any], object]) -> Value:
+    """A value of the separate draft model, when the profile has one (and speculates)."""
+    def of(p: Profile, _: int) -> object:
+        draft = p.engine.speculative.draft
+        return None if draft is None or p.engine.speculative.algorithm == "none" else value(draft)
+
+    return of
 
 
 # Every engine flag the plan writes from a typed field, in argv order: findings on a flag are placed at its
 # field, SC213 refuses the flag in engine.args, and the diff names the field behind a changed flag.
 TYPED: tuple[TypedFlag, ...] = (
-    TypedFlag("--model-path", ("model", "snapshot"),
-              lambda p, _: f"{p.model.container_repo}/snapshots/{p.model.snapshot}"),
+    TypedFlag("--model-path", ("model", "repo"), lambda p, _: container_path(p.model),
+              lambda p: _model_source(p.model, "model")),
     TypedFlag("--served-model-name", ("model", "served_name"), lambda p, _: p.model.served_name),
+    TypedFlag("--quantization", ("model", "quantization"), lambda p, _: p.model.quantization),
     TypedFlag("--trust-remote-code", ("engine", "trust_remote_code"), lambda p, _: p.engine.trust_remote_code or None),
     TypedFlag("--load-format", ("engine", "load_format"), lambda p, _: p.engine.load_format),
+    TypedFlag("--kv-cache-dtype", ("engine", "kv_cache_dtype"), lambda p, _: p.engine.kv_cache_dtype),
+    TypedFlag("--page-size", ("engine", "page_size"), lambda p, _: p.engine.page_size),
     TypedFlag("--tp-size", ("engine", "parallel", "tp"), lambda p, _: p.engine.parallel.tp),
     TypedFlag("--ep-size", ("engine", "parallel", "ep"),
               lambda p, _: p.engine.parallel.ep if p.engine.parallel.ep > 1 else None),
+    TypedFlag("--dp-size", ("engine", "parallel", "dp"), lambda p, _: p.engine.parallel.dp),
+    TypedFlag("--enable-dp-attention", ("engine", "parallel", "dp_attention"),
+              lambda p, _: p.engine.parallel.dp_attention or None),
     TypedFlag("--nnodes", ("fleet", "nodes"), _multinode(lambda p, _: len(p.fleet.nodes))),
     TypedFlag("--node-rank", ("fleet", "nodes"), _multinode(lambda _, rank: rank)),
     TypedFlag("--dist-init-addr", ("engine", "dist_init_port"),
@@ -103,6 +154,7 @@ TYPED: tuple[TypedFlag, ...] = (
     TypedFlag("--moe-runner-backend", ("engine", "backends", "moe_runner"),
               lambda p, _: p.engine.backends.moe_runner),
     TypedFlag("--fp8-gemm-backend", ("engine", "backends", "fp8_gemm"), lambda p, _: p.engine.backends.fp8_gemm),
+    TypedFlag("--fp4-gemm-backend", ("engine", "backends", "fp4_gemm"), lambda p, _: p.engine.backends.fp4_gemm),
     TypedFlag("--mem-fraction-static", ("engine", "limits", "mem_fraction_static"),
               lambda p, _: fraction_text(p.engine.limits.mem_fraction_static)),
     TypedFlag("--chunked-prefill-size", ("engine", "limits", "chunked_prefill_size"),
@@ -117,6 +169,9 @@ TYPED: tuple[TypedFlag, ...] = (
               _graphs_on("--cuda-graph-max-bs-decode")),
     # Its spelling up to SGLang 0.5.10, and that build's way to turn graphs off.
     TypedFlag("--cuda-graph-max-bs", ("engine", "cuda_graph", "max_bs_decode"), _graphs_on("--cuda-graph-max-bs")),
+    TypedFlag("--cuda-graph-bs-decode", ("engine", "cuda_graph", "batch_sizes"),
+              _graph_sizes("--cuda-graph-bs-decode")),
+    TypedFlag("--cuda-graph-bs", ("engine", "cuda_graph", "batch_sizes"), _graph_sizes("--cuda-graph-bs")),
     TypedFlag("--disable-cuda-graph", ("engine", "cuda_graph", "enabled"), _graphs_off("--disable-cuda-graph", True)),
     TypedFlag("--cuda-graph-backend-decode", ("engine", "cuda_graph", "enabled"),
               _graphs_off("--cuda-graph-backend-decode", "disabled")),
@@ -131,21 +186,25 @@ TYPED: tuple[TypedFlag, ...] = (
               _speculative(lambda s: s.eagle_topk)),
     TypedFlag("--speculative-num-draft-tokens", ("engine", "speculative", "num_draft_tokens"),
               _speculative(lambda s: s.num_draft_tokens)),
-    TypedFlag("--speculative-draft-model-path", ("engine", "speculative", "draft_model"),
-              _speculative(lambda s: s.draft_model)),
+    TypedFlag("--speculative-draft-model-path", ("engine", "speculative", "draft"), _draft(container_path),
+              lambda p: _model_source(p.engine.speculative.draft, "engine", "speculative", "draft")),
+    TypedFlag("--speculative-draft-model-quantization", ("engine", "speculative", "draft", "quantization"),
+              _draft(lambda d: d.quantization)),
     TypedFlag("--tool-call-parser", ("engine", "chat", "tool_call_parser"),
               lambda p, _: p.engine.chat.tool_call_parser),
     TypedFlag("--reasoning-parser", ("engine", "chat", "reasoning_parser"),
               lambda p, _: p.engine.chat.reasoning_parser),
     TypedFlag("--watchdog-timeout", ("engine", "limits", "watchdog_timeout"),
               lambda p, _: p.engine.limits.watchdog_timeout),
-    TypedFlag("--default-chat-template-kwargs", ("engine", "chat", "thinking"), _thinking),
+    TypedFlag("--default-chat-template-kwargs", ("engine", "chat", "thinking"), lambda p, _: chat_template_kwargs(p),
+              lambda p: ("engine", "chat", "thinking" if p.engine.chat.thinking is not None else "template_kwargs")),
 )
 TYPED_FLAGS: dict[str, ProfilePath] = {typed.flag: typed.field for typed in TYPED}
 AFTER_ARGS = "--default-chat-template-kwargs"  # written after engine.args, where the reference command has it
 # Other spellings of typed flags (SGLang aliases, or another way to the same setting): refused in engine.args too.
 TYPED_FLAG_SYNONYMS: dict[str, str] = {
     "--tensor-parallel-size": "--tp-size", "--expert-parallel-size": "--ep-size",
+    "--data-parallel-size": "--dp-size", "--speculative-draft-model": "--speculative-draft-model-path",
     "--disable-cuda-graph": "--cuda-graph-backend-decode",
 }
 
@@ -154,7 +213,8 @@ def _option(typed: TypedFlag, profile: Profile, rank: int) -> Option | None:
     value = typed.value(profile, rank)
     if value is None:
         return None
-    return Option(typed.flag, () if value is True else (str(value),), typed.field)
+    values = () if value is True else tuple(str(v) for v in value) if isinstance(value, tuple) else (str(value),)
+    return Option(typed.flag, values, typed.source(profile) if typed.source else typed.field)
 
 
 def _arg(name: str, value: object) -> Option:

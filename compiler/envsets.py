@@ -26,19 +26,25 @@ def _merge(base: list[EnvVar], extra: dict[str, tuple[Any, ProfilePath]]) -> Var
     return tuple(merged.values())
 
 
-def _from_section(values: dict[str, Any], concern: str, *section: str) -> dict[str, tuple[Any, ProfilePath]]:
+def _from_section(values: dict[str, Any], concern: str, *section: str | int) -> dict[str, tuple[Any, ProfilePath]]:
     return {name: (value, (*section, name)) for name, value in values.items() if _concern(name) == concern}
+
+
+def _node_env(profile: Profile, rank: int, concern: str) -> dict[str, tuple[Any, ProfilePath]]:
+    """The rank's node's own variables of one concern (fleet.nodes[].env), over the fleet-wide ones."""
+    return _from_section(profile.fleet.nodes[rank].env, concern, "fleet", "nodes", rank, "env")
 
 
 def engine_env(profile: Profile, rank: int) -> Variables:
     """engine.env: SGLANG_*, PYTORCH_*, CUDA_*, HOST_IP and any other non-NCCL, non-overlay name."""
-    own = _from_section(profile.engine.env, "engine", "engine", "env")
+    own = {**_from_section(profile.engine.env, "engine", "engine", "env"), **_node_env(profile, rank, "engine")}
     variables = [EnvVar(name, env_text(value), source) for name, (value, source) in own.items()]
     family = FAMILIES.get(profile.model.architecture)
     effort = profile.engine.chat.reasoning_effort
     if family and family.reasoning_effort_env and effort is not None:
         variables.append(EnvVar(family.reasoning_effort_env, str(effort), ("engine", "chat", "reasoning_effort")))
-    variables.append(EnvVar("HOST_IP", profile.fleet.nodes[rank].fabric_ip, ("fleet", "nodes", rank, "fabric_ip")))
+    if "HOST_IP" not in own:
+        variables.append(EnvVar("HOST_IP", profile.fleet.nodes[rank].fabric_ip, ("fleet", "nodes", rank, "fabric_ip")))
     return tuple({var.name: var for var in variables}.values())
 
 
@@ -53,8 +59,9 @@ def _fabric_env(profile: Profile, gid_index: int | None) -> list[EnvVar]:
     else:
         base = [EnvVar("NCCL_NET", "IB", kind), EnvVar("NCCL_IB_DISABLE", "0", kind),
                 EnvVar("NCCL_IB_HCA", ",".join(fabric.rdma_devices), (*at, "rdma_devices"))]
-    base += [EnvVar("NCCL_SOCKET_IFNAME", fabric.interface, (*at, "interface")),
-             EnvVar("GLOO_SOCKET_IFNAME", fabric.interface, (*at, "interface"))]
+    bootstrap = (fabric.bootstrap_interface, (*at, "bootstrap_interface")) if fabric.bootstrap_interface else \
+        (fabric.interface, (*at, "interface"))
+    base += [EnvVar("NCCL_SOCKET_IFNAME", *bootstrap), EnvVar("GLOO_SOCKET_IFNAME", *bootstrap)]
     if fabric.kind == "roce":
         prefix = ipaddress.IPv4Network(fabric.subnet).prefixlen
         base += [EnvVar("NCCL_IB_ROCE_VERSION_NUM", "2", kind),
@@ -66,8 +73,14 @@ def _fabric_env(profile: Profile, gid_index: int | None) -> list[EnvVar]:
     return base
 
 
-def nccl_env(profile: Profile, gid_index: int | None) -> Variables:
-    """nccl.env: the fabric's transport, the shared tails, the preset, then nccl.extra."""
+def nccl_env(profile: Profile, gid_index: int | None, rank: int) -> Variables:
+    """nccl.env: the fabric's transport, the shared tails, the preset, then nccl.extra and the node's own; with
+    preset none only the latter (NCCL and gloo find interfaces, HCAs and GID themselves)."""
+    extra = {**_from_section(profile.engine.env, "nccl", "engine", "env"),
+             **{name: (value, ("nccl", "extra", name)) for name, value in profile.nccl.extra.items()},
+             **_node_env(profile, rank, "nccl")}
+    if profile.nccl.preset == "none":
+        return _merge([], extra)
     base = _fabric_env(profile, gid_index)
     fabric = profile.fleet.fabric
     rdma = fabric is not None and fabric.kind != "tcp"
@@ -79,8 +92,6 @@ def nccl_env(profile: Profile, gid_index: int | None) -> Variables:
     if hardware is not None and hardware.gpus_per_node == 1:
         base += [EnvVar(name, value, ("hardware",)) for name, value in NCCL_SINGLE_GPU_TAIL]
     base += [EnvVar(name, value, ("nccl", "preset")) for name, value in NCCL_PRESETS[profile.nccl.preset]]
-    extra = {**_from_section(profile.engine.env, "nccl", "engine", "env"),
-             **{name: (value, ("nccl", "extra", name)) for name, value in profile.nccl.extra.items()}}
     return _merge(base, extra)
 
 
@@ -101,7 +112,8 @@ def _overlay_flags(profile: Profile, max_ids: int | None) -> list[EnvVar]:
     return variables
 
 
-def overlay_env(profile: Profile, engram: EngramPlan | None, max_ids: int | None, gid_index: int | None) -> Variables:
+def overlay_env(profile: Profile, engram: EngramPlan | None, max_ids: int | None, gid_index: int | None,
+                rank: int) -> Variables:
     """overlay.env: SPARK_* (master switch and rows first, then registry order) and B12X_*."""
     if engram is None:
         return ()
@@ -122,7 +134,8 @@ def overlay_env(profile: Profile, engram: EngramPlan | None, max_ids: int | None
         spin = overlay.b12x_roce_spin_limit
         if spin is not None:
             variables.append(EnvVar("B12X_ROCE_SPIN_LIMIT", str(spin), ("overlay", "b12x_roce_spin_limit")))
-    return _merge(variables, _from_section(profile.engine.env, "overlay", "engine", "env"))
+    return _merge(variables, {**_from_section(profile.engine.env, "overlay", "engine", "env"),
+                              **_node_env(profile, rank, "overlay")})
 
 
 def _concern(name: str) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import LaunchPlan, RankPlan
+from spark_compile.model_paths import host_dir, in_snapshot, served_id
 from spark_compile.overlay.gates import enabled_hooks
 from spark_compile.overlay.settings import parse_environment
 from spark_compile.quoting import bash_word
@@ -41,7 +42,7 @@ def ssh_user(target: str) -> str:
 
 def probe_body(profile: Profile) -> str:
     """The watchdog's short real request: 3 tokens, thinking off, must come back with choices."""
-    body = {"model": profile.model.served_name, "max_tokens": 3, "temperature": 0,
+    body = {"model": served_id(profile), "max_tokens": 3, "temperature": 0,
             "messages": [{"role": "user", "content": PROBE_PROMPT}],
             "chat_template_kwargs": {"thinking": False}}
     return json.dumps(body, separators=(",", ":"))
@@ -54,12 +55,28 @@ def rows_path(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> str:
         return ""
     if rank.engram.source == "local":
         return f"{model.engram.local_dir}/{ENGRAM_MANIFEST}"
-    return f"{plan.fleet.node_repos[rank.rank]}/snapshots/{model.snapshot}/{CHECKPOINT_INDEX}"
+    directory = node_model_dir(plan, profile, rank)
+    return f"{directory}/{CHECKPOINT_INDEX}" if directory else ""
 
 
 def config_path(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> str:
     """The checkpoint's config.json as the rank's node sees it (the holder reads its own copy)."""
-    return f"{plan.fleet.node_repos[rank.rank]}/snapshots/{profile.model.snapshot}/config.json"
+    directory = node_model_dir(plan, profile, rank)
+    return f"{directory}/config.json" if directory else ""
+
+
+def node_model_dir(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> str:
+    """The model directory on the rank's node (its snapshot's in an HF cache); empty for a hub id."""
+    repo = plan.fleet.node_repos[rank.rank]
+    return in_snapshot(repo, profile.model) if repo else ""
+
+
+def model_dirs(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> str:
+    """The model directories the rank mounts (the target's, a separate draft's), ':'-joined (the path grammar
+    has no ':'): each must hold a config.json on the node, or docker mounts an empty directory."""
+    draft = profile.engine.speculative.draft
+    dirs = (node_model_dir(plan, profile, rank), host_dir(draft) if draft is not None else None)
+    return ":".join(d for d in dirs if d)
 
 
 def engram_lines(profile: Profile, rank: RankPlan, world: int) -> list[str]:
@@ -176,7 +193,7 @@ def _identity(plan: LaunchPlan, version: str) -> list[str]:
         _var("unit", plan.unit_name), _var("container", plan.container_name), _var("image", plan.image),
         _var("install_dir", plan.install_dir), _var("fleet_install_dir", plan.fleet.install_dir),
         _var("unit_dir", UNIT_DIR), _var("world", len(plan.ranks)),
-        _array("ranks", (r.rank for r in plan.ranks)),
+        _array("ranks", (r.rank for r in plan.ranks)), _array("rank_container", (r.container_name for r in plan.ranks)),
         _array("start_order", plan.start_order), _array("stop_order", reversed(plan.start_order)),
     ]
 
@@ -199,6 +216,8 @@ def _ranks(plan: LaunchPlan, profile: Profile) -> list[str]:
         _var("engram_tables", ",".join(f"{layer}:{rows}" for layer, rows in sorted(engram.tables.items()))
              if engram else ""),
         _array("rank_config", (config_path(plan, profile, r) for r in plan.ranks)),
+        "# Model directories each rank mounts (the target's, a draft's; ':'-joined): each holds a config.json.",
+        _array("rank_models", (model_dirs(plan, profile, r) for r in plan.ranks)),
         _var("image_check", profile.operations.image_check.mode),
     ]
 
@@ -208,7 +227,7 @@ def _api_and_timeouts(plan: LaunchPlan, profile: Profile) -> list[str]:
     return [
         "# The API: checks call api_host; api_via_head=1 (a loopback host) runs them on the head.",
         _var("api_host_default", api.host), _var("api_port_default", plan.port),
-        _var("api_via_head", int(api.via_head)), _var("api_bind", profile.engine.host),
+        _var("api_via_head", int(api.via_head)), _var("api_bind", api.bind),
         _var("health_timeout", profile.operations.health_timeout_seconds),
         _var("unit_active_timeout", UNIT_ACTIVE_TIMEOUT),
         _var("gpu_wait_tries", deploy.gpu_wait_tries), _var("gpu_wait_seconds", deploy.gpu_wait_seconds),
@@ -263,7 +282,7 @@ def fleet_json(plan: LaunchPlan, profile: Profile) -> str:
     smoke, api = profile.operations.smoke, plan.fleet.api
     config: dict[str, Any] = {
         "host": api.host, "port": plan.port, "via_head": api.via_head, "head_ssh": plan.ranks[0].ssh,
-        "fleet_install_dir": plan.fleet.install_dir, "model": profile.model.served_name,
+        "fleet_install_dir": plan.fleet.install_dir, "model": served_id(profile),
         # Unset in the profile, SGLang serves the model's own length; unknown, no needle is skipped for size.
         "context_length": (profile.engine.limits.context_length or profile.model.max_context_length
                            or max(smoke.needle_tokens, default=0)),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import LaunchPlan, Mount, ProfilePath, RankPlan
+from spark_compile.plan import rdma_access
 from spark_compile.quoting import env_file
 from spark_compile.spec.hardware import HARDWARE
 
@@ -35,7 +36,15 @@ PROBED = ("HOST_IP", "NCCL_IB_GID_INDEX", "B12X_ROCE_GID_INDEX")  # found on the
 LWS_ARGS = {"--nnodes": "$(LWS_GROUP_SIZE)", "--node-rank": "$(LWS_WORKER_INDEX)"}
 FILES = ("configmap.yaml", "service.yaml", "leaderworkerset.yaml")
 CONFIGMAP_LIMIT = 1 << 20  # bytes: the API server refuses a larger ConfigMap
-_SIZE_UNITS = {"b": "", "k": "Ki", "m": "Mi", "g": "Gi"}
+_SIZE_UNITS = {"": "", "k": "Ki", "m": "Mi", "g": "Gi", "t": "Ti", "p": "Pi"}
+# docker --security-opt values with a securityContext twin; others have none (SC508).
+SECURITY_OPTS: dict[str, dict[str, Any]] = {
+    "seccomp=unconfined": {"seccompProfile": {"type": "Unconfined"}},
+    "apparmor=unconfined": {"appArmorProfile": {"type": "Unconfined"}},
+    "no-new-privileges": {"allowPrivilegeEscalation": False},
+    "no-new-privileges:true": {"allowPrivilegeEscalation": False},
+    "no-new-privileges=true": {"allowPrivilegeEscalation": False},
+}
 
 
 @dataclass(frozen=True)
@@ -59,11 +68,22 @@ class Settings:
 
 
 def quantity(docker_size: str | None) -> str | None:
-    """A docker size (112g, binary units) as a Kubernetes quantity (112Gi)."""
+    """A docker size (112g, 32gb, 1TiB: binary units) as a Kubernetes quantity (112Gi)."""
     if docker_size is None:
         return None
-    unit = docker_size[-1].lower()
-    return docker_size[:-1] + _SIZE_UNITS[unit] if unit in _SIZE_UNITS else docker_size
+    digits = docker_size.rstrip("bBiI")
+    unit = digits[-1].lower() if not digits[-1].isdigit() else ""
+    return (digits[:-1] if unit else digits) + _SIZE_UNITS[unit]
+
+
+def numeric_user(user: str | None) -> tuple[int, int | None] | None:
+    """container.user as (uid, gid) when both parts are numbers, the only form a securityContext takes."""
+    if user is None:
+        return None
+    uid, _, gid = user.partition(":")
+    if not uid.isdigit() or (gid and not gid.isdigit()):
+        return None
+    return int(uid), int(gid) if gid else None
 
 
 def settings(profile: Profile) -> Settings:
@@ -78,7 +98,7 @@ def settings(profile: Profile) -> Settings:
         rdma_mode=k8s.rdma.mode, rdma_resource=k8s.rdma.resource, service_type=k8s.service_type,
         restart_policy=k8s.restart_policy, startup_policy=k8s.startup_policy, node_selector=dict(k8s.node_selector),
         gpus=HARDWARE[profile.hardware].gpus_per_node,
-        rdma=profile.fleet.fabric is not None and profile.fleet.fabric.kind != "tcp",
+        rdma=rdma_access(profile),
         startup_failures=math.ceil(profile.operations.health_timeout_seconds / PROBE_PERIOD),
     )
 
@@ -165,7 +185,6 @@ def bound_ranks(plan: LaunchPlan, profile: Profile) -> dict[int, RankPlan]:
 
 
 def _container(plan: LaunchPlan, profile: Profile, conf: Settings, volumes: list[Volume]) -> dict[str, Any]:
-    rank0 = plan.ranks[0]
     mounts: list[dict[str, Any]] = [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
                                     {"name": "dshm", "mountPath": "/dev/shm"}]
     mounts += [{"name": v.name, "mountPath": v.target, **({"readOnly": True} if v.read_only else {})}
@@ -177,11 +196,33 @@ def _container(plan: LaunchPlan, profile: Profile, conf: Settings, volumes: list
         limits["memory"] = conf.memory
     if conf.rdma and conf.rdma_resource is not None:
         limits[conf.rdma_resource] = "1"
+    return _engine_container(plan, profile, conf, mounts, limits)
+
+
+def _security(rank0: RankPlan, profile: Profile, conf: Settings) -> dict[str, Any]:
+    """The securityContext: privileged, the plan's capabilities (IPC_LOCK with RDMA access), user, options."""
+    box = profile.container
     security: dict[str, Any] = {}
-    if conf.rdma and conf.rdma_mode == "hostpath":
-        security["privileged"] = True  # a hostPath /dev/infiniband is usable only with the device cgroup open
-    if profile.container.cap_add:
-        security["capabilities"] = {"add": list(profile.container.cap_add)}
+    # A hostPath /dev/infiniband is usable only with the device cgroup open.
+    if box.privileged or (conf.rdma and conf.rdma_mode == "hostpath"):
+        security["privileged"] = True
+    capabilities = [o.values[0] for o in rank0.docker_options if o.flag == "--cap-add"]
+    if capabilities:
+        security["capabilities"] = {"add": capabilities}
+    user = numeric_user(box.user)
+    if user is not None:
+        security["runAsUser"] = user[0]
+        if user[1] is not None:
+            security["runAsGroup"] = user[1]
+    for option in box.security_opt:
+        security.update(SECURITY_OPTS.get(option, {}))
+    return security
+
+
+def _engine_container(plan: LaunchPlan, profile: Profile, conf: Settings, mounts: list[dict[str, Any]],
+                      limits: dict[str, str]) -> dict[str, Any]:
+    rank0 = plan.ranks[0]
+    security = _security(rank0, profile, conf)
     container: dict[str, Any] = {
         "name": CONTAINER, "image": conf.image, "imagePullPolicy": "IfNotPresent",
         "command": ["/bin/bash", f"{CONFIG_DIR}/{ENTRYPOINT}"],

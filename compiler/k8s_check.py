@@ -6,11 +6,13 @@ and returns problems, each with the profile path to blame, so the rule can place
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from spark_compile.engine_options import api_bind
 from spark_compile.k8s import API_PORT_NAME, PROBED, host_volumes, lws_options
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.spec.hardware import HARDWARE
@@ -60,7 +62,7 @@ def check_size(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
     if "workerTemplate" not in lwt:
         yield Problem(("kubernetes",), "the LeaderWorkerSet has no workerTemplate")
     gpus = HARDWARE[profile.hardware].gpus_per_node
-    tp, size = profile.engine.parallel.tp, lwt.get("size")
+    tp, size = profile.engine.parallel.tp or 1, lwt.get("size")
     if isinstance(size, int) and tp != size * gpus:
         yield Problem(("engine", "parallel", "tp"), f"tp {tp} is not size {size} x {gpus} GPU(s) per pod")
     for role, template in templates(lws):
@@ -84,6 +86,11 @@ def check_leader(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
         yield Problem(("kubernetes",), "the LeaderWorkerSet has no leaderTemplate for rank 0")
         return
     container = _engine(leader)
+    bind = api_bind(profile)
+    if ipaddress.IPv4Address(bind).is_loopback:
+        unset = " (engine.host unset: SGLang's default)" if profile.engine.host is None else ""
+        yield Problem(("engine", "host"), f"the API binds "
+                      f"{bind}{unset}: the kubelet's probes and the Service reach the pod's own address")
     ports = {p.get("name"): p.get("containerPort") for p in container.get("ports", []) if isinstance(p, dict)}
     if ports.get(API_PORT_NAME) != profile.engine.port:
         yield Problem(("engine", "port"), f"the leader does not expose the API port {profile.engine.port} "

@@ -120,6 +120,7 @@ class RankPlan:
     engram: EngramPlan | None
     unit: UnitPlan
     image: str
+    container_name: str = ""  # docker --name on this node
 
     @property
     def is_head(self) -> bool:
@@ -144,6 +145,18 @@ class RankPlan:
                 *self.launcher[1:], *self.engine_argv)
 
     @property
+    def docker_lines(self) -> tuple[tuple[str, ...], ...]:
+        """docker_argv after `docker` as a script writes it: one option (with all its values) per line."""
+        launcher: list[list[str]] = []
+        for word in self.launcher[1:]:  # the launcher's own words: a flag with the word after it
+            if not launcher or word.startswith("-") or len(launcher[-1]) > 1:
+                launcher.append([word])
+            else:
+                launcher[-1].append(word)
+        return (("run",), *(o.words for o in self.docker_options), ("--entrypoint", self.launcher[0]), (self.image,),
+                *(tuple(line) for line in launcher), *(o.words for o in self.engine_options))
+
+    @property
     def variables(self) -> tuple[EnvVar, ...]:
         """Every variable of every env file, in file order."""
         return tuple(var for env_file in self.env_files for var in env_file.variables)
@@ -162,6 +175,7 @@ class ApiPlace:
 
     host: str  # the address checks call
     via_head: bool  # loopback: every check runs on the head (over ssh from elsewhere)
+    bind: str  # the address the engine listens on (--host, or SGLang's default)
 
 
 @dataclass(frozen=True)
@@ -231,7 +245,8 @@ def field_name(path: ProfilePath) -> str:
 def _rank_json(rank: RankPlan) -> dict[str, Any]:
     engram = rank.engram
     return {
-        "rank": rank.rank, "node": rank.node, "fabric_ip": rank.fabric_ip, "ssh": rank.ssh,
+        "rank": rank.rank, "node": rank.node, "container_name": rank.container_name, "fabric_ip": rank.fabric_ip,
+        "ssh": rank.ssh,
         "directory": rank.directory, "gid_index": rank.gid_index, "roce_hca": rank.roce_hca,
         "docker_argv": list(rank.docker_argv), "engine_argv": list(rank.engine_argv),
         "env": rank.env, "env_files": {f.name: dict(f.values) for f in rank.env_files},

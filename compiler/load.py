@@ -19,6 +19,7 @@ from spark_compile.findings import Finding, Position
 MAX_BYTES = 1 << 20  # a profile is a few KB; a megabyte is a mistake or an attack
 MAX_NODES = 100_000  # YAML nodes visited, aliases counted each time: stops alias bombs
 DELETE_TAG = "!delete"
+REPLACE_TAG = "!replace"
 MAX_DIGITS = 100  # no value of a profile needs more; Python refuses int() past 4,300 digits
 _CORE = "tag:yaml.org,2002:"
 SCALAR_TAGS = {_CORE + kind for kind in ("str", "int", "float", "null", "bool")}
@@ -42,6 +43,11 @@ class Delete:
 
     def __repr__(self) -> str:
         return f"!delete {self.target}".rstrip()
+
+
+class Replace(dict):  # type: ignore[type-arg]
+    """A mapping tagged ``!replace``: it replaces the inherited mapping (in a keyed list, the item of its name,
+    at that item's place) whole, instead of being merged over it."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,12 @@ class _Builder:
             return Delete(self.scalar(node) if isinstance(node, yaml.ScalarNode) else "")
         if isinstance(node, yaml.ScalarNode):
             return self.scalar(node)
+        if node.tag == REPLACE_TAG and isinstance(node, yaml.MappingNode):
+            self.open.add(id(node))
+            try:
+                return Replace(self._mapping(node, path))
+            finally:
+                self.open.discard(id(node))
         if node.tag not in COLLECTION_TAGS:
             raise self._tag_error(node)
         if id(node) in self.open:
@@ -146,8 +158,9 @@ class _Builder:
     def _tag_error(self, node: yaml.Node) -> LoadError:
         shown = node.tag.replace(_CORE, "!!")
         return self._error("SC105", node, f"unknown YAML tag {shown[:60]}",
-                           f"remove the tag; the only tag a profile takes is {DELETE_TAG} (to remove an "
-                           "inherited key), on a plain value")
+                           f"remove the tag; a profile takes only {DELETE_TAG} (to remove an inherited key or, "
+                           f"in a keyed list, the item of a name) and {REPLACE_TAG} (on a mapping, to replace the "
+                           "inherited one whole)")
 
     def scalar(self, node: yaml.Node) -> Any:
         """A plain value: text, a YAML 1.2 number, true/false or null; anything else is a finding."""

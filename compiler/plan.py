@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 from typing import TYPE_CHECKING
 
-from spark_compile.engine_options import TYPED_FLAGS, engine_options
+from spark_compile.engine_options import TYPED_FLAGS, api_bind, engine_options
 from spark_compile.envsets import engine_env, nccl_env, overlay_env
 from spark_compile.launch_plan import (
     ApiPlace,
@@ -23,6 +23,7 @@ from spark_compile.launch_plan import (
     RankPlan,
     UnitPlan,
 )
+from spark_compile.model_paths import container_path
 from spark_compile.spec.overlay_types import derived_engram_max_ids
 
 if TYPE_CHECKING:
@@ -36,6 +37,11 @@ ENGINE_SECRETS = "engine-secrets.yaml"
 START_MARGIN_SECONDS = 120
 # Seconds beyond `docker stop --time` before systemd kills the stop itself.
 STOP_MARGIN_SECONDS = 30
+RDMA_KINDS = ("roce", "infiniband")
+# What NCCL's IB transport needs of the container: the verbs devices, and pinning memory without limit.
+RDMA_DEVICE = "/dev/infiniband"
+RDMA_CAPABILITY = "IPC_LOCK"
+RDMA_MEMLOCK = "-1"
 
 
 def engram_rows(tables: dict[int, int], rank: int, ranks: int) -> tuple[tuple[int, int, int], ...]:
@@ -61,22 +67,28 @@ def _engram(profile: Profile, rank: int) -> EngramPlan | None:
         return None
     rows = engram_rows(model.engram.tables, rank, len(profile.fleet.nodes))
     if profile.fleet.nodes[rank].holds_checkpoint:
-        return EngramPlan("shards", f"{model.container_repo}/snapshots/{model.snapshot}", rows)
+        return EngramPlan("shards", container_path(model), rows)
     return EngramPlan("local", model.engram.container_dir, rows)
 
 
 def _repo_field(profile: Profile, rank: int) -> str:
-    """The model field naming the checkpoint folder on the rank's node: the holder may keep its own copy."""
-    holder = profile.fleet.nodes[rank].holds_checkpoint and profile.model.holder_repo
+    """The model field naming the checkpoint folder on the rank's node: Engram's holder may keep its own copy
+    (only Engram has a holder: without it every node reads its own copy at model.repo)."""
+    node, model = profile.fleet.nodes[rank], profile.model
+    holder = node.holds_checkpoint and model.engram is not None and model.holder_repo
     return "holder_repo" if holder else "repo"
 
 
 def _mounts(profile: Profile, rank: int) -> tuple[Mount, ...]:
     node, model, container = profile.fleet.nodes[rank], profile.model, profile.container
     field = _repo_field(profile, rank)
+    repo = getattr(model, field)
     cache = home_path(node.home, container.cache_dir)
-    mounts = [Mount(str(getattr(model, field)), model.container_repo, True, ("model", field)),
-              Mount(cache, "/root/.cache", False, ("container", "cache_dir"))]
+    mounts = [Mount(repo, model.container_repo, True, ("model", field))] if repo is not None else []
+    mounts.append(Mount(cache, "/root/.cache", False, ("container", "cache_dir")))
+    draft = profile.engine.speculative.draft
+    if draft is not None and draft.repo is not None:
+        mounts.append(Mount(draft.repo, draft.container_repo, True, ("engine", "speculative", "draft", "repo")))
     if model.engram is not None and not node.holds_checkpoint:
         mounts.append(Mount(model.engram.local_dir, model.engram.container_dir, True, ("model", "engram", "local_dir")))
     mounts += [Mount(extra.source, extra.target, extra.read_only, ("container", "mounts", index))
@@ -88,20 +100,63 @@ def _docker(flag: str, value: object, *source: str | int) -> list[Option]:
     return [] if value is None else [Option(flag, (str(value),), source)]
 
 
-def _docker_options(profile: Profile) -> list[Option]:
-    eng, box = profile.engine, profile.container
-    # Foreground under systemd (no -d); systemd applies the restart policy, so docker's stays "no".
-    options = [*_docker("--name", eng.container_name, "engine", "container_name"),
-               Option("--restart", ("no",), ()), *_docker("--network", box.network, "container", "network")]
+def _switch(flag: str, on: bool, *source: str | int) -> list[Option]:
+    return [Option(flag, (), source)] if on else []
+
+
+def rdma_access(profile: Profile) -> bool:
+    """Whether the container gets the RDMA devices: as container.rdma_access says, else by the fabric."""
+    fabric, chosen = profile.fleet.fabric, profile.container.rdma_access
+    return chosen if chosen is not None else fabric is not None and fabric.kind in RDMA_KINDS
+
+
+def _access_source(profile: Profile) -> tuple[str, ...]:
+    return ("container", "rdma_access") if profile.container.rdma_access is not None else ("fleet", "fabric", "kind")
+
+
+def _capabilities(profile: Profile) -> list[Option]:
+    """--cap-add: IPC_LOCK for RDMA access (first), then the profile's own (a listed IPC_LOCK keeps its place)."""
+    box = profile.container
+    derived = rdma_access(profile) and RDMA_CAPABILITY not in box.cap_add
+    options = [Option("--cap-add", (RDMA_CAPABILITY,), _access_source(profile))] if derived else []
+    return options + [Option("--cap-add", (cap,), ("container", "cap_add", i)) for i, cap in enumerate(box.cap_add)]
+
+
+def _ulimits(profile: Profile) -> list[Option]:
+    """--ulimit: unlimited memlock for RDMA access unless the profile sets memlock, then the profile's own."""
+    box = profile.container
+    derived = rdma_access(profile) and "memlock" not in box.ulimits
+    options = [Option("--ulimit", (f"memlock={RDMA_MEMLOCK}",), _access_source(profile))] if derived else []
+    return options + [Option("--ulimit", (f"{name}={limit}",), ("container", "ulimits", name))
+                      for name, limit in box.ulimits.items()]
+
+
+def _devices(profile: Profile) -> list[Option]:
+    """--device: /dev/infiniband for RDMA access unless the profile maps it itself, then the profile's own."""
+    box = profile.container
+    derived = rdma_access(profile) and not any(d.split(":")[0] == RDMA_DEVICE for d in box.devices)
+    options = [Option("--device", (RDMA_DEVICE,), _access_source(profile))] if derived else []
+    return options + [Option("--device", (dev,), ("container", "devices", i)) for i, dev in enumerate(box.devices)]
+
+
+def _docker_options(profile: Profile, name: str, name_source: tuple[str | int, ...]) -> list[Option]:
+    box = profile.container
+    # systemd applies the restart policy, so docker's stays "no"; detached, docker-run.sh waits for the container.
+    options = [*_switch("-d", box.detach, "container", "detach"), *_switch("--rm", box.remove, "container", "remove"),
+               Option("--name", (name,), name_source), Option("--restart", ("no",), ()),
+               *_docker("--network", box.network, "container", "network")]
     options += _docker("--ipc", box.ipc, "container", "ipc")
-    options += [Option("--cap-add", (cap,), ("container", "cap_add", i)) for i, cap in enumerate(box.cap_add)]
+    options += [*_switch("--privileged", box.privileged, "container", "privileged"),
+                *_docker("--user", box.user, "container", "user")]
+    options += [Option("--security-opt", (opt,), ("container", "security_opt", i))
+                for i, opt in enumerate(box.security_opt)]
+    options += _capabilities(profile)
     options += [*_docker("--gpus", box.gpus, "container", "gpus"),
                 *_docker("--shm-size", box.shm_size, "container", "shm_size"),
                 *_docker("--memory", box.memory, "container", "memory")]
     options += _docker("--memory-swap", box.memory_swap, "container", "memory_swap")
-    options += [Option("--ulimit", (f"{name}={limit}",), ("container", "ulimits", name))
-                for name, limit in box.ulimits.items()]
-    options += [Option("--device", (device,), ("container", "devices", i)) for i, device in enumerate(box.devices)]
+    options += _docker("--cpuset-cpus", box.cpuset_cpus, "container", "cpuset_cpus")
+    options += _ulimits(profile) + _devices(profile)
     return options + _docker("--oom-score-adj", box.oom_score_adj, "container", "oom_score_adj")
 
 
@@ -121,6 +176,14 @@ def device_unit(interface: str) -> str:
     return f"sys-subsystem-net-devices-{escaped}.device"
 
 
+def container_name(profile: Profile, rank: int) -> tuple[str, tuple[str | int, ...]]:
+    """docker --name on ``rank``'s node, and the profile path that set it."""
+    own = profile.fleet.nodes[rank].container_name
+    if own is not None:
+        return own, ("fleet", "nodes", rank, "container_name")
+    return profile.engine.container_name, ("engine", "container_name")
+
+
 def home_path(home: str, path: str) -> str:
     """A profile path that is absolute, or relative to a node's home."""
     return path if path.startswith("/") else f"{home}/{path}"
@@ -133,11 +196,11 @@ def gpu_wait_seconds(profile: Profile) -> int:
 
 def api_place(profile: Profile) -> ApiPlace:
     """0.0.0.0 -> the head's fabric IP; loopback -> 127.0.0.1 on the head; any other address as bound."""
-    bound = profile.engine.host
+    bound = api_bind(profile)
     address = ipaddress.IPv4Address(bound)
     if address.is_unspecified:
-        return ApiPlace(profile.fleet.nodes[0].fabric_ip, False)
-    return ApiPlace(bound, address.is_loopback)
+        return ApiPlace(profile.fleet.nodes[0].fabric_ip, False, bound)
+    return ApiPlace(bound, address.is_loopback, bound)
 
 
 def fleet_plan(profile: Profile, install: str) -> FleetPlan:
@@ -147,13 +210,13 @@ def fleet_plan(profile: Profile, install: str) -> FleetPlan:
         install_dir=f"{install}/{FLEET_DIR}", log_dir=home_path(head.home, profile.operations.log_dir),
         watchdog_unit=unit_name(profile).removesuffix(".service").rstrip("@") + "-watchdog",
         gpu_wait_seconds=gpu_wait_seconds(profile), api=api_place(profile),
-        node_repos=tuple(str(getattr(profile.model, _repo_field(profile, rank)))
+        node_repos=tuple(getattr(profile.model, _repo_field(profile, rank)) or ""
                          for rank in range(len(profile.fleet.nodes))))
 
 
-def unit_plan(profile: Profile, install: str) -> UnitPlan:
+def unit_plan(profile: Profile, install: str, name: str) -> UnitPlan:
     """The rank unit: preflight, the foreground container, how long start and stop may take, restart."""
-    docker, name = profile.deploy.docker, profile.engine.container_name
+    docker = profile.deploy.docker
     preflight = f"{install}/preflight.sh"
     restart = profile.container.restart
     return UnitPlan(
@@ -174,20 +237,21 @@ def _runtime_env(profile: Profile, files: tuple[EnvFile, ...], gid_index: int | 
     """Variables only the node knows: a probed RoCE GID index, and the secrets read at start."""
     names = {name for f in files for name, _ in f.values}
     probed = roce and gid_index is None
-    runtime = tuple(name for name in ("NCCL_IB_GID_INDEX", "B12X_ROCE_GID_INDEX")
-                    if probed and (name == "NCCL_IB_GID_INDEX" or "B12X_ROCE_HCA" in names))
+    nccl = profile.nccl.preset != "none"  # with none NCCL finds its GID itself
+    wanted = {"NCCL_IB_GID_INDEX": nccl, "B12X_ROCE_GID_INDEX": "B12X_ROCE_HCA" in names}
+    runtime = tuple(name for name, needed in wanted.items() if probed and needed)
     return runtime + tuple(profile.secrets.env)
 
 
-def _rank(profile: Profile, rank: int, install: str, runtime_path: str, unit: UnitPlan) -> RankPlan:
+def _rank(profile: Profile, rank: int, install: str, runtime_path: str) -> RankPlan:
     node, fabric = profile.fleet.nodes[rank], profile.fleet.fabric
     roce = fabric is not None and fabric.kind == "roce" and bool(fabric.rdma_devices)
     gid = node.gid_index if node.gid_index is not None else fabric.gid_index if fabric else "probe"
     gid_index = None if gid == "probe" or not roce else int(gid)
     engram = _engram(profile, rank)
     files: tuple[EnvFile, ...] = (EnvFile("engine.env", engine_env(profile, rank)),
-             EnvFile("nccl.env", nccl_env(profile, gid_index)),
-             EnvFile("overlay.env", overlay_env(profile, engram, engram_max_ids(profile), gid_index)))
+             EnvFile("nccl.env", nccl_env(profile, gid_index, rank)),
+             EnvFile("overlay.env", overlay_env(profile, engram, engram_max_ids(profile), gid_index, rank)))
     files = tuple(env_file for env_file in files if env_file.variables)  # no empty file is written or mounted
     runtime = _runtime_env(profile, files, gid_index, roce)
     mounts = _mounts(profile, rank)
@@ -195,14 +259,15 @@ def _rank(profile: Profile, rank: int, install: str, runtime_path: str, unit: Un
     if profile.secrets.api_key is not None:
         mounts += (Mount(secrets_dir(profile), SECRETS_MOUNT, True, ("secrets", "api_key")),)
         engine.append(Option("--config", (f"{SECRETS_MOUNT}/{ENGINE_SECRETS}",), ("secrets", "api_key")))
-    docker = _docker_options(profile)
+    name, name_source = container_name(profile, rank)
+    docker = _docker_options(profile, name, name_source)
     docker += [Option("-v", (mount.volume(),), mount.origin) for mount in mounts]
     docker += [Option("--env-file", (f"{install}/{env_file.name}",), ()) for env_file in files]
     docker += [Option("--env-file", (runtime_path,), ())] if runtime else []
     hca = fabric.rdma_devices[0] if fabric is not None and roce else None
     return RankPlan(rank, node.name, node.fabric_ip, node.ssh, node.home, gid_index, hca, files, runtime, mounts,
-                    tuple(docker), tuple(profile.engine.launcher), tuple(engine), engram, unit,
-                    profile.engine.image)
+                    tuple(docker), tuple(profile.engine.launcher), tuple(engine), engram,
+                    unit_plan(profile, install, name), profile.engine.image, name)
 
 
 def engine_defaults(profile: Profile, written: tuple[Option, ...]) -> tuple[EngineDefault, ...]:
@@ -226,8 +291,7 @@ def build_plan(profile: Profile) -> LaunchPlan:
     """The launch plan of a validated profile (pure)."""
     install = f"{profile.deploy.install_dir}/{profile.name}"
     runtime_path = f"{profile.deploy.runtime_dir}/{profile.name}/{RUNTIME_ENV}"
-    unit = unit_plan(profile, install)
-    ranks = tuple(_rank(profile, rank, install, runtime_path, unit) for rank in range(len(profile.fleet.nodes)))
+    ranks = tuple(_rank(profile, rank, install, runtime_path) for rank in range(len(profile.fleet.nodes)))
     return LaunchPlan(profile.name, profile.release, profile.engine.image, profile.engine.container_name,
                       unit_name(profile), install, runtime_path, profile.fleet.nodes[0].fabric_ip,
                       profile.engine.port, ranks, fleet_plan(profile, install), profile.engine.catalog,

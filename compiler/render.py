@@ -55,8 +55,13 @@ def argv_lines(argv: list[str] | tuple[str, ...]) -> list[list[str]]:
 
 def sh_command(argv: list[str] | tuple[str, ...], first: str = "", indent: str = "  ") -> str:
     """Filter: an argv as a bash command, one option per line with continuations, every word quoted."""
-    lines = [quoting.bash_words(line) for line in argv_lines(argv)]
-    body = f" \\\n{indent}".join(lines)
+    return sh_lines(argv_lines(argv), first, indent)
+
+
+def sh_lines(lines: list[list[str]] | tuple[tuple[str, ...], ...], first: str = "", indent: str = "  ") -> str:
+    """Filter: argv words already grouped one per line (an option with all its values) as a bash command."""
+    quoted = [quoting.bash_words(line) for line in lines]
+    body = f" \\\n{indent}".join(quoted)
     return f"{first}{body}"
 
 
@@ -112,7 +117,7 @@ def environment(autoescape: bool = False) -> jinja2.Environment:
         finalize=_redacted if autoescape else None, keep_trailing_newline=True, trim_blocks=True,
         lstrip_blocks=True, bytecode_cache=_bytecode_cache(autoescape),
     )
-    env.filters.update(sh=quoting.bash_word, sh_command=sh_command, systemd=quoting.systemd_exec_arg,
+    env.filters.update(sh=quoting.bash_word, sh_command=sh_command, sh_lines=sh_lines, systemd=quoting.systemd_exec_arg,
                        systemd_exec=quoting.systemd_command, systemd_path=quoting.systemd_path_setting,
                        systemd_text=quoting.systemd_text, envfile=quoting.env_file,
                        heredoc=quoting.heredoc_line, md=quoting.markdown_text, md_code=quoting.markdown_code,
@@ -163,11 +168,12 @@ def rank_artifacts(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> list[A
 
 def render_plan(plan: LaunchPlan, profile: Profile, extra: list[Artifact] | None = None) -> list[Artifact]:
     """Every file of a profile except MANIFEST.json, sorted by path."""
+    from spark_compile.model_paths import served_id
     from spark_compile.readme import readme_context
 
     files = [a for rank in plan.ranks for a in rank_artifacts(plan, profile, rank)]
     files.append(Artifact("plan.json", plan_json_text(plan.to_json()).encode()))
-    files.append(Artifact("README.md", _render("README.md.j2", plan=plan, profile=profile,
+    files.append(Artifact("README.md", _render("README.md.j2", plan=plan, profile=profile, served=served_id(profile),
                                                **readme_context(plan, profile))))
     files += extra or []
     return sorted(files, key=lambda a: a.path)

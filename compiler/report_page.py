@@ -22,6 +22,8 @@ from spark_compile.pipeline import Planned
 TEMPLATE = "report.html.j2"
 # The env files whose variables the page lists, with where each variable's default comes from.
 SETTINGS = (("overlay.env", "overlay"), ("nccl.env", "nccl"))
+# The command line's options the page lists: the engine's flags and docker's, each with its profile key.
+OPTIONS = (("engine-flags", "engine"), ("docker-options", "docker"))
 
 
 @dataclass
@@ -103,6 +105,31 @@ def _settings(validated: Planned, file: str, kind: str) -> dict[str, SettingRow]
                                                            dotted(var.source) if var.source else "(fixed)",
                                                            where_set(validated, var.source)))
                 row.values[rank.rank] = var.value
+    return rows
+
+
+def _options(validated: Planned, kind: str) -> dict[str, SettingRow]:
+    """The engine's flags or docker's options of every rank as rows: each with its values per rank, the
+    selected build's default (engine flags) and the profile key behind it; a flag given by several keys (-v,
+    --cap-add) has a row per key."""
+    from spark_compile.spec.catalog import CatalogNotFound, engine_catalog
+
+    profile, plan = validated.profile, validated.plan
+    try:
+        catalog = engine_catalog(profile.engine.catalog) if kind == "engine" else None
+    except CatalogNotFound:
+        catalog = None
+    rows: dict[str, SettingRow] = {}
+    for rank in plan.ranks:
+        options = rank.engine_options if kind == "engine" else rank.docker_options
+        flags = [o.flag for o in options]
+        for option in options:
+            source = dotted(option.source) if option.source else "(fixed)"
+            name = option.flag if flags.count(option.flag) == 1 else f"{option.flag} [{source}]"
+            entry = catalog.lookup(option.flag) if catalog is not None else None
+            default = "-" if entry is None or entry.default is None else show(entry.default)
+            row = rows.setdefault(name, SettingRow(name, {}, default, source, where_set(validated, option.source)))
+            row.values[rank.rank] = " ".join(option.values) or "(on)"
     return rows
 
 
@@ -189,6 +216,9 @@ def build_page(new: Planned, old: Planned | None = None, against: str = "") -> P
         rows = _settings(new, file, kind)
         listed = _compare(rows, _settings(old, file, kind)) if old is not None else list(rows.values())
         tables.append((file, listed))
+    for title, kind in OPTIONS:
+        rows = _options(new, kind)
+        tables.append((title, _compare(rows, _options(old, kind)) if old is not None else list(rows.values())))
     page = Page(f"{profile.name} ({profile.release or 'no release'})", facts, _ranks(plan), _layers(plan), tables)
     if old is not None:
         old_plan = old.plan

@@ -10,12 +10,14 @@ from typing import Any
 
 from spark_compile.errors import InputError
 from spark_compile.findings import Finding, Position
-from spark_compile.load import Delete, Document, LoadError, Spot, YamlPath, load_file
+from spark_compile.load import Delete, Document, LoadError, Replace, Spot, YamlPath, load_file
 
 MAX_DEPTH = 16
 PROFILE_SUFFIXES = (".yaml", ".yml")
-# Lists merged item by item, matched on a key field, instead of replaced whole.
-KEYED_LISTS: dict[YamlPath, str] = {("fleet", "nodes"): "name"}
+# Lists merged item by item, matched on a key field, instead of replaced whole: a child's item updates the
+# inherited item of its key, `!delete KEY` removes it, `!replace {...}` replaces it at its place.
+KEYED_LISTS: dict[YamlPath, str] = {("fleet", "nodes"): "name", ("container", "mounts"): "target",
+                                    ("operations", "window", "checks"): "name"}
 
 DocumentReader = Callable[[Path, str], Document]
 
@@ -73,6 +75,9 @@ class _Merger:
         self.out.update(_subtree(self.child, cpath, opath))
 
     def merge(self, base: Any, over: Any, ppath: YamlPath, cpath: YamlPath, opath: YamlPath) -> Any:
+        if isinstance(over, Replace):
+            self.take(cpath, opath)
+            return plain(over)
         if isinstance(base, dict) and isinstance(over, dict):
             return self._mapping(base, over, ppath, cpath, opath)
         keyed = KEYED_LISTS.get(tuple(p for p in opath if isinstance(p, str)))
@@ -96,14 +101,17 @@ class _Merger:
                 continue
             if isinstance(value, Delete):
                 raise self._nothing_to_delete((*cpath, key), f"!delete of {key!r}: no profile it extends sets it")
+            if isinstance(value, Replace):
+                raise self._nothing_to_delete((*cpath, key), f"!replace of {key!r}: no profile it extends sets it",
+                                              "remove the !replace tag (a new key needs none)")
             result[key] = value
             self.take((*cpath, key), (*opath, key))
         return result
 
-    def _nothing_to_delete(self, cpath: YamlPath, message: str) -> LoadError:
+    def _nothing_to_delete(self, cpath: YamlPath, message: str,
+                           hint: str = "remove the !delete line, or fix the name") -> LoadError:
         pos = self.child[cpath].spot.value
-        return LoadError(Finding("SC112", "error", pos, message, "remove the !delete line, or fix the name",
-                                 self.doc.line(pos.line)))
+        return LoadError(Finding("SC112", "error", pos, message, hint, self.doc.line(pos.line)))
 
     def _keyed_list(self, base: list[Any], over: list[Any], key: str, ppath: YamlPath, cpath: YamlPath,
                     opath: YamlPath) -> list[Any]:
@@ -114,6 +122,10 @@ class _Merger:
             if isinstance(item, Delete) and item.target not in names:
                 raise self._nothing_to_delete((*cpath, i), f"!delete {item.target}: no inherited item has "
                                               f"{key} {item.target!r}")
+            if isinstance(item, Replace) and _name_of(item, key) not in names:
+                raise self._nothing_to_delete((*cpath, i), f"!replace: no inherited item has {key} "
+                                              f"{_name_of(item, key)!r}", f"remove the !replace tag to add the "
+                                              f"item, or fix its {key}")
         updates: dict[Any, tuple[int, Any]] = {}
         repeats: list[tuple[int, Any]] = []  # a name given twice stays twice, for the validator to report
         for i, item in enumerate(over):
@@ -140,6 +152,15 @@ class _Merger:
             self.take((*cpath, cindex), (*opath, len(result)))
             result.append(update)
         return result
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every !replace mapping made a plain dict (what the validator reads)."""
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value
 
 
 def _name_of(item: Any, key: str) -> str | None:
@@ -219,13 +240,15 @@ def _parent_path(doc: Document, path: Path, parent_ref: object, roots: tuple[str
 
 
 def _refuse_orphan_deletes(doc: Document, data: Any, path: YamlPath) -> None:
-    """A profile that extends nothing has nothing to delete: a !delete in it is a mistake."""
+    """A profile that extends nothing has nothing to delete or replace: a !delete or !replace in it is a
+    mistake."""
     items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
     for key, value in items:
-        if isinstance(value, Delete):
+        if isinstance(value, Delete | Replace):
+            tag = "!delete" if isinstance(value, Delete) else "!replace"
             pos = doc.spots[(*path, key)].value
-            raise LoadError(Finding("SC112", "error", pos, "!delete in a profile that extends nothing: there is "
-                                    "nothing to delete", "remove the !delete line", doc.line(pos.line)))
+            raise LoadError(Finding("SC112", "error", pos, f"{tag} in a profile that extends nothing: there is "
+                                    f"nothing to {tag[1:]}", f"remove the {tag} tag", doc.line(pos.line)))
         _refuse_orphan_deletes(doc, value, (*path, key))
 
 
@@ -252,6 +275,6 @@ def _resolve(path: Path, display: str, reader: DocumentReader, exists: Callable[
                            f"{_cut(parent_display)})", "fix the path; it is relative to the file that extends it")
     parent = _resolve(parent_path, parent_display, reader, exists, (*seen, _real(path)), roots)
     merger = _Merger(parent, doc)
-    data = merger.merge(parent.data, doc.data, (), (), ())
+    data = plain(merger.merge(parent.data, doc.data, (), (), ()))
     data.pop("extends", None)
     return Resolved(display, data, merger.out, {**parent.documents, display: doc}, (display, *parent.chain))

@@ -6,20 +6,24 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic_core import PydanticCustomError
 
 from spark_compile.spec.secret_patterns import SECRET_VALUE
 
 if TYPE_CHECKING:
-    from spark_compile.spec.model import KubernetesRdma, Model, SecretRef
+    from spark_compile.spec.model import Draft, KubernetesRdma, Model, SecretRef
     from spark_compile.spec.operations_model import OperatorCheck, PreviousStack, Window
+
+    _Source = TypeVar("_Source", Model, Draft)
 
 _NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 _IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$")
-_DOCKER_SIZE = re.compile(r"^[1-9][0-9]*[bkmgBKMG]?$")
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+# docker reads sizes with go-units RAMInBytes: a number, an optional k/m/g/t/p unit, then optional i and b.
+_DOCKER_SIZE = re.compile(r"^[1-9][0-9]*(?:[kKmMgGtTpP][iI]?[bB]?|[bB])?$")
+# What docker --env-file and bash accept; lower case is the field's own (OMPI_MCA_btl_tcp_if_include).
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SSH = re.compile(r"^(?:[a-z_][a-z0-9_.-]{0,31}@)?[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")
 _IMAGE = re.compile(
     r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
@@ -46,6 +50,17 @@ MAX_SECONDS = 7 * 24 * 3600  # a week: past any boot, stop or probe, and inside 
 # [A-Za-z0-9_.-] (mlx5_0, rocep1s0f0, roceP2p1s0f0, irdma0).
 _RDMA = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 _SNAPSHOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# docker's container name grammar (daemon/names: [a-zA-Z0-9][a-zA-Z0-9_.-]+), bounded.
+_CONTAINER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{1,127}$")
+# A Hugging Face hub repo id: owner/name, each 1-96 letters, digits and . _ - (no '--' or '..').
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+# docker --user: a name or uid, optionally :group or :gid.
+_USER_PART = r"(?:[A-Za-z_][A-Za-z0-9_.-]{0,31}|[0-9]{1,10})"
+_USER = re.compile(rf"^{_USER_PART}(?::{_USER_PART})?$")
+# docker --security-opt: a key (seccomp, apparmor, label, no-new-privileges, ...) and an optional value.
+_SECURITY_OPT = re.compile(r"^[a-z][a-z-]{0,63}(?:[=:][A-Za-z0-9_.,/:=+@-]{1,4096})?$")
+_CPUSET = re.compile(r"^[0-9]{1,4}(?:-[0-9]{1,4})?(?:,[0-9]{1,4}(?:-[0-9]{1,4})?){0,255}$")
+_KWARG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 
 def _err(kind: str, message: str, **ctx: object) -> PydanticCustomError:
@@ -178,6 +193,16 @@ def docker_size(value: str | int) -> str:
     return text
 
 
+_SIZE_SHIFT = {"": 0, "b": 0, "k": 10, "m": 20, "g": 30, "t": 40, "p": 50}
+
+
+def docker_size_bytes(text: str) -> int:
+    """Bytes of a docker size as docker reads it (go-units RAMInBytes: binary units, i and b optional)."""
+    digits = text.rstrip("bBiI")
+    unit = digits[-1].lower() if digits and not digits[-1].isdigit() else ""
+    return int(digits[:-1] if unit else digits) << _SIZE_SHIFT[unit]
+
+
 def env_name(value: str) -> str:
     if not _ENV_NAME.match(value):
         raise _err("env_name", "{value} is not an environment variable name: use A-Z, 0-9 and '_', "
@@ -244,8 +269,52 @@ def rdma(value: str) -> str:
 
 def snapshot(value: str) -> str:
     if not _SNAPSHOT.match(value) or value in (".", ".."):
-        raise _err("snapshot", "{value} is not a snapshot directory name (letters, digits, '.', '_', '-')",
+        raise _err("snapshot", "{value} is not a snapshot directory name (letters, digits, '.', '_', '-'); a model "
+                   "path takes one of three forms: an HF cache (repo + snapshot: <repo>/snapshots/<snapshot>), a "
+                   "plain directory (repo alone, no snapshot) or a hub id (hub_id, no repo or snapshot)",
                    value=repr(value))
+    return value
+
+
+def container_name(value: str) -> str:
+    if not _CONTAINER_NAME.match(value):
+        raise _err("container_name", "{value} is not a docker container name: 2-128 letters, digits and _ . -, "
+                   "starting with a letter or digit", value=_shown(value))
+    return value
+
+
+def hub_id(value: str) -> str:
+    if not _HUB_ID.match(value) or "--" in value or ".." in value:
+        raise _err("hub_id", "{value} is not a Hugging Face hub id: owner/name, each letters, digits and . _ - "
+                   "(no '--' or '..')", value=_shown(value))
+    return value
+
+
+def docker_user(value: str) -> str:
+    if not _USER.match(value):
+        raise _err("docker_user", "{value} is not a docker --user value: name or uid, optionally :group or :gid",
+                   value=_shown(value))
+    return value
+
+
+def security_opt(value: str) -> str:
+    if not _SECURITY_OPT.match(value):
+        raise _err("security_opt", "{value} is not a docker --security-opt value: key[=value] such as "
+                   "seccomp=unconfined or no-new-privileges", value=_shown(value))
+    return value
+
+
+def cpuset(value: str) -> str:
+    if not _CPUSET.match(value):
+        raise _err("cpuset", "{value} is not a CPU list: numbers and ranges joined by commas, e.g. 0-9,12",
+                   value=_shown(value))
+    return value
+
+
+def kwarg_name(value: str) -> str:
+    if not _KWARG.match(value):
+        raise _err("kwarg_name", "{value} is not a chat-template keyword: a Python identifier such as "
+                   "enable_thinking", value=_shown(value))
     return value
 
 
@@ -312,6 +381,20 @@ def check_aliases_overlay(model: Model) -> Model:
             "aliases_without_overlay", "model.aliases are answered by the Spark overlay, which runs only with "
             "model.engram: without it they would be dropped silently; remove them or add model.engram")
     return model
+
+
+def check_model_source(source: _Source) -> _Source:
+    """A model (or draft model) is a host directory (repo, with snapshot for an HF cache) or a hub id."""
+    if (source.repo is None) == (source.hub_id is None):
+        raise PydanticCustomError(
+            "model_source", "a model path takes one of three forms: an HF cache (repo + snapshot), a plain "
+            "directory (repo alone) or a hub id (hub_id alone, resolved in the container's HF cache); give "
+            "exactly one of repo or hub_id")
+    if source.hub_id is not None and source.snapshot is not None:
+        raise PydanticCustomError(
+            "model_source", "snapshot names a directory under <repo>/snapshots/ of an HF cache; a hub id "
+            "(hub_id) has no repo: remove snapshot, or give repo + snapshot instead of hub_id")
+    return source
 
 
 def check_operator_check(check: OperatorCheck) -> OperatorCheck:

@@ -40,6 +40,7 @@ MODEL_MODULES = (
     "spark_compile.spec.core_schema",
     "spark_compile.spec.fields",
     "spark_compile.spec.model",
+    "spark_compile.spec.nccl_presets",
     "spark_compile.spec.operations_model",
     "spark_compile.spec.overlay_section",
     "spark_compile.spec.overlay_types",

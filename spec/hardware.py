@@ -18,7 +18,8 @@ class Hardware:
     gpu_memory_gb: int
     gpu_name: str = ""  # what torch.cuda.get_device_name() says on this hardware
     cpu_arch: str = "x86_64"  # platform.machine() of the host
-    env_required: tuple[tuple[str, str], ...] = ()  # variables this hardware needs set to a value
+    env_recommended: tuple[tuple[str, str], ...] = ()  # variables this hardware runs best with (SC412)
+    env_reason: str = ""  # why, as SC412 says it
 
 
 HARDWARE: dict[str, Hardware] = {
@@ -28,8 +29,8 @@ HARDWARE: dict[str, Hardware] = {
             "dgx-spark-gb10", "NVIDIA DGX Spark (GB10 Grace Blackwell), 128 GB unified memory",
             memory_gb=128, unified_memory=True, sm=(12, 1), gpus_per_node=1, gpu_memory_gb=128,
             gpu_name="NVIDIA GB10", cpu_arch="aarch64",
-            # Expandable segments map pages the GB10 driver cannot pin; production runs with them off.
-            env_required=(("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False"),),
+            env_recommended=(("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False"),),
+            env_reason="expandable segments map pages the GB10 driver pins late; production runs with them off",
         ),
         Hardware(
             "dgx-h100", "NVIDIA DGX H100, 8x H100 80 GB SXM, 2 TB host memory",

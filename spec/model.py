@@ -10,6 +10,7 @@ from spark_compile.spec.checks import (
     MAX_SECONDS,
     check_aliases_overlay,
     check_hardware,
+    check_model_source,
     check_rdma_resource,
     check_secret_ref,
 )
@@ -17,17 +18,22 @@ from spark_compile.spec.fields import (
     AbsPath,
     ArgText,
     ArgValue,
+    ContainerName,
+    CpuSet,
     DeviceSpec,
     DockerSize,
+    DockerUser,
     EnvName,
     EnvText,
     FreeText,
     GpuSpec,
     HomePath,
+    HubId,
     IfName,
     ImageRef,
     IPv4,
     IPv4Net,
+    KwargName,
     LauncherWord,
     ListArg,
     Name,
@@ -35,6 +41,7 @@ from spark_compile.spec.fields import (
     Positive,
     RdmaName,
     Seconds,
+    SecurityOpt,
     Snapshot,
     SshTarget,
     Text,
@@ -73,7 +80,13 @@ class Fabric(Section):
         "native IB (NCCL IB transport, no GID); tcp: NCCL's socket transport, no RDMA devices.",
     )
     interface: IfName = Field(
-        description="Network interface of the fabric on every node (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME).",
+        description="Network interface of the fabric on every node: NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME "
+        "unless bootstrap_interface names another.",
+    )
+    bootstrap_interface: IfName | None = Field(
+        None,
+        description="Interface of NCCL's and gloo's bootstrap sockets (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME) when "
+        "it is not the fabric's own, e.g. the management NIC while data moves over rdma_devices; unset: interface.",
     )
     subnet: IPv4Net = Field(description="The fabric's IPv4 subnet in CIDR form; every node's fabric_ip lies inside it.")
     rdma_devices: list[RdmaName] = Field(
@@ -99,9 +112,18 @@ class Node(Section):
     )
     holds_checkpoint: bool = Field(
         False,
-        description="True on the one node that holds the checkpoint locally (reads Engram rows from its shards).",
+        description="With model.engram only: true on the one node that reads Engram rows from the checkpoint's "
+        "shards (and mounts holder_repo). Without Engram every node reads its own copy at model.repo.",
     )
     gid_index: GidIndex | None = Field(None, description="Overrides the fabric's gid_index for this node.")
+    container_name: ContainerName | None = Field(
+        None, description="docker --name on this node; unset: engine.container_name.",
+    )
+    env: dict[EnvName, EnvValue] = Field(
+        {},
+        description="Container variables of this node only (e.g. NODE_IP, SGLANG_HOST_IP), over engine.env and "
+        "nccl.extra; written to the rank's env file of the variable's concern.",
+    )
 
 
 class Fleet(Section):
@@ -112,7 +134,8 @@ class Fleet(Section):
     )
     nodes: list[Node] = Field(
         min_length=1,
-        description="Nodes in rank order: the first is rank 0, the head; workers start first, the head last.",
+        description="Nodes in rank order: the first is rank 0, the head; workers start first, the head last. A "
+        "child profile patches them by name (`- !delete spark-3`, `- !replace {name: spark-3, ...}`).",
     )
 
 
@@ -135,19 +158,41 @@ class Model(Section):
     architecture: Text = Field(
         description="Model architecture (config.json `architectures[0]`), e.g. DeepseekV4ForCausalLM.",
     )
-    repo: AbsPath = Field(
-        description="The HuggingFace repo directory as mounted on nodes that do not hold the checkpoint.",
+    repo: AbsPath | None = Field(
+        None,
+        description="Host directory of the checkpoint, mounted read-only at container_repo: an HF cache repo "
+        "(with snapshot) or a plain model directory (config.json inside it; no snapshot). Exactly one of repo or "
+        "hub_id.",
+    )
+    hub_id: HubId | None = Field(
+        None,
+        description="A Hugging Face hub id (owner/name) passed as --model-path: SGLang resolves it in the "
+        "container's HF cache (/root/.cache/huggingface, under container.cache_dir or a mount there). Exactly one "
+        "of repo or hub_id.",
     )
     holder_repo: AbsPath | None = Field(
         None,
-        description="The repo directory on the node that holds the checkpoint; defaults to `repo`.",
+        description="With model.engram: the repo directory on the node that holds the checkpoint; defaults to "
+        "`repo`.",
     )
     container_repo: AbsPath = Field(
         "/models/repo",
-        description="Where the repo directory appears inside the container.",
+        description="Where repo appears inside the container.",
     )
-    snapshot: Snapshot = Field(description="Snapshot directory name under `snapshots/`.")
-    served_name: Text = Field(description="Model id served by the API (--served-model-name); no ':' allowed.")
+    snapshot: Snapshot | None = Field(
+        None,
+        description="HF cache form: the snapshot directory under <repo>/snapshots/ (--model-path "
+        "<container_repo>/snapshots/<snapshot>); unset with repo: repo is a plain model directory (--model-path "
+        "<container_repo>).",
+    )
+    served_name: Text | None = Field(
+        None,
+        description="Model id served by the API (--served-model-name); no ':' allowed. Unset: the flag is not "
+        "written and SGLang serves the model path as the id.",
+    )
+    quantization: Word | None = Field(
+        None, description="--quantization (e.g. modelopt_fp4, fp8); unset: SGLang reads the checkpoint's config.",
+    )
     aliases: list[Text] = Field([], description="Other model ids answered by the same model (SPARK_SERVED_ALIASES).")
     max_context_length: Positive | None = Field(
         None,
@@ -158,30 +203,67 @@ class Model(Section):
     config_json: Text | None = Field(
         None,
         description="The checkpoint's config.json for `check --engine`, relative to the profile file that names it "
-        "(a committed copy); unset: <holder_repo or repo>/snapshots/<snapshot>/config.json on the checking machine.",
+        "(a committed copy); unset: config.json in the model directory on the checking machine.",
     )
 
-    # A plain function (spec/checks.py), so that the generated core validator refers to the same check.
+    # Plain functions (spec/checks.py), so that the generated core validator refers to the same checks.
     _aliases_need_the_overlay = model_validator(mode="after")(check_aliases_overlay)
+    _one_source = model_validator(mode="after")(check_model_source)
 
 
 class Parallel(Section):
     """Parallel layout."""
 
-    tp: Positive = Field(description="Tensor-parallel size (--tp-size): total GPUs across all nodes.")
+    tp: Positive | None = Field(
+        None,
+        description="Tensor-parallel size (--tp-size): total GPUs across all nodes; unset: not written, SGLang's "
+        "default 1 (one GPU).",
+    )
     ep: Positive = Field(1, description="Expert-parallel size (--ep-size); divides tp.")
+    dp: Positive | None = Field(None, description="Data-parallel size (--dp-size); unset: SGLang's default 1.")
+    dp_attention: bool = Field(False, description="--enable-dp-attention: attention data-parallel across dp.")
+
+
+class Draft(Section):
+    """A separate draft model for speculative decoding, mounted read-only beside the target."""
+
+    repo: AbsPath | None = Field(
+        None,
+        description="Host directory of the draft model: an HF cache repo (with snapshot) or a plain directory. "
+        "Exactly one of repo or hub_id.",
+    )
+    hub_id: HubId | None = Field(
+        None, description="A hub id (owner/name) of the draft model, resolved in the container's HF cache.",
+    )
+    snapshot: Snapshot | None = Field(
+        None, description="HF cache form: the draft's snapshot under <repo>/snapshots/; unset: a plain directory.",
+    )
+    container_repo: AbsPath = Field("/models/draft", description="Where the draft's repo appears in the container.")
+    config_json: Text | None = Field(
+        None,
+        description="The draft's config.json for `check --engine`, relative to the profile file (a committed "
+        "copy); unset: config.json in the draft's directory on the checking machine.",
+    )
+    quantization: Word | None = Field(
+        None,
+        description="--speculative-draft-model-quantization: the draft's own (e.g. unquant for a BF16 head under "
+        "an NVFP4 target, which would otherwise inherit the target's quantization).",
+    )
+
+    _one_source = model_validator(mode="after")(check_model_source)
 
 
 class Speculative(Section):
     """Speculative decoding."""
 
-    algorithm: Literal["none", "EAGLE", "EAGLE3", "NEXTN", "NGRAM", "STANDALONE", "DSPARK"] = Field(
+    algorithm: Literal["none", "EAGLE", "EAGLE3", "NEXTN", "NGRAM", "STANDALONE", "DSPARK", "DFLASH"] = Field(
         "none",
         description="Speculative algorithm, or none.",
     )
     dspark_block_size: Positive | None = Field(
         None,
-        description="DSPARK only: tokens drafted per block (--speculative-dspark-block-size).",
+        description="DSPARK only: tokens drafted per block (--speculative-dspark-block-size); unset: the model's "
+        "config.json value (dspark_block_size) when it has one.",
     )
     num_steps: Positive | None = Field(None, description="EAGLE family: draft steps (--speculative-num-steps).")
     eagle_topk: Positive | None = Field(
@@ -192,9 +274,10 @@ class Speculative(Section):
         None,
         description="Draft tokens verified per step (--speculative-num-draft-tokens); DSPARK needs block size + 1.",
     )
-    draft_model: AbsPath | None = Field(
+    draft: Draft | None = Field(
         None,
-        description="Draft model path inside the container (--speculative-draft-model-path).",
+        description="A separate draft model (--speculative-draft-model-path), mounted read-only and checked; unset: "
+        "the target's own draft layers (DSPARK, NEXTN) or none needed (NGRAM).",
     )
 
 
@@ -210,6 +293,11 @@ class CudaGraph(Section):
         description="--cuda-graph-max-bs-decode: a batch size, or `max_running_requests` to follow the request cap "
         "(needs engine.limits.max_running_requests); unset: SGLang's default.",
     )
+    batch_sizes: list[Positive] | None = Field(
+        None,
+        description="Batch sizes captured for decode (--cuda-graph-bs-decode, --cuda-graph-bs up to 0.5.10), e.g. "
+        "[1, 2, 4, 8]: pinned small, GB10's default list can exhaust memory; unset: SGLang's list.",
+    )
 
 
 class Chat(Section):
@@ -218,6 +306,11 @@ class Chat(Section):
     thinking: bool | None = Field(
         None,
         description="Default of the chat template's `thinking` switch (--default-chat-template-kwargs).",
+    )
+    template_kwargs: dict[KwargName, ArgText | int | float | bool] = Field(
+        {},
+        description="Further defaults of chat-template keywords (e.g. enable_thinking, reasoning_effort), written "
+        "with thinking into --default-chat-template-kwargs as JSON.",
     )
     reasoning_effort: Annotated[int, Field(ge=1, le=100)] | None = Field(
         None,
@@ -252,6 +345,21 @@ class Backends(Section):
     attention: Word | None = Field(None, description="--attention-backend.")
     moe_runner: Word | None = Field(None, description="--moe-runner-backend.")
     fp8_gemm: Word | None = Field(None, description="--fp8-gemm-backend.")
+    fp4_gemm: Word | None = Field(None, description="--fp4-gemm-backend.")
+
+
+class CatalogExtra(Section):
+    """Names this image's own SGLang build knows that engine.catalog does not list."""
+
+    flags: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]] = Field(
+        [],
+        description="Engine flags without the leading dashes (e.g. b12x-moe) accepted in engine.args although the "
+        "catalog lacks them; check them with `catalog sglang --source` where the image's source is available.",
+    )
+    env: list[EnvName] = Field(
+        [],
+        description="Variables (e.g. B12X_SPIN) accepted in engine.env although the catalog lacks them.",
+    )
 
 
 class Engine(Section):
@@ -265,18 +373,28 @@ class Engine(Section):
         "sglang-0.5.23",
         description="Flag catalog (spec/catalogs) this image's SGLang is checked against.",
     )
-    container_name: Name = Field(description="docker --name of the container on every node.")
+    container_name: ContainerName = Field(
+        description="docker --name of the container on every node (a node's container_name overrides it).",
+    )
     launcher: list[LauncherWord] = Field(
         ["python3", "-m", "sglang.launch_server"],
         min_length=1,
         description="Entrypoint program and its leading arguments; the engine flags follow.",
     )
-    host: IPv4 = Field("0.0.0.0", description="--host the API listens on.")
+    host: IPv4 | None = Field(
+        None, description="--host the API listens on; unset: not written, SGLang's default 127.0.0.1.",
+    )
     port: Port = Field(30000, description="--port of the OpenAI-compatible API on the head.")
     dist_init_port: Port = Field(20000, description="Port of --dist-init-addr on rank 0's fabric IP.")
     trust_remote_code: bool = Field(False, description="--trust-remote-code.")
     load_format: Word | None = Field(None, description="--load-format.")
-    parallel: Parallel = Field(description="Parallel layout.")
+    kv_cache_dtype: Word | None = Field(None, description="--kv-cache-dtype (e.g. fp8_e4m3); unset: auto.")
+    page_size: Positive | None = Field(None, description="--page-size in tokens; unset: SGLang's default.")
+    catalog_extra: CatalogExtra = Field(
+        default_factory=CatalogExtra,
+        description="Flags and variables the image's own build knows beyond engine.catalog (allowed, not checked).",
+    )
+    parallel: Parallel = Field(default_factory=Parallel, description="Parallel layout (unset: one GPU).")
     backends: Backends = Field(default_factory=Backends, description="Kernel backends.")
     speculative: Speculative = Field(default_factory=Speculative, description="Speculative decoding.")
     cuda_graph: CudaGraph = Field(default_factory=CudaGraph, description="CUDA graphs.")
@@ -319,11 +437,29 @@ class Container(Section):
     cap_add: list[Annotated[str, Field(pattern=r"^[A-Z_]{1,64}$")]] = Field([], description="--cap-add capabilities.")
     devices: list[DeviceSpec] = Field([], description="--device host[:container] paths.")
     gpus: GpuSpec = Field("all", description="--gpus.")
+    rdma_access: bool | None = Field(
+        None,
+        description="Give the container the RDMA devices: --device /dev/infiniband, --cap-add IPC_LOCK, --ulimit "
+        "memlock=-1. Unset: yes on roce and infiniband fabrics, no on tcp and on one node without a fabric; "
+        "entries of devices, cap_add and ulimits add to it or override its memlock.",
+    )
+    privileged: bool = Field(False, description="--privileged (every device and capability; prefer rdma_access).")
+    user: DockerUser | None = Field(None, description="--user name|uid[:group|gid] of the engine's process.")
+    security_opt: list[SecurityOpt] = Field([], description="--security-opt values, e.g. seccomp=unconfined.")
+    cpuset_cpus: CpuSet | None = Field(None, description="--cpuset-cpus, e.g. 0-19.")
+    remove: bool = Field(False, description="--rm: docker removes the container when it exits (the unit also does).")
+    detach: bool = Field(
+        False,
+        description="-d: the container runs detached and docker-run.sh waits for it (docker wait), so the unit "
+        "still supervises it; its log stays with docker's log driver (`docker logs`), not the journal.",
+    )
     network: Word = Field("host", description="--network.")
     ipc: Word | None = Field("host", description="--ipc.")
     cache_dir: HomePath = Field(
         ".cache",
-        description="Writable cache directory on the node, mounted at /root/.cache; relative to the node's home.",
+        description="Writable cache directory on the node, mounted at /root/.cache (HF_HOME's default parent, so "
+        "a hub id's downloads land in <cache_dir>/huggingface); relative to the node's home. A mount at "
+        "/root/.cache/huggingface (an existing HF cache) nests inside it.",
     )
     restart: Restart = Field(
         "no",
@@ -334,16 +470,17 @@ class Container(Section):
     mounts: list[ContainerMount] = Field(
         [],
         description="Further bind mounts (a model cache, a config directory, a patched source tree); read-only "
-        "unless read_only: false.",
+        "unless read_only: false. A child profile patches them by target (`- !delete /target`, `- !replace {...}`).",
     )
 
 
 class Nccl(Section):
     """NCCL and gloo environment."""
 
-    preset: Literal["trim", "default"] = Field(
+    preset: Literal["trim", "default", "none"] = Field(
         "trim",
-        description="trim: production's buffer/protocol/channel trim; default: 4 channels, Ring.",
+        description="trim: production's buffer/protocol/channel trim; default: 4 channels, Ring; none: no NCCL_* or "
+        "GLOO_* variable but nccl.extra's (NCCL and gloo find interfaces, HCAs and the GID index themselves).",
     )
     extra: dict[EnvName, EnvValue] = Field(
         {},

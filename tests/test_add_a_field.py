@@ -72,7 +72,8 @@ def test_a_new_field_is_one_edit_and_one_command(tmp_path: Path) -> None:
 
     stale = _run(env, repo, "spark_compile.regenerate", "--check")
     assert stale.returncode == 1
-    assert "generated/profile.schema.json: differs from `spark-compile schema`" in stale.stdout.splitlines()
+    assert ("generated/profile.schema.json: differs from `spark-compile schema` (rewrite it: spark-compile schema > "
+            "generated/profile.schema.json)") in stale.stdout.splitlines()
     assert stale.stderr.splitlines()[-1] == "regenerate: stale: generated/; run `python -m spark_compile.regenerate`"
     regenerated = _run(env, repo, "spark_compile.regenerate")
     assert regenerated.returncode == 0, regenerated.stdout + regenerated.stderr

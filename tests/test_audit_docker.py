@@ -17,13 +17,13 @@ from conftest import ROOT
 from support.docker_engine import create_request, env_file_lines, image_record, inspect_record
 from support.tools import docker_create_request
 
-PROFILES = ("dsv41-4spark", "qwen3-2spark-tcp", "qwen3-1spark")
+PROFILES = ("dsv41-4spark", "qwen3-2spark-tcp", "qwen3-1spark", "gpt-oss-1spark", "qwen3-235b-2spark")
 
 
 def local_argv(profile: str, rank: dict[str, Any], tmp: Path) -> list[str]:
     """The rank's docker argv with its env files read from generated/ (runtime.env: what preflight writes)."""
     runtime = tmp / "runtime.env"
-    runtime.write_text("NCCL_IB_GID_INDEX=3\nB12X_ROCE_GID_INDEX=3\n")
+    runtime.write_text("".join(f"{name}=3\n" for name in rank["runtime_env"]))
     folder = ROOT / "generated" / profile / rank["directory"]
     argv = list(rank["docker_argv"])
     for i, word in enumerate(argv[:-1]):

@@ -1,5 +1,5 @@
-"""Deployments other than the reference, each artifact proven by its real consumer: the shipped examples
-(one node, two nodes over TCP without the overlay, eight nodes over RoCE) and each fabric kind."""
+"""Deployments other than the reference, each artifact proven by its real consumer: every shipped example
+(one node, two nodes over TCP, RoCE with a draft model, eight nodes over RoCE, ...) and each fabric kind."""
 
 from __future__ import annotations
 
@@ -26,9 +26,7 @@ DOCKER_UNIT = "[Unit]\nDescription=Docker stand-in\n[Service]\nExecStart=/usr/bi
 EXAMPLES = ROOT / "spec" / "profiles" / "examples"
 # One profile per fabric kind, and every shipped example.
 DEPLOYMENTS = {
-    "single-node": EXAMPLES / "single-node.yaml",
-    "two-node-tcp": EXAMPLES / "two-node-tcp.yaml",
-    "eight-node-roce": EXAMPLES / "eight-node-roce.yaml",
+    **{example.stem: example for example in sorted(EXAMPLES.glob("*.yaml"))},
     "infiniband": ROOT / "tests" / "profiles" / "positive" / "llama-2node-infiniband.yaml",
     "roce-pinned-gid": ROOT / "tests" / "profiles" / "positive" / "llama-2node-h100.yaml",
 }

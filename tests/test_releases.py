@@ -60,7 +60,7 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
     lines = artifacts.splitlines()
     assert lines[:2] == [
         "28 changes besides 1 rename",  # plan.json's restatements listed once (issue 27)
-        "  release: production-1.7 → production-1.7.1; every mention follows (12 lines in 12 files)",
+        "  release: production-1.7 → production-1.7.1; every mention follows (14 lines in 13 files)",
     ]
     for expected in (
         "  ranks 0-3 docker-run.sh:  (from engine.speculative.dspark_block_size)\n"
@@ -100,7 +100,7 @@ def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
         "  release_notes.reason: first named production release: 8 import hooks, row store ABI 2 → sixteen "
         f"streams: 1.9x the decode ceiling; Engram gathers early  ({r}1.2.yaml:14)\n"
         "artifacts: 16 changes besides 1 rename\n"
-        "  release: production-1.1 → production-1.2; every mention follows (12 lines in 12 files)\n"
+        "  release: production-1.1 → production-1.2; every mention follows (14 lines in 13 files)\n"
         "  ranks 0-3 docker-run.sh:\n"
         "    -   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1 \\\n"
         "    +   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2 \\\n"

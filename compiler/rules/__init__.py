@@ -50,10 +50,12 @@ class Context:
     """What a check sees: the validated profile, its launch plan, which paths the profile wrote, and every
     object derived from them, each built once per profile on first use."""
 
-    def __init__(self, profile: Profile, plan: LaunchPlan, present: Callable[[Path], bool]) -> None:
+    def __init__(self, profile: Profile, plan: LaunchPlan, present: Callable[[Path], bool],
+                 model_config: dict[str, Any] | None = None) -> None:
         self.profile = profile
         self.plan = plan
         self.present = present  # whether a path was written in the profile (not a model default)
+        self.model_config = model_config  # the committed config.json model.config_json names, if readable
 
     @functools.cached_property
     def hardware(self) -> Hardware:
@@ -105,6 +107,15 @@ class Context:
 
 
 Check = Callable[[Context], Iterator[Hit]]
+
+
+def env_settings(ctx: Context) -> Iterator[tuple[Path, str, object]]:
+    """Every container variable the profile sets by hand, with its path: engine.env, then each node's env."""
+    for name, value in ctx.profile.engine.env.items():
+        yield ("engine", "env", name), name, value
+    for index, node in enumerate(ctx.profile.fleet.nodes):
+        for name, value in node.env.items():
+            yield ("fleet", "nodes", index, "env", name), name, value
 
 RULES: dict[str, Rule] = {}
 CHECKS: list[tuple[str, Check]] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from spark_compile.overlay.registry import FLAGS_BY_NAME
-from spark_compile.rules import Context, Hit, rule
+from spark_compile.rules import Context, Hit, env_settings, rule
 from spark_compile.spec.catalog import (
     EngineFlag,
     EnvCatalog,
@@ -33,16 +33,18 @@ def known_catalog(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("SC302", "error", "unknown engine flag",
-      "A flag the catalog's SGLang does not have stops the engine at start (argparse exits).",
+      "A flag the catalog's SGLang does not have stops the engine at start (argparse exits). A flag the image's "
+      "own build adds (a patched SGLang) is allowed by naming it in engine.catalog_extra.flags.",
       "engine: {args: {enable-decoder-swa-bounded-replays: true}}",
       "engine: {args: {enable-decoder-swa-bounded-replay: true}}")
 def unknown_flag(ctx: Context) -> Iterator[Hit]:
     catalog = ctx.engine_catalog
     if catalog is None:
         return
+    extra = set(ctx.profile.engine.catalog_extra.flags)
     for name, value in ctx.profile.engine.args.items():
         option = f"--{name}"
-        if catalog.lookup(option) or catalog.abbreviation_of(option):
+        if name in extra or catalog.lookup(option) or catalog.abbreviation_of(option):
             continue
         if value is False and catalog.lookup(f"--{name.removeprefix('no-')}"):
             continue
@@ -59,7 +61,7 @@ def abbreviated_flag(ctx: Context) -> Iterator[Hit]:
     if catalog is None:
         return
     for name in ctx.profile.engine.args:
-        full = catalog.abbreviation_of(f"--{name}")
+        full = None if name in ctx.profile.engine.catalog_extra.flags else catalog.abbreviation_of(f"--{name}")
         if full is not None:
             long_name = next(o for o in full.options if o.startswith(f"--{name}"))
             yield Hit(("engine", "args", name), f"--{name} abbreviates {long_name}",
@@ -143,22 +145,26 @@ def false_switch(ctx: Context) -> Iterator[Hit]:
 
 @rule("SC307", "error", "unknown SGLANG_* variable",
       "SGLang ignores a variable it does not read, so a typo silently keeps the default. Variables of a newer "
-      "or patched image may be missing from the catalog: check the name against the image.",
+      "or patched image may be missing from the catalog: check the name against the image and name it in "
+      "engine.catalog_extra.env.",
       "engine: {env: {SGLANG_FLASHINFER_MOE_FUSED_FINALISE: '0'}}",
       "engine: {env: {SGLANG_FLASHINFER_MOE_FUSED_FINALIZE: '0'}}")
 def unknown_sglang_env(ctx: Context) -> Iterator[Hit]:
     catalog = ctx.env_catalog
     if catalog is None:
         return
-    for name in _sglang_env(ctx):
+    for path, name, _ in _sglang_env(ctx):
         if catalog.lookup(name) is None:
-            yield Hit(("engine", "env", name), f"{catalog_name(ctx)} does not read {name}",
+            yield Hit(path, f"{catalog_name(ctx)} does not read {name}",
                       _suggestion(catalog.suggest(name)) or f"remove {name}: this SGLang build ignores it",
                       at_key=True)
 
 
-def _sglang_env(ctx: Context) -> Iterator[str]:
-    yield from (name for name in ctx.profile.engine.env if name.startswith("SGLANG_"))
+def _sglang_env(ctx: Context) -> Iterator[tuple[tuple[str | int, ...], str, object]]:
+    """The SGLANG_* variables the profile sets (engine.env, a node's env), but those the image's own build
+    knows beyond the catalog (engine.catalog_extra.env)."""
+    extra = ctx.profile.engine.catalog_extra.env
+    yield from (item for item in env_settings(ctx) if item[1].startswith("SGLANG_") and item[1] not in extra)
 
 
 @rule("SC308", "error", "SGLANG_* value of the wrong type",
@@ -168,10 +174,10 @@ def sglang_env_values(ctx: Context) -> Iterator[Hit]:
     catalog = ctx.env_catalog
     if catalog is None:
         return
-    for name in _sglang_env(ctx):
-        problem = catalog.check_value(name, str(ctx.profile.engine.env[name])) if catalog.lookup(name) else None
+    for path, name, value in _sglang_env(ctx):
+        problem = catalog.check_value(name, str(value)) if catalog.lookup(name) else None
         if problem:
-            yield Hit(("engine", "env", name), problem.rstrip("."), _env_hint(catalog, name))
+            yield Hit(path, problem.rstrip("."), _env_hint(catalog, name))
 
 
 _KIND_EXAMPLES = {"bool": "'1' or '0'", "int": "a whole number such as '10'", "float": "a number such as '0.5'"}
@@ -215,11 +221,14 @@ def nccl_values(ctx: Context) -> Iterator[Hit]:
 
 
 def _nccl_settings(ctx: Context) -> Iterator[tuple[tuple[str | int, ...], str, str]]:
-    """The NCCL and gloo variables the profile sets, with their paths (gloo's other names are not NCCL's)."""
-    for path, name, value in (*((("nccl", "extra", n), n, v) for n, v in ctx.profile.nccl.extra.items()),
-                              *((("engine", "env", n), n, v) for n, v in ctx.profile.engine.env.items()
-                                if n.startswith(("NCCL_", "GLOO_")))):
-        if not name.startswith("GLOO_") or name == "GLOO_SOCKET_IFNAME":
+    """The NCCL and gloo variables the profile sets (nccl.extra, engine.env, a node's env), with their paths
+    (gloo's other names are not NCCL's; engine.catalog_extra.env names what the image's build knows)."""
+    settings: list[tuple[tuple[str | int, ...], str, object]] = [
+        (("nccl", "extra", n), n, v) for n, v in ctx.profile.nccl.extra.items()]
+    settings += [item for item in env_settings(ctx) if item[1].startswith(("NCCL_", "GLOO_"))]
+    for path, name, value in settings:
+        known = name in ctx.profile.engine.catalog_extra.env
+        if not known and (not name.startswith("GLOO_") or name == "GLOO_SOCKET_IFNAME"):
             yield path, name, str(value)
 
 
@@ -227,12 +236,12 @@ def _nccl_settings(ctx: Context) -> Iterator[tuple[tuple[str | int, ...], str, s
       "The overlay refuses SPARK_* names it does not know at start (a typo would otherwise leave a hook off).",
       "engine: {env: {SPARK_ROCE_ARR: '1'}}", "overlay: {roce_ar: true}")
 def overlay_names(ctx: Context) -> Iterator[Hit]:
-    for name in ctx.profile.engine.env:
+    for path, name, _ in env_settings(ctx):
         if name.startswith("SPARK_") and name not in FLAGS_BY_NAME:
-            yield Hit(("engine", "env", name), f"the overlay has no flag {name}",
-                      did_you_mean(name, sorted(FLAGS_BY_NAME)), at_key=True)
-        elif name.startswith("B12X_") and name not in B12X_NAMES:
-            yield Hit(("engine", "env", name), f"the b12x runtime reads no {name}",
+            yield Hit(path, f"the overlay has no flag {name}", did_you_mean(name, sorted(FLAGS_BY_NAME)),
+                      at_key=True)
+        elif name.startswith("B12X_") and name not in B12X_NAMES and name not in ctx.profile.engine.catalog_extra.env:
+            yield Hit(path, f"the b12x runtime reads no {name}",
                       did_you_mean(name, list(B12X_NAMES)), at_key=True)
 
 

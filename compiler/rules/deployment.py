@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from spark_compile.launch_plan import dotted
+from spark_compile.launch_plan import Mount, dotted
+from spark_compile.plan import RDMA_DEVICE, rdma_access
 from spark_compile.rules import Context, Hit, Path, rule
 from spark_compile.spec.record import Record
 
@@ -69,17 +70,29 @@ def roce_runtime_fabric(ctx: Context) -> Iterator[Hit]:
                       f"remove overlay.{key}, or run on a roce fabric", at_key=True)
 
 
-def _overlaps(a: str, b: str) -> bool:
-    a, b = a.rstrip("/") or "/", b.rstrip("/") or "/"
-    return a == b or a.startswith(b + "/") or b.startswith(a + "/") or "/" in (a, b)
+def _inside(path: str, parent: str) -> bool:
+    return parent == "/" or path.startswith(parent.rstrip("/") + "/")
+
+
+def _clash(planned: Mount, target: str) -> str | None:
+    """Why an extra mount at ``target`` breaks the plan's mount, or None: docker nests a mount inside a writable
+    one (an HF cache under /root/.cache) but cannot make its mount point inside a read-only one."""
+    if target == planned.target:
+        return f"is the plan's mount of {planned.target}"
+    if _inside(planned.target, target):
+        return f"would hide the plan's mount of {planned.target}"
+    if _inside(target, planned.target) and planned.read_only:
+        return f"lies inside the plan's read-only mount of {planned.target}"
+    return None
 
 
 @rule("SC421", "error", "extra mounts are distinct and leave the plan's mounts alone",
-      "Each container.mounts target must be unique, may not hide or sit inside a mount the plan makes (the model "
-      "repo, the cache, the Engram copy, the secrets). (':' and ',', which docker's -v syntax splits on, are "
-      "refused by the path grammar, SC111.)",
+      "Each container.mounts target must be unique and may not be or hide a mount the plan makes (the model repo, "
+      "the cache, the Engram copy, the secrets), nor sit inside a read-only one, where docker cannot make its "
+      "mount point. Inside the writable cache (/root/.cache/huggingface, an existing HF cache) docker nests it. "
+      "(':' and ',', which docker's -v syntax splits on, are refused by the path grammar, SC111.)",
       "container: {mounts: [{source: /srv/cache, target: /root/.cache}]}",
-      "container: {mounts: [{source: /srv/hf-cache, target: /hf-cache}]}")
+      "container: {mounts: [{source: /srv/hf-cache, target: /root/.cache/huggingface}]}")
 def extra_mounts(ctx: Context) -> Iterator[Hit]:
     extra = ctx.profile.container.mounts
     planned = {m.target: m for rank in ctx.plan.ranks for m in rank.mounts if m.origin[:2] != ("container", "mounts")}
@@ -90,10 +103,10 @@ def extra_mounts(ctx: Context) -> Iterator[Hit]:
             yield Hit((*at, "target"), f"target {mount.target} is already mounted by "
                       f"container.mounts[{seen[mount.target]}]", "give each mount its own target")
         seen.setdefault(mount.target, index)
-        clash = next((m for m in planned.values() if _overlaps(m.target, mount.target)), None)
-        if clash is not None:
-            yield Hit((*at, "target"), f"target {mount.target} overlaps the plan's mount of {clash.target}",
-                      "mount it somewhere else, e.g. under /mnt")
+        why = next((reason for m in planned.values() if (reason := _clash(m, mount.target))), None)
+        if why is not None:
+            yield Hit((*at, "target"), f"target {mount.target} {why}", "mount it somewhere else, e.g. under "
+                      "/mnt (or inside the writable /root/.cache)")
 
 
 def _lists(node: object, path: Path) -> Iterator[tuple[Path, list[object]]]:
@@ -138,3 +151,56 @@ def engram_limits(ctx: Context) -> Iterator[Hit]:
     if missing:
         yield Hit(("engine", "limits"), f"Engram's id batch cannot be derived: {' and '.join(missing)} "
                   "unset", f"set engine.limits.{missing[0]}, or pin overlay.engram_max_ids", at_key=True)
+
+
+def _reaches_devices(ctx: Context) -> bool:
+    box = ctx.profile.container
+    return box.privileged or rdma_access(ctx.profile) or any(
+        _inside(device.split(":")[0], RDMA_DEVICE) or device.split(":")[0] == RDMA_DEVICE for device in box.devices)
+
+
+@rule("SC426", "error", "an RDMA fabric's container reaches the RDMA devices",
+      "On roce and infiniband fabrics NCCL opens the HCAs through /dev/infiniband; a container without it (no "
+      "rdma_access, no such device, not privileged) fails at the first collective, minutes into a boot. The plan "
+      "gives the devices, IPC_LOCK and unlimited memlock by construction unless container.rdma_access is false.",
+      "fleet: {fabric: {kind: roce, ...}}\ncontainer: {rdma_access: false}",
+      "fleet: {fabric: {kind: roce, ...}}\ncontainer: {}")
+def rdma_devices_reachable(ctx: Context) -> Iterator[Hit]:
+    fabric = ctx.profile.fleet.fabric
+    if fabric is None or fabric.kind not in RDMA_KINDS or _reaches_devices(ctx):
+        return
+    yield Hit(("container", "rdma_access"), f"the {fabric.kind} fabric's HCAs are unreachable: the container "
+              f"gets no {RDMA_DEVICE} (rdma_access is false, no such device, not privileged)",
+              "remove rdma_access: false (or add /dev/infiniband to container.devices)", at_key=True)
+
+
+@rule("SC428", "warning", "a checkpoint holder only with Engram",
+      "holds_checkpoint and holder_repo mean something only to Engram, whose holder reads its rows from the "
+      "shards. Without model.engram every node reads its own copy at model.repo, and both are ignored.",
+      "model: {repo: /srv/m}   # no engram\nfleet: {nodes: [{name: a, holds_checkpoint: true, ...}]}",
+      "model: {repo: /srv/m}\nfleet: {nodes: [{name: a, ...}]}")
+def holder_without_engram(ctx: Context) -> Iterator[Hit]:
+    if ctx.profile.model.engram is not None:
+        return
+    for index, node in enumerate(ctx.profile.fleet.nodes):
+        if node.holds_checkpoint:
+            yield Hit(("fleet", "nodes", index, "holds_checkpoint"), f"{node.name} holds_checkpoint without "
+                      "model.engram: every node reads its own copy at model.repo", "remove holds_checkpoint",
+                      at_key=True)
+    if ctx.profile.model.holder_repo is not None:
+        yield Hit(("model", "holder_repo"), "holder_repo without model.engram: every node mounts model.repo",
+                  "remove holder_repo", at_key=True)
+
+
+@rule("SC429", "error", "Engram reads its rows from a checkpoint directory",
+      "The Engram holder reads its rows from the checkpoint's shards, and the other nodes' copies are made from "
+      "them (fleet/engram.py): both need the checkpoint as a directory (model.repo). A hub id is resolved by "
+      "SGLang inside the container, where neither can reach it.",
+      "model: {hub_id: deepseek-ai/DeepSeek-V4.1-Flash, engram: {...}}",
+      "model: {repo: /mnt/dsv41, snapshot: <hash>, engram: {...}}")
+def engram_needs_a_directory(ctx: Context) -> Iterator[Hit]:
+    model = ctx.profile.model
+    if model.engram is not None and model.hub_id is not None:
+        yield Hit(("model", "hub_id"), "model.engram needs the checkpoint as a directory, but the model "
+                  "is the hub id " + model.hub_id, "download it and set model.repo (and snapshot) instead of hub_id",
+                  at_key=True)

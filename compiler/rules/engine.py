@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from spark_compile.engine_options import TYPED_FLAG_SYNONYMS, TYPED_FLAGS
 from spark_compile.launch_plan import dotted, field_name
+from spark_compile.model_paths import served_id
 from spark_compile.overlay.registry import FLAGS_BY_NAME
 from spark_compile.rules import Context, Hit, rule
 from spark_compile.spec.envfile import env_value_problem
@@ -18,9 +19,10 @@ EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
       "engine: {parallel: {tp: 4, ep: 3}}", "engine: {parallel: {tp: 4, ep: 4}}")
 def ep_divides_tp(ctx: Context) -> Iterator[Hit]:
     par = ctx.profile.engine.parallel
-    if par.tp % par.ep:
-        yield Hit(("engine", "parallel", "ep"), f"ep {par.ep} does not divide tp {par.tp}",
-                  f"use a divisor of {par.tp}")
+    tp = par.tp or 1  # unset: SGLang's default
+    if tp % par.ep:
+        yield Hit(("engine", "parallel", "ep"), f"ep {par.ep} does not divide tp {tp}",
+                  f"use a divisor of {tp}")
 
 
 @rule("SC202", "error", "speculative algorithm accepted by the model",
@@ -35,15 +37,24 @@ def algorithm_for_model(ctx: Context) -> Iterator[Hit]:
                   "pick one of them, or none")
 
 
+def dspark_block_size(ctx: Context) -> int | None:
+    """DSPARK's block size: as the profile pins it, else the model's config.json's (dspark_block_size, or
+    block_size under dspark_config/dflash_config), as SGLang reads it."""
+    pinned = ctx.profile.engine.speculative.dspark_block_size
+    if pinned is not None:
+        return pinned
+    config = ctx.model_config or {}
+    nested = {**(config.get("dflash_config") or {}), **(config.get("dspark_config") or {})}
+    value = config.get("dspark_block_size", nested.get("block_size"))
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 @rule("SC203", "error", "DSPARK block size goes with DSPARK",
-      "dspark_block_size is DSPARK's own setting: required with DSPARK, meaningless without it.",
+      "dspark_block_size is DSPARK's own setting: meaningless without it.",
       "engine: {speculative: {algorithm: EAGLE, dspark_block_size: 5}}",
       "engine: {speculative: {algorithm: DSPARK, dspark_block_size: 5}}")
 def dspark_block(ctx: Context) -> Iterator[Hit]:
     spec = ctx.profile.engine.speculative
-    if spec.algorithm == "DSPARK" and spec.dspark_block_size is None:
-        yield Hit(("engine", "speculative", "algorithm"), "DSPARK needs dspark_block_size",
-                  "set engine.speculative.dspark_block_size (production: 5)")
     if spec.algorithm != "DSPARK" and spec.dspark_block_size is not None:
         yield Hit(("engine", "speculative", "dspark_block_size"),
                   f"dspark_block_size is set but the algorithm is {spec.algorithm}", "remove it or use DSPARK")
@@ -55,12 +66,28 @@ def dspark_block(ctx: Context) -> Iterator[Hit]:
       "speculative: {algorithm: DSPARK, dspark_block_size: 5, num_draft_tokens: 6}")
 def dspark_draft_tokens(ctx: Context) -> Iterator[Hit]:
     spec = ctx.profile.engine.speculative
-    if spec.algorithm == "DSPARK" and spec.dspark_block_size and spec.num_draft_tokens is not None \
-            and spec.num_draft_tokens != spec.dspark_block_size + 1:
+    block = dspark_block_size(ctx)
+    if spec.algorithm == "DSPARK" and block and spec.num_draft_tokens is not None \
+            and spec.num_draft_tokens != block + 1:
         yield Hit(("engine", "speculative", "num_draft_tokens"),
-                  f"num_draft_tokens {spec.num_draft_tokens} must be dspark_block_size + 1 = "
-                  f"{spec.dspark_block_size + 1}",
+                  f"num_draft_tokens {spec.num_draft_tokens} must be dspark_block_size + 1 = {block + 1}",
                   "fix it or leave it unset")
+
+
+@rule("SC227", "warning", "DSPARK's block size known",
+      "Without --speculative-dspark-block-size SGLang reads the block size from the checkpoint's config.json "
+      "(dspark_block_size); with none there it falls back to 7 with a warning, which may not be what the draft "
+      "head was trained for. The plain rules read the committed copy model.config_json names.",
+      "engine: {speculative: {algorithm: DSPARK}}   # no model.config_json",
+      "model: {config_json: dsv41-flash.config.json}   # holds dspark_block_size")
+def dspark_block_known(ctx: Context) -> Iterator[Hit]:
+    spec = ctx.profile.engine.speculative
+    if spec.algorithm != "DSPARK" or dspark_block_size(ctx) is not None:
+        return
+    where = "model.config_json has no dspark_block_size" if ctx.model_config else "no model.config_json is committed"
+    yield Hit(("engine", "speculative", "algorithm"), f"DSPARK's block size is not known here ({where}): "
+              "SGLang reads it from the checkpoint's config.json, or falls back to 7",
+              "set engine.speculative.dspark_block_size, or commit the checkpoint's config.json as model.config_json")
 
 
 @rule("SC205", "error", "EAGLE settings go with the EAGLE family",
@@ -151,10 +178,10 @@ def distinct_ports(ctx: Context) -> Iterator[Hit]:
       "model: {served_name: 'deepseek:v4'}", "model: {served_name: deepseek-v4.1-flash}")
 def served_names(ctx: Context) -> Iterator[Hit]:
     model = ctx.profile.model
-    if ":" in model.served_name:
+    if model.served_name is not None and ":" in model.served_name:
         yield Hit(("model", "served_name"), f"served_name {model.served_name!r} contains ':'",
                   "remove the ':'")
-    seen = {model.served_name}
+    seen = {served_id(ctx.profile)}
     for index, alias in enumerate(model.aliases):
         if alias in seen or "," in alias:
             yield Hit(("model", "aliases", index),

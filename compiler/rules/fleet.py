@@ -6,7 +6,9 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
-from spark_compile.rules import Context, Hit, rule
+from spark_compile.engine_options import api_bind
+from spark_compile.rules import Context, Hit, env_settings, rule
+from spark_compile.spec.checks import docker_size_bytes
 
 ENGRAM_ROW_BYTES = 264  # F8_E4M3 [N,256] weight + F8_E8M0 [N,8] scale
 
@@ -33,7 +35,7 @@ def _duplicates(ctx: Context, field: str, what: str) -> Iterator[Hit]:
 def tp_fills_fleet(ctx: Context) -> Iterator[Hit]:
     hw = ctx.hardware
     nodes = len(ctx.profile.fleet.nodes)
-    tp = ctx.profile.engine.parallel.tp
+    tp = ctx.profile.engine.parallel.tp or 1  # unset: SGLang's default
     if tp % nodes != 0 or tp != nodes * hw.gpus_per_node:
         yield Hit(("engine", "parallel", "tp"),
                   f"tp {tp} does not fit {nodes} node(s) x {hw.gpus_per_node} GPU(s) of {hw.name}: "
@@ -83,18 +85,21 @@ def ip_in_subnet(ctx: Context) -> Iterator[Hit]:
                       f" address of {net}", "use a host address of the subnet")
 
 
-@rule("SC406", "error", "exactly one node holds the checkpoint",
+@rule("SC406", "error", "exactly one node holds the checkpoint where Engram needs a holder",
       "With Engram tables, one node reads its rows straight from the checkpoint's shards (holds_checkpoint: "
-      "true); every other node reads a node-local copy. More than one holder is never right.",
+      "true); every other node reads a node-local copy, so a second holder would read the same rows twice. "
+      "Without Engram there is no holder: every node reads its own copy at model.repo (SC428).",
       "nodes: [{name: spark-0, holds_checkpoint: true}, {name: spark-1, holds_checkpoint: true}]",
       "nodes: [{name: spark-0}, {name: spark-1, holds_checkpoint: true}]")
 def one_holder(ctx: Context) -> Iterator[Hit]:
+    if ctx.profile.model.engram is None:
+        return
     holders = [i for i, node in enumerate(ctx.profile.fleet.nodes) if node.holds_checkpoint]
     for index in holders[1:]:
         yield Hit(("fleet", "nodes", index, "holds_checkpoint"),
                   f"{ctx.profile.fleet.nodes[index].name} is a second checkpoint holder "
                   f"(first: {ctx.profile.fleet.nodes[holders[0]].name})", "mark only one node")
-    if not holders and ctx.profile.model.engram is not None:
+    if not holders:
         yield Hit(("fleet", "nodes"), "model.engram is set but no node holds the checkpoint",
                   "set holds_checkpoint: true on the node that has the checkpoint on local disk")
 
@@ -129,9 +134,9 @@ def engram_tiles(ctx: Context) -> Iterator[Hit]:
       "SPARK_ENGRAM_ROWS, every other rank from its node-local copy (whose manifest names the rows).",
       "engine: {env: {SPARK_ENGRAM_ROWS: '1:0:10'}}", "(leave SPARK_ENGRAM_* to the plan)")
 def one_engram_source(ctx: Context) -> Iterator[Hit]:
-    by_hand = [name for name in ctx.profile.engine.env if name in ("SPARK_ENGRAM_DIR", "SPARK_ENGRAM_ROWS")]
-    for name in by_hand:
-        yield Hit(("engine", "env", name), f"{name} is derived per rank by the plan and cannot be set",
+    by_hand = [(path, name) for path, name, _ in env_settings(ctx) if name in ("SPARK_ENGRAM_DIR", "SPARK_ENGRAM_ROWS")]
+    for path, name in by_hand:
+        yield Hit(path, f"{name} is derived per rank by the plan and cannot be set",
                   "mark the holder with holds_checkpoint and set model.engram.local_dir", at_key=True)
     engram = None if by_hand else ctx.profile.model.engram
     for rank in ctx.plan.ranks:
@@ -196,17 +201,21 @@ def engram_host_table(ctx: Context) -> Iterator[Hit]:
                   "set SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE: '0' so the overlay serves the rows")
 
 
-@rule("SC412", "error", "hardware's required environment",
-      "Some hardware needs a variable at a fixed value; GB10 needs PYTORCH_CUDA_ALLOC_CONF="
-      "expandable_segments:False.", "engine: {env: {PYTORCH_CUDA_ALLOC_CONF: expandable_segments:True}}",
+@rule("SC412", "warning", "hardware's recommended environment",
+      "Some hardware runs best with a variable at a known value, a practice and not a refusal: the engine starts "
+      "either way. On GB10 production runs PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False, because expandable "
+      "segments map memory in pieces the unified-memory driver pins late, and the KV pool sized at start can then "
+      "fail to allocate minutes into a boot; sparkrun's GB10 default and some cookbooks run True.",
+      "engine: {env: {PYTORCH_CUDA_ALLOC_CONF: expandable_segments:True}}",
       "engine: {env: {PYTORCH_CUDA_ALLOC_CONF: expandable_segments:False}}")
 def hardware_env(ctx: Context) -> Iterator[Hit]:
-    for name, value in ctx.hardware.env_required:
+    hardware = ctx.hardware
+    for name, value in hardware.env_recommended:
         have = ctx.profile.engine.env.get(name)
         if have is None or str(have) != value:
             yield Hit(("engine", "env", name) if have is not None else ("engine", "env"),
-                      f"{ctx.profile.hardware} needs {name}={value}, got {'nothing' if have is None else have}",
-                      f"set engine.env.{name}: {value}")
+                      f"{hardware.name} runs best with {name}={value} ({hardware.env_reason}), got "
+                      f"{'nothing' if have is None else repr(str(have))}", f"set engine.env.{name}: {value}")
 
 
 _ARCH_ENV = re.compile(r"^(TORCH_CUDA_ARCH_LIST|FLASHINFER_CUDA_ARCH_LIST|[A-Z0-9_]*ARCH_LIST)$")
@@ -219,9 +228,9 @@ _ARCH_ENV = re.compile(r"^(TORCH_CUDA_ARCH_LIST|FLASHINFER_CUDA_ARCH_LIST|[A-Z0-
       "engine: {env: {TORCH_CUDA_ARCH_LIST: '12.0f'}}")
 def arch_lists(ctx: Context) -> Iterator[Hit]:
     major, minor = ctx.hardware.sm
-    for name, value in ctx.profile.engine.env.items():
+    for path, name, value in env_settings(ctx):
         if _ARCH_ENV.match(name) and not _covers(str(value), major, minor):
-            yield Hit(("engine", "env", name),
+            yield Hit(path,
                       f"{name}={value} does not cover SM {major}.{minor} of {ctx.profile.hardware}",
                       f"add {major}.{minor} or the family {major}.0f")
 
@@ -249,20 +258,18 @@ def engram_one_gpu(ctx: Context) -> Iterator[Hit]:
 
 
 def size_gib(text: str) -> float:
-    """GiB meant by a docker size such as 112g."""
-    units = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    unit = text[-1].lower()
-    number = int(text[:-1]) if unit in units else int(text)
-    return number * units.get(unit, 1) / (1 << 30)
+    """GiB meant by a docker size such as 112g or 32gb."""
+    return docker_size_bytes(text) / (1 << 30)
 
 
-def _nccl_value(ctx: Context, name: str) -> tuple[str | None, tuple[str | int, ...]]:
-    """A NCCL/gloo variable the profile sets by hand (nccl.extra or engine.env), with its path."""
+def _nccl_values(ctx: Context, name: str) -> Iterator[tuple[str, tuple[str | int, ...]]]:
+    """Each value the profile gives a NCCL/gloo variable by hand (nccl.extra, engine.env, a node's env), with
+    its path."""
     if name in ctx.profile.nccl.extra:
-        return str(ctx.profile.nccl.extra[name]), ("nccl", "extra", name)
-    if name in ctx.profile.engine.env:
-        return str(ctx.profile.engine.env[name]), ("engine", "env", name)
-    return None, ()
+        yield str(ctx.profile.nccl.extra[name]), ("nccl", "extra", name)
+    for path, own, value in env_settings(ctx):
+        if own == name:
+            yield str(value), path
 
 
 @rule("SC415", "error", "NCCL_IB_HCA within the fleet's RDMA devices",
@@ -270,31 +277,36 @@ def _nccl_value(ctx: Context, name: str) -> tuple[str | None, tuple[str | int, .
       "fleet.fabric.rdma_devices silently moves traffic off the fabric.",
       "nccl: {extra: {NCCL_IB_HCA: mlx5_0}}", "fleet: {fabric: {rdma_devices: [rocep1s0f0, roceP2p1s0f0]}}")
 def hca_subset(ctx: Context) -> Iterator[Hit]:
-    value, path = _nccl_value(ctx, "NCCL_IB_HCA")
-    if value is None:
-        return
-    names = [entry.split(":")[0] for entry in value.lstrip("^=").split(",") if entry]
     devices = ctx.profile.fleet.fabric.rdma_devices if ctx.profile.fleet.fabric else []
-    unknown = [n for n in names if n not in devices]
-    if unknown or value.startswith("^"):
+    for value, path in _nccl_values(ctx, "NCCL_IB_HCA"):
+        names = [entry.split(":")[0] for entry in value.lstrip("^=").split(",") if entry]
+        unknown = [n for n in names if n not in devices]
+        if not unknown and not value.startswith("^"):
+            continue
         yield Hit(path, f"NCCL_IB_HCA={value} names {', '.join(unknown) or 'an exclude list'} outside the "
                   f"fleet's RDMA devices {', '.join(devices) or '(none)'}",
                   "drop the override: the plan sets NCCL_IB_HCA from fleet.fabric.rdma_devices")
 
 
-@rule("SC416", "error", "socket interfaces are the fabric interface",
-      "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME must both name fleet.fabric.interface: gloo on another "
-      "interface bootstraps over the wrong network and torch.distributed init hangs.",
-      "nccl: {extra: {GLOO_SOCKET_IFNAME: eth0}}", "fleet: {fabric: {interface: enp1s0f0np0}}")
+@rule("SC416", "error", "socket interfaces are the bootstrap interface",
+      "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME must both name the bootstrap interface, "
+      "fleet.fabric.bootstrap_interface (else fleet.fabric.interface): NCCL and gloo on two different networks "
+      "bootstrap apart and torch.distributed init hangs. To bootstrap on the management NIC while data moves over "
+      "the RDMA devices, set bootstrap_interface.",
+      "nccl: {extra: {GLOO_SOCKET_IFNAME: eth0}}",
+      "fleet: {fabric: {interface: enp1s0f0np0, bootstrap_interface: eth0}}")
 def socket_ifname(ctx: Context) -> Iterator[Hit]:
-    if ctx.profile.fleet.fabric is None:
+    fabric = ctx.profile.fleet.fabric
+    if fabric is None:
         return
-    interface = ctx.profile.fleet.fabric.interface
+    interface = fabric.bootstrap_interface or fabric.interface
+    key = "bootstrap_interface" if fabric.bootstrap_interface else "interface"
     for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
-        value, path = _nccl_value(ctx, name)
-        if value is not None and value.lstrip("=") != interface:
-            yield Hit(path, f"{name}={value} is not the fabric interface {interface}",
-                      "drop the override: the plan sets both from fleet.fabric.interface")
+        for value, path in _nccl_values(ctx, name):
+            if value.lstrip("=") == interface:
+                continue
+            yield Hit(path, f"{name}={value} is not the bootstrap interface {interface} (fleet.fabric.{key})",
+                      "drop the override and set fleet.fabric.bootstrap_interface: the plan writes both from it")
 
 
 @rule("SC417", "error", "GID index only from the fleet",
@@ -303,8 +315,7 @@ def socket_ifname(ctx: Context) -> Iterator[Hit]:
       "nccl: {extra: {NCCL_IB_GID_INDEX: ''}}", "fleet: {fabric: {gid_index: probe}}")
 def gid_from_fleet(ctx: Context) -> Iterator[Hit]:
     for name in ("NCCL_IB_GID_INDEX", "B12X_ROCE_GID_INDEX"):
-        value, path = _nccl_value(ctx, name)
-        if value is not None:
+        for value, path in _nccl_values(ctx, name):
             yield Hit(path, f"{name} is set by hand ({value!r}); it must equal the other GID variable and "
                       "come from the fleet", "use fleet.fabric.gid_index or a node's gid_index", at_key=True)
 
@@ -316,7 +327,7 @@ def gid_from_fleet(ctx: Context) -> Iterator[Hit]:
       "launch.sh runs; 0.0.0.0 is called at the head's fabric IP.",
       "engine: {host: 127.0.0.1}", "engine: {host: 0.0.0.0}")
 def api_reachable(ctx: Context) -> Iterator[Hit]:
-    host = ipaddress.IPv4Address(ctx.profile.engine.host)
+    host = ipaddress.IPv4Address(api_bind(ctx.profile))
     nodes = ctx.profile.fleet.nodes
     if host.is_unspecified or str(host) == nodes[0].fabric_ip:
         return

@@ -110,3 +110,26 @@ def unsupported_secrets(ctx: Context) -> Iterator[Hit]:
     if ctx.profile.kubernetes is not None and ctx.profile.secrets.api_key is not None:
         yield Hit(("secrets", "api_key"), "secrets.api_key is not supported by the Kubernetes target yet",
                   "remove kubernetes, or secrets.api_key")
+
+
+@rule("SC508", "warning", "docker options a pod cannot carry",
+      "The pod's securityContext takes numeric user and group ids, the seccomp and AppArmor profiles "
+      "(Unconfined) and allowPrivilegeEscalation; a user by name, another --security-opt, or --cpuset-cpus has no "
+      "twin there and the Kubernetes target leaves it out.",
+      "container: {user: sglang, cpuset_cpus: 0-9}", "container: {user: '1000:1000'}")
+def docker_only_options(ctx: Context) -> Iterator[Hit]:
+    if ctx.profile.kubernetes is None:
+        return
+    from spark_compile.k8s import SECURITY_OPTS, numeric_user
+
+    box, hint = ctx.profile.container, "use numeric ids, or drop the option for the Kubernetes target"
+    if box.user is not None and numeric_user(box.user) is None:
+        yield Hit(("container", "user"), f"container.user {box.user!r} names a user or group; a securityContext "
+                  "takes numeric ids only (runAsUser, runAsGroup)", hint)
+    if box.cpuset_cpus is not None:
+        yield Hit(("container", "cpuset_cpus"), "container.cpuset_cpus has no pod equivalent (the kubelet's CPU "
+                  "manager assigns CPUs)", hint)
+    for index, option in enumerate(box.security_opt):
+        if option not in SECURITY_OPTS:
+            yield Hit(("container", "security_opt", index), f"security_opt {option!r} has no securityContext twin "
+                      f"(known: {', '.join(SECURITY_OPTS)})", hint)

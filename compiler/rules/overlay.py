@@ -133,6 +133,8 @@ def max_ids_pin(ctx: Context) -> Iterator[Hit]:
       "warning knowingly.", "nccl: {preset: trim, extra: {NCCL_MAX_NCHANNELS: '4'}}",
       "nccl: {preset: default}")
 def extra_overrides_preset(ctx: Context) -> Iterator[Hit]:
+    if ctx.profile.nccl.preset == "none":
+        return  # nothing to override: NCCL's own defaults
     preset = dict((*NCCL_FABRIC_TAIL, *NCCL_PRESETS[ctx.profile.nccl.preset]))
     preset["NCCL_DEBUG"] = ctx.profile.nccl.debug
     for name, value in ctx.profile.nccl.extra.items():

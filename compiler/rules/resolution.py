@@ -41,26 +41,26 @@ def family_attention_backend(ctx: Context) -> Iterator[Hit]:
 
 @rule("SC218", "error", "the model family's KV page size",
       "SGLang 0.5.23 sets page_size 256 for a DeepSeek-V4 model on CUDA (_deepseek_v4_overrides), replacing any "
-      "--page-size without a warning.", "engine: {args: {page-size: 64}}", "(leave page-size out)")
+      "--page-size without a warning.", "engine: {page_size: 64}", "(leave page_size out)")
 def family_page_size(ctx: Context) -> Iterator[Hit]:
     family = ctx.family
-    written = ctx.profile.engine.args.get("page-size")
-    if family and family.page_size and written is not None and str(written) != str(family.page_size) \
+    written = ctx.profile.engine.page_size
+    if family and family.page_size and written is not None and written != family.page_size \
             and not _accepted(ctx, "page-size", family.page_size):
-        yield Hit(("engine", "args", "page-size"),
+        yield Hit(("engine", "page_size"),
                   f"{family.architecture} runs page size {family.page_size}; SGLang would replace {written} with it",
-                  "remove page-size (or write the family's own)")
+                  "remove page_size (or write the family's own)")
 
 
 @rule("SC219", "error", "the model family's KV cache dtypes",
       "SGLang 0.5.23 accepts only fp8_e4m3 and bfloat16 (or auto, which it resolves to fp8_e4m3) as the KV cache "
       "dtype of a DeepSeek-V4 model, and stops at boot on any other.",
-      "engine: {args: {kv-cache-dtype: fp8_e5m2}}", "engine: {args: {kv-cache-dtype: fp8_e4m3}}")
+      "engine: {kv_cache_dtype: fp8_e5m2}", "engine: {kv_cache_dtype: fp8_e4m3}")
 def family_kv_dtype(ctx: Context) -> Iterator[Hit]:
     family = ctx.family
-    written = ctx.profile.engine.args.get("kv-cache-dtype")
+    written = ctx.profile.engine.kv_cache_dtype
     if family and family.kv_cache_dtypes and written is not None and written not in ("auto", *family.kv_cache_dtypes):
-        yield Hit(("engine", "args", "kv-cache-dtype"),
+        yield Hit(("engine", "kv_cache_dtype"),
                   f"{family.architecture} takes KV cache dtype {' or '.join(family.kv_cache_dtypes)}, not {written}",
                   f"write {family.kv_cache_dtypes[0]}")
 
@@ -70,8 +70,8 @@ define("SC601", "error", "SGLang rewrites a value the plan wrote",
        "argv with the profile's hardware simulated, and SGLang resolved a flag the plan wrote to another value: "
        "the profile, its diff and a test window's verdict would describe something that does not run. Write the "
        "resolved value, or accept this rewrite explicitly with engine.accept_rewrites.",
-       "engine: {args: {page-size: 64}}",
-       "engine: {args: {page-size: 64}, accept_rewrites: {page-size: 256}}   # or leave page-size out")
+       "engine: {page_size: 64}",
+       "engine: {page_size: 64, accept_rewrites: {page-size: 256}}   # or leave page_size out")
 define("SC602", "error", "SGLang refuses the arguments at boot",
        "SGLang's resolution or its check_server_args raised on a rank's argv: the engine would stop at start with "
        "this message.", "engine: {speculative: {algorithm: DSPARK, dspark_block_size: 5, num_draft_tokens: 5}}",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import yaml
 from hostile import setting
 
 Body = dict[str, Any]
@@ -61,6 +62,20 @@ def _window_check(**fields: str | None) -> Body:
     return {"operations": {"window": {"checks": [{k: v for k, v in check.items() if v is not None}]}}}
 
 
+class Delete:
+    """`!delete` in the dumped child profile: removes the inherited key."""
+
+
+yaml.SafeDumper.add_representer(Delete, lambda dumper, _: dumper.represent_scalar("!delete", ""))
+
+
+def _draft(**fields: str | None) -> Body:
+    draft = {"repo": "/srv/models/draft", **fields}
+    speculative = {"algorithm": "EAGLE", "dspark_block_size": Delete(),
+                   "draft": {k: v for k, v in draft.items() if v is not None}}
+    return {"engine": {"speculative": speculative}}
+
+
 FIELDS: dict[str, Callable[[str], Body]] = {
     "name": _at("name"),
     "release": _at("release"),
@@ -75,16 +90,22 @@ FIELDS: dict[str, Callable[[str], Body]] = {
     "fleet.fabric.subnet": _at("fleet", "fabric", "subnet"),
     "fleet.fabric.rdma_devices.[]": _at("fleet", "fabric", "rdma_devices", "[]"),
     "fleet.fabric.gid_index": _at("fleet", "fabric", "gid_index"),
+    "fleet.fabric.bootstrap_interface": _at("fleet", "fabric", "bootstrap_interface"),
     "fleet.nodes.[].name": lambda v: {"fleet": {"nodes": [{"name": v, **NEW_NODE}]}},
     "fleet.nodes.[].fabric_ip": _node("fabric_ip"),
     "fleet.nodes.[].ssh": _node("ssh"),
     "fleet.nodes.[].home": _node("home"),
     "fleet.nodes.[].gid_index": _node("gid_index"),
+    "fleet.nodes.[].container_name": _node("container_name"),
+    "fleet.nodes.[].env.*": lambda v: {"fleet": {"nodes": [{**SPARK0, "env": {"NODE_IP": v}}]}},
+    "fleet.nodes.[].env.<key>": lambda v: {"fleet": {"nodes": [{**SPARK0, "env": {v: "x"}}]}},
     "model.architecture": _at("model", "architecture"),
     "model.repo": _at("model", "repo"),
     "model.holder_repo": _at("model", "holder_repo"),
     "model.container_repo": _at("model", "container_repo"),
     "model.snapshot": _at("model", "snapshot"),
+    "model.hub_id": lambda v: {"model": {"hub_id": v, "repo": Delete(), "snapshot": Delete()}},
+    "model.quantization": _at("model", "quantization"),
     "model.served_name": _at("model", "served_name"),
     "model.aliases.[]": lambda v: {"model": {"aliases": ["dsv41-flash", v]}},
     "model.config_json": _at("model", "config_json"),
@@ -101,7 +122,18 @@ FIELDS: dict[str, Callable[[str], Body]] = {
     "engine.backends.moe_runner": _at("engine", "backends", "moe_runner"),
     "engine.backends.fp8_gemm": _at("engine", "backends", "fp8_gemm"),
     "engine.speculative.algorithm": _at("engine", "speculative", "algorithm"),
-    "engine.speculative.draft_model": _at("engine", "speculative", "draft_model"),
+    "engine.speculative.draft.repo": lambda v: _draft(repo=v),
+    "engine.speculative.draft.hub_id": lambda v: _draft(hub_id=v, repo=None),
+    "engine.speculative.draft.snapshot": lambda v: _draft(snapshot=v),
+    "engine.speculative.draft.container_repo": lambda v: _draft(container_repo=v),
+    "engine.speculative.draft.config_json": lambda v: _draft(config_json=v),
+    "engine.speculative.draft.quantization": lambda v: _draft(quantization=v),
+    "engine.kv_cache_dtype": _at("engine", "kv_cache_dtype"),
+    "engine.backends.fp4_gemm": _at("engine", "backends", "fp4_gemm"),
+    "engine.catalog_extra.flags.[]": _at("engine", "catalog_extra", "flags", "[]"),
+    "engine.catalog_extra.env.[]": _at("engine", "catalog_extra", "env", "[]"),
+    "engine.chat.template_kwargs.*": lambda v: {"engine": {"chat": {"template_kwargs": {"enable_thinking": v}}}},
+    "engine.chat.template_kwargs.<key>": lambda v: {"engine": {"chat": {"template_kwargs": {v: "x"}}}},
     "engine.cuda_graph.max_bs_decode": _at("engine", "cuda_graph", "max_bs_decode"),
     "engine.chat.tool_call_parser": _at("engine", "chat", "tool_call_parser"),
     "engine.chat.reasoning_parser": _at("engine", "chat", "reasoning_parser"),
@@ -121,6 +153,9 @@ FIELDS: dict[str, Callable[[str], Body]] = {
     "container.cap_add.[]": _at("container", "cap_add", "[]"),
     "container.devices.[]": _at("container", "devices", "[]"),
     "container.gpus": _at("container", "gpus"),
+    "container.user": _at("container", "user"),
+    "container.security_opt.[]": _at("container", "security_opt", "[]"),
+    "container.cpuset_cpus": _at("container", "cpuset_cpus"),
     "container.network": _at("container", "network"),
     "container.ipc": _at("container", "ipc"),
     "container.cache_dir": _at("container", "cache_dir"),

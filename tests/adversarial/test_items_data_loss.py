@@ -57,7 +57,7 @@ def test_item_11_files_created_during_a_compile_survive(tmp_path: Path, monkeypa
 
     monkeypatch.setattr(write, "_stage", stage_while_someone_writes)
     changed = child_profile(tmp_path, {"engine": {"port": 8888}}, relocate=False)
-    assert run_main("compile", str(changed), "--out", str(out)).code == 0
+    assert run_main("compile", str(changed), "--out", str(out), "--force").code == 0
     assert (target / "0-spark-0" / "operator.log").read_text() == "written during the compile\n"
     assert (target / "late" / "x").read_text() == "x\n"
     assert not list(out.glob(".dsv41-4spark.*"))

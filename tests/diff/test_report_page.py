@@ -202,3 +202,21 @@ def test_every_shipped_example_gets_a_page(example: str) -> None:
     ranks = [a["data-rank"] for a, _ in parsed.select("tr") if a.get("id", "").startswith("rank-")]
     plan = run_cli("plan", str(path), "--json")
     assert ranks == [str(r["rank"]) for r in json.loads(plan.stdout)["ranks"]]
+
+
+def test_the_page_lists_engine_flags_and_docker_options_with_their_keys() -> None:
+    path = ROOT / "spec" / "profiles" / "examples" / "qwen3-235b-nvfp4-2spark-roce.yaml"
+    result = run_cli("report", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    parsed = Elements()
+    parsed.feed(result.stdout)
+    rows = {attrs["data-name"]: text for attrs, text in parsed.select("tr") if "data-name" in attrs}
+    # option, value, the build's default, the profile key, where it is set
+    assert rows["--kv-cache-dtype"].startswith("--kv-cache-dtype fp8_e4m3 auto engine.kv_cache_dtype ")
+    assert rows["--speculative-draft-model-quantization"].startswith(
+        "--speculative-draft-model-quantization unquant - engine.speculative.draft.quantization ")
+    # RDMA access by construction: from the fabric's kind, where the profile says roce.
+    assert rows["--cap-add"].startswith("--cap-add IPC_LOCK - fleet.fabric.kind ")
+    assert rows["--device"].startswith("--device /dev/infiniband - fleet.fabric.kind ")
+    assert rows["-v [engine.speculative.draft.repo]"].startswith(
+        "-v [engine.speculative.draft.repo] /srv/models/Qwen3-235B-A22B-EAGLE3:/models/draft:ro - ")

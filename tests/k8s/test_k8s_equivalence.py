@@ -79,7 +79,8 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Compiled:
     return Compiled(tmp_path_factory.mktemp("equivalence"), REFERENCE_PROFILE)
 
 
-@pytest.mark.parametrize("base", [REFERENCE_PROFILE, EXAMPLES / "two-node-tcp.yaml", EXAMPLES / "single-node.yaml"],
+@pytest.mark.parametrize("base", [REFERENCE_PROFILE, EXAMPLES / "two-node-tcp.yaml", EXAMPLES / "single-node.yaml",
+                                  EXAMPLES / "gpt-oss-120b-1spark.yaml", EXAMPLES / "glm-4.5-air-fp8-2spark-tcp.yaml"],
                          ids=lambda p: p.stem)
 def test_each_pod_execs_what_docker_runs_for_its_rank(base: Path, tmp_path: Path) -> None:
     compiled = Compiled(tmp_path / "compiled", base)

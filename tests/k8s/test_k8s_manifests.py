@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import run_cli
+from conftest import ROOT, run_cli
 from k8s_support import K8S_PROFILE, compile_profile, kube_validate, lws_errors, objects, pod_template_errors
 from support.tools import require_tool, shellcheck
 
@@ -197,7 +197,7 @@ def test_secret_variables_come_from_a_secret_never_from_the_files(tmp_path: Path
     assert "`dsv41-k8s-secrets`" in (out / "k8s" / "README.md").read_text()
 
 
-@pytest.mark.parametrize("example", ["single-node", "two-node-tcp", "eight-node-roce"])
+@pytest.mark.parametrize("example", sorted(p.stem for p in (ROOT / "spec" / "profiles" / "examples").glob("*.yaml")))
 def test_every_shipped_example_compiles_to_valid_objects(example: str, tmp_path: Path) -> None:
     from conftest import REFERENCE_PROFILE
 
@@ -211,10 +211,10 @@ def test_every_shipped_example_compiles_to_valid_objects(example: str, tmp_path:
     for role, template in _templates(lws).items():
         assert pod_template_errors(template) == "", (example, role)
         container, volumes = template["spec"]["containers"][0], {v["name"] for v in template["spec"]["volumes"]}
-        rdma = example == "eight-node-roce"
+        rdma = "roce" in example
         assert ("infiniband" in volumes) == rdma and container["securityContext"].get("privileged", False) == rdma
         node_ip = {"name": "NODE_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}
-        assert (node_ip in container.get("env", [])) == (example == "single-node")
+        assert (node_ip in container.get("env", [])) == ("1spark" in example or example == "single-node")
     script = tmp_path / "entrypoint.sh"
     script.write_text(objs["configmap.yaml"]["data"]["entrypoint.sh"])
     assert shellcheck(script) == ""

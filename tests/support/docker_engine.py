@@ -31,14 +31,16 @@ IMAGE_ENV = ("PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/bin:/usr
              "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility", "LANG=C.UTF-8")
 VALUE_OPTIONS = {"--name", "--restart", "--network", "--ipc", "--cap-add", "--cap-drop", "--gpus", "--shm-size",
                  "--memory", "--memory-swap", "--ulimit", "--device", "--oom-score-adj", "-v", "--env-file", "-e",
-                 "--entrypoint", "--pid", "--security-opt", "--user"}
+                 "--entrypoint", "--pid", "--security-opt", "--user", "--cpuset-cpus"}
 BOOL_OPTIONS = {"--privileged": "Privileged", "--read-only": "ReadonlyRootfs", "--rm": "AutoRemove",
                 "--detach": None, "-d": None}
 
 
 def size(text: str) -> int:
-    unit = text[-1].lower()
-    return int(text[:-1]) * UNITS[unit] if unit in UNITS else int(text)
+    """go-units RAMInBytes, as the CLI reads sizes: a unit letter, then optional i and b (32g, 32gb, 32GiB)."""
+    digits = text.rstrip("bBiI") or text
+    unit = digits[-1].lower()
+    return int(digits[:-1]) * UNITS[unit] if unit in UNITS else int(digits)
 
 
 def env_file_lines(path: str) -> list[str]:
@@ -79,7 +81,8 @@ def _apply(body: dict[str, Any], option: str, value: str, env_file: Callable[[st
         "--restart": ("RestartPolicy", lambda v: {"Name": v, "MaximumRetryCount": 0}),
         "--network": ("NetworkMode", str), "--ipc": ("IpcMode", str), "--pid": ("PidMode", str),
         "--gpus": ("DeviceRequests", _gpus), "--shm-size": ("ShmSize", size), "--memory": ("Memory", size),
-        "--memory-swap": ("MemorySwap", size), "--oom-score-adj": ("OomScoreAdj", int)}
+        "--memory-swap": ("MemorySwap", size), "--oom-score-adj": ("OomScoreAdj", int),
+        "--cpuset-cpus": ("CpusetCpus", str)}
     listed: dict[str, tuple[str, Callable[[str], Any]]] = {
         "--cap-add": ("CapAdd", _cap), "--cap-drop": ("CapDrop", _cap), "--ulimit": ("Ulimits", _ulimit),
         "--device": ("Devices", _device), "-v": ("Binds", str), "--security-opt": ("SecurityOpt", str)}

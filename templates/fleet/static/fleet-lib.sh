@@ -179,13 +179,31 @@ print(",".join(f"{layer}:{rows}" for layer, rows in sorted(pairs)))' "$config" 2
     echo "tables-ok: $config gives $out"
 }
 
+# node_models_check DIRS: every model directory the rank mounts (':'-joined) holds a config.json; docker
+# would otherwise mount an empty directory and the engine fail minutes later.
+node_models_check() {
+    local dirs=$1 dir bad=0
+    local -a list=()
+    [ -n "$dirs" ] || return 0
+    IFS=: read -r -a list <<<"$dirs"
+    for dir in "${list[@]}"; do
+        if [ -r "$dir/config.json" ]; then
+            echo "model-ok: $dir"
+        else
+            echo "!model-MISSING: $dir/config.json is not readable on this node"
+            bad=1
+        fi
+    done
+    return "$bad"
+}
+
 # node_preflight RANK IMAGE INSTALL_DIR UNIT UNIT_DIR ROWS_KIND ROWS_PATH ROWS_EXPECT FLAGS MODE IMAGE_CHECK GPU
-#                CONFIG TABLES
+#                CONFIG TABLES MODELS
 # One line per check; a line starting with "!" is a problem. MODE start also refuses an active unit; GPU
 # later leaves the free-GPU wait to after the cutover (the previous stack holds the GPUs until then).
 node_preflight() {
     local image=$2 install=$3 unit=$4 unit_dir=$5 rows_kind=$6 rows_path=$7 rows_expect=$8 flags=$9
-    local mode=${10} image_check=${11} gpu=${12} config=${13} tables=${14} bad=0 active=0 out
+    local mode=${10} image_check=${11} gpu=${12} config=${13} tables=${14} models=${15} bad=0 active=0 out
     if [ ! -x "$install/preflight.sh" ] || [ ! -f "$unit_dir/$unit" ]; then
         echo "!install-MISSING: $install/preflight.sh or $unit_dir/$unit is not there (run: launch.sh install)"
         return 1
@@ -206,6 +224,7 @@ node_preflight() {
     fi
     node_rows_check "$rows_kind" "$rows_path" "$rows_expect" || bad=1
     node_tables_check "$config" "$tables" || bad=1
+    node_models_check "$models" || bad=1
     if out=$(as_root "$install/preflight.sh" gid 2>&1); then
         echo "gid-ok: RoCE v2 GID index $(tail -n 1 <<<"$out")"
     else

@@ -161,7 +161,8 @@ preflight_rank() {
     local mode=$1 gpu=$2 rank=$3
     remote "$rank" node_preflight "$rank" "$image" "$install_dir" "$unit" "$unit_dir" \
         "${rank_rows_kind[$rank]}" "${rank_rows_path[$rank]}" "${rank_rows_expect[$rank]}" \
-        "${rank_flags[$rank]}" "$mode" "$image_check" "$gpu" "${rank_config[$rank]}" "$engram_tables"
+        "${rank_flags[$rank]}" "$mode" "$image_check" "$gpu" "${rank_config[$rank]}" "$engram_tables" \
+        "${rank_models[$rank]}"
 }
 
 # gpu_rank RANK: wait for the rank's GPU to be free.
@@ -445,7 +446,7 @@ cmd_postmortem() {
     local -a pids=()
     mkdir -p "$dir"
     for rank in "${ranks[@]}"; do
-        remote "$rank" node_postmortem "$unit" "$container" "$postmortem_lines" \
+        remote "$rank" node_postmortem "$unit" "${rank_container[$rank]}" "$postmortem_lines" \
             >"$dir/rank$rank-${rank_nodes[$rank]}.log" 2>&1 &
         pids+=($!)
     done

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# verify.sh: prove the booted fleet of fleet.env runs with its overlay, fabric and memory as planned, from
+# each rank's boot log (the current run of its unit, read over ssh) and `free -g` on every node.
+# A static file of spark-compile: what is expected comes from fleet.env.
+#
+#   verify.sh [--timeout S]   wait for /health on the head (default: the profile's health timeout), then check
+#
+# Expected (each only where the plan implies it):
+#   every rank  "overlay: N hooks armed" (or "N import hooks armed") with exactly the plan's N;
+#               "engram layer L: rank r/W owns rows [lo, hi) of N" with the plan's lo, hi and N;
+#               "Engram <source> layer=L ... gather_us_per_call=U" with U at most the profile's maximum
+#               (about 1,000 at idle; the 1.2 stall was far above it);
+#               "MXFP8 dense GEMMs routed" (SPARK_MXFP8_BACKEND not stock);
+#               "RoCE collectives on: world=W";
+#               `free -g`: at least operations.verify.min_free_gib GiB available
+#   the head    "DSV4 memory calculation ... full_token=T" with T inside operations.verify.kv_tokens;
+#               "Served-model aliases" naming every alias (when the profile has aliases);
+#               "The server is fired up"
+# Each check prints PASS or FAIL with what it found; the exit status is the number of failures (at most 125).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=fleet-lib.sh
+source "$here/fleet-lib.sh"
+
+pattern='overlay: [0-9]+ (import )?hooks armed|DSV4 memory calculation|RoCE collectives on|engram layer [0-9]+: rank'
+pattern+='|Engram [a-z]+ layer=[0-9]+.*gather_us_per_call|MXFP8 dense GEMMs routed|Served-model aliases'
+pattern+='|The server is fired up'
+
+failures=0
+checks=0
+pass() {
+    checks=$((checks + 1))
+    echo "PASS $*"
+}
+fail() {
+    checks=$((checks + 1))
+    failures=$((failures + 1))
+    echo "FAIL $*"
+}
+
+timeout=$health_timeout
+while (($#)); do
+    case $1 in
+        --timeout) timeout=${2:?--timeout needs seconds}; shift ;;
+        *) echo "usage: $0 [--timeout S]" >&2; exit 64 ;;
+    esac
+    shift
+done
+
+# found PATTERN LOG: the last line of LOG matching PATTERN, or "nothing".
+found() {
+    local line
+    line=$(grep -E -- "$1" <<<"$2" | tail -n 1 || true)
+    echo "${line:-nothing}"
+}
+
+check_hooks() {
+    local who=$1 log=$2 want=$3 hooks
+    ((want > 0)) || return 0
+    hooks=$(grep -Eo 'overlay: [0-9]+ (import )?hooks armed' <<<"$log" | tail -n 1 | grep -Eo '[0-9]+' || true)
+    if [ "$hooks" = "$want" ]; then
+        pass "$who: overlay: $hooks hooks armed"
+    else
+        fail "$who: expected 'overlay: $want hooks armed', found: $(found 'overlay: ' "$log")"
+    fi
+}
+
+check_engram() {
+    local rank=$1 who=$2 log=$3 entry line layer us
+    for entry in "${expected_engram[@]}"; do
+        [ "${entry%%|*}" = "$rank" ] || continue
+        line=${entry#*|}
+        layer=${line#engram layer }
+        layer=${layer%%:*}
+        if grep -qF -- "$line" <<<"$log"; then
+            pass "$who: $line"
+        else
+            fail "$who: expected '$line', found: $(found "engram layer $layer: " "$log")"
+        fi
+    done
+    for entry in "${expected_gather[@]}"; do
+        [ "${entry%%|*}" = "$rank" ] || continue
+        layer=${entry#*|}
+        us=$(grep -E "Engram [a-z]+ layer=$layer\b" <<<"$log" | tail -n 1 |
+            sed -nE 's/.*gather_us_per_call[=: ]+([0-9]+(\.[0-9]+)?).*/\1/p' || true)
+        if [ -z "$us" ]; then
+            fail "$who: expected 'Engram ... layer=$layer ... gather_us_per_call=U', found: nothing"
+        elif awk -v u="$us" -v m="$gather_us_max" 'BEGIN { exit !(u <= m) }'; then
+            pass "$who: Engram layer $layer gather $us us per call (at most $gather_us_max)"
+        else
+            fail "$who: Engram layer $layer gather $us us per call, above $gather_us_max (the Engram stall?)"
+        fi
+    done
+}
+
+# expect_line WHO LOG TEXT: a fixed line (prefix) must be in the log.
+expect_line() {
+    if grep -qF -- "$3" <<<"$2"; then
+        pass "$1: $(grep -F -- "$3" <<<"$2" | tail -n 1)"
+    else
+        fail "$1: expected '$3', found: $(found "${3%% *}" "$2")"
+    fi
+}
+
+check_head() {
+    local who=$1 log=$2 kv alias line
+    if ((expect_kv)); then
+        kv=$(grep -Eo 'DSV4 memory calculation.*full_token=[0-9]+' <<<"$log" | tail -n 1 || true)
+        kv=${kv##*full_token=}
+        if [ -z "$kv" ]; then
+            fail "$who: expected 'DSV4 memory calculation ... full_token=', found: $(found 'DSV4 memory' "$log")"
+        elif ((kv >= kv_min && kv <= kv_max)); then
+            pass "$who: KV pool $kv tokens (full_token=$kv, expected $kv_min-$kv_max)"
+        else
+            fail "$who: KV pool full_token=$kv is outside $kv_min-$kv_max"
+        fi
+    fi
+    if [ -n "$expect_aliases" ]; then
+        line=$(grep -F 'Served-model aliases' <<<"$log" | tail -n 1 || true)
+        local -a missing=()
+        IFS=, read -r -a aliases <<<"$expect_aliases"
+        for alias in "${aliases[@]}"; do
+            grep -qw -- "$alias" <<<"$line" || missing+=("$alias")
+        done
+        if [ -z "$line" ]; then
+            fail "$who: expected 'Served-model aliases ...', found: nothing"
+        elif ((${#missing[@]})); then
+            fail "$who: the aliases line lacks ${missing[*]}: $line"
+        else
+            pass "$who: $line"
+        fi
+    fi
+    expect_line "$who" "$log" "The server is fired up"
+}
+
+check_rank() {
+    local rank=$1 log=$2 who
+    who=$(label "$rank")
+    check_hooks "$who" "$log" "${rank_hooks[$rank]}"
+    check_engram "$rank" "$who" "$log"
+    ((expect_mxfp8)) && expect_line "$who" "$log" "MXFP8 dense GEMMs routed"
+    ((expect_roce)) && expect_line "$who" "$log" "RoCE collectives on: world=$world"
+    ((rank == 0)) && check_head "$who" "$log"
+    return 0
+}
+
+check_free() {
+    local rank=$1 gib
+    if ! gib=$(remote "$rank" node_free_gib) || ! [[ $gib =~ ^[0-9]+$ ]]; then
+        fail "$(label "$rank"): cannot read free -g (${gib:-no output})"
+    elif ((gib >= min_free_gib)); then
+        pass "$(label "$rank"): free -g: $gib GiB available (at least $min_free_gib)"
+    else
+        fail "$(label "$rank"): free -g: $gib GiB available, below $min_free_gib: host memory is the GPU's"
+    fi
+}
+
+if out=$(wait_health "$timeout"); then
+    pass "head: $out"
+else
+    fail "head: $out"
+    echo "verify: $checks checks, $failures failed"
+    exit "$failures"
+fi
+for rank in "${ranks[@]}"; do
+    if ! log=$(remote "$rank" node_bootlog "$unit" "$pattern"); then
+        fail "$(label "$rank"): cannot read the journal of $unit over ssh"
+        continue
+    fi
+    check_rank "$rank" "$log"
+    check_free "$rank"
+done
+echo "verify: $checks checks, $failures failed"
+exit $((failures > 125 ? 125 : failures))
