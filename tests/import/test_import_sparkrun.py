@@ -11,7 +11,6 @@ from roundtrip import compiled, engine_options
 from sparkrun_oracle import dry_run, node_commands
 
 from spark_compile.cli import main
-from spark_compile.importer import fields
 from spark_compile.importer.recipe import recipe_launches
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sparkrun"
@@ -42,10 +41,6 @@ def test_import_reads_what_sparkrun_runs(fixture: str, hosts: list[str], archite
     assert head == served
 
 
-@pytest.mark.allowed_skip(reason="only until the profile model has hub-id model paths (issue 22's model half): "
-                                  "every recipe names its model by hub id")
-@pytest.mark.skipif(not fields.exists(("model", "hub_id")),
-                    reason="the profile model has no hub-id model path yet (issue 22's model half)")
 @pytest.mark.parametrize(("fixture", "hosts", "architecture", "extra"), RECIPES)
 def test_imported_profile_runs_sparkruns_argv(capsys: pytest.CaptureFixture[str], tmp_path: Path, fixture: str,
                                               hosts: list[str], architecture: str, extra: list[str]) -> None:
