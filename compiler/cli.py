@@ -39,7 +39,7 @@ ROOT_HELP = "a directory `extends:` may also lead into (default: only the profil
 TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
 MAX_ERROR = 1000  # characters of an error line: a 5,000-character path is cut, not echoed whole
 COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile", "history",
-            "report", "audit")
+            "report", "import", "export", "audit")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -98,6 +98,8 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("profile")
     report.add_argument("--against", default=None, help="an older profile (path or GITREV:path) to highlight")
     report.add_argument("-o", "--output", type=Path, default=None, help="the HTML file (default: stdout)")
+    _import_parsers(sub)
+    _export_parser(sub)
     audit = sub.add_parser("audit", help="compare a fleet's captured state with the profile, key by key, per rank")
     audit.add_argument("profile", type=Path)
     audit.add_argument("--inspect", type=Path, required=True, metavar="DIR",
@@ -108,6 +110,32 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("catalog", add_help=False,
                    help="build the engine catalogs from SGLang (`catalog sglang --python PY` or `--source DIR`)")
     return parser
+
+
+def _import_parsers(sub: Any) -> None:
+    imp = sub.add_parser("import", help="write a profile from a sparkrun recipe, a docker run line or a launcher")
+    imp.add_argument("sources", type=Path, nargs="+", metavar="SOURCE")
+    imp.add_argument("-o", "--output", type=Path, default=None, help="the profile to write (default: stdout)")
+    imp.add_argument("--hosts", default="", help="the nodes, head first: H1,H2,... (address or user@address)")
+    imp.add_argument("--architecture", default=None, help="the model's architecture (config.json architectures[0])")
+    imp.add_argument("--fabric", choices=("roce", "infiniband", "tcp"), default=None,
+                     help="the network between the nodes, when the source does not say (a recipe never does)")
+    imp.add_argument("--interface", default=None, help="the fabric's network interface on every node")
+    imp.add_argument("--rdma-devices", default="", help="the RDMA devices (HCAs) of a roce/infiniband fabric: A,B")
+    imp.add_argument("--force", action="store_true", help="replace an -o file spark-compile did not write")
+    imp.add_argument("--trace", action="store_true",
+                     help="RUN each SOURCE (a launcher script) in a sandbox and import the docker run lines it records")
+    imp.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                     help="with --trace: a variable of the script's environment (repeatable)")
+
+
+def _export_parser(sub: Any) -> None:
+    exp = sub.add_parser("export", help="write a profile as a sparkrun recipe")
+    exp.add_argument("profile", type=Path)
+    exp.add_argument("--sparkrun", action="store_true", required=True, help="as a sparkrun 0.4.2 recipe")
+    exp.add_argument("-o", "--output", type=Path, default=None, help="the recipe to write (default: stdout)")
+    exp.add_argument("--force", action="store_true", help="replace an -o file spark-compile did not write")
+    exp.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
 
 
 def _target_option(parser: argparse.ArgumentParser) -> None:
@@ -268,6 +296,29 @@ def cmd_report(args: argparse.Namespace) -> int:
     return run_report(args.profile, args.against, args.output)
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    """Import a deployment into a profile."""
+    from spark_compile.importer.profile import Request
+    from spark_compile.importer.run import run_import
+
+    name = args.output.stem if args.output is not None else None
+    hosts = tuple(h for h in args.hosts.split(",") if h)
+    env = dict(item.partition("=")[::2] for item in args.env)
+    if any("=" not in item or not item.partition("=")[0] for item in args.env):
+        raise UsageError("spark-compile import: --env takes NAME=VALUE (see --help)")
+    request = Request(hosts=hosts, name=name, architecture=args.architecture, fabric=args.fabric,
+                      interface=args.interface, rdma_devices=tuple(d for d in args.rdma_devices.split(",") if d),
+                      trace=args.trace, env=env)
+    return run_import(args.sources, args.output, request, force=args.force)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Export a profile as a sparkrun recipe."""
+    from spark_compile.export_sparkrun import run_export
+
+    return run_export(_planned(args.profile, root=args.root), args.profile, args.output, force=args.force)
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     """The fleet audit from captured state: 0 match, 1 drift, 2 a rank down or not captured (or usage)."""
     from spark_compile.audit_plan import run_audit
@@ -286,6 +337,7 @@ def cmd_catalog(argv: list[str]) -> int:
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check, "plan": cmd_plan, "schema": cmd_schema, "rules": cmd_rules, "explain": cmd_explain,
     "flags": cmd_flags, "compile": cmd_compile, "diff": cmd_diff, "history": cmd_history, "report": cmd_report,
+    "import": cmd_import, "export": cmd_export,
     "audit": cmd_audit,
 }
 

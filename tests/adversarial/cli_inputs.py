@@ -125,7 +125,24 @@ def _out(command: str, *after: str) -> Argv:
     return lambda tmp, v: [command, str(REFERENCE_PROFILE), *after, v]
 
 
+def _import(*before: str) -> Argv:
+    """`import SOURCE ... VALUE` on a docker run line of our own, written where the test runs."""
+    def argv(tmp: Path, value: str) -> list[str]:
+        source = tmp / "run.sh"
+        source.write_text("docker run --gpus all --network host lmsysorg/sglang:v0.5.23 \\\n"
+                          "  python3 -m sglang.launch_server --model-path /models/m --port 30000\n")
+        return ["import", str(source), *before, value]
+    return argv
+
+
 INPUTS: dict[tuple[str, str], Input] = {
+    ("import", "sources"): Input(PATHS, lambda tmp, v: ["import", v], contents=True),
+    ("import", "--output"): Input(OUTPUTS, _import("-o")),
+    **{("import", option): Input(TEXTS, _import(option))
+       for option in ("--hosts", "--architecture", "--fabric", "--interface", "--rdma-devices", "--env")},
+    ("export", "profile"): Input(PATHS, lambda tmp, v: ["export", "--sparkrun", v], contents=True),
+    ("export", "--output"): Input(OUTPUTS, lambda tmp, v: ["export", "--sparkrun", str(REFERENCE_PROFILE), "-o", v]),
+    ("export", "--root"): Input(PATHS, lambda tmp, v: ["export", "--sparkrun", str(REFERENCE_PROFILE), "--root", v]),
     ("compile", "profile"): Input(PATHS, _profile_at("compile", "--out", "OUT"), contents=True),
     ("compile", "--out"): Input(OUTPUTS, _out("compile", "--out")),
     ("compile", "--root"): Input(PATHS, _out("compile", "--out", "OUT", "--root")),

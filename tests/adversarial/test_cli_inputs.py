@@ -17,7 +17,8 @@ from round2 import CANARY, assert_terminal_safe, hostile_tree
 
 from conftest import ROOT
 
-WRITES = {("compile", "--out"), ("report", "--output"), ("catalog", "--out")}
+WRITES = {("compile", "--out"), ("report", "--output"), ("catalog", "--out"), ("import", "--output"),
+          ("export", "--output")}
 
 
 def test_every_option_that_takes_a_value_is_covered() -> None:
