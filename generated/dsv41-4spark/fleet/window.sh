@@ -247,7 +247,7 @@ window_exit() {
 
 # window_restore: candidate down, production back (or only the watchdog re-armed if it never stopped).
 window_restore() {
-    local generation
+    local generation status=0
     window_say "restoring production ($window_reason)"
     if [ "$window_stage" = candidate ] || [ "$window_stage" = unknown ]; then
         # The candidate's rank logs, kept with the window's gate output and memory samples (as the peer's).
@@ -256,7 +256,12 @@ window_restore() {
         SPARK_WINDOW=1 bash "$window_candidate/fleet/launch.sh" stop || echo "WARNING: the candidate did not stop"
     fi
     if [ "$window_stage" = stopped ] || [ "$window_stage" = candidate ] || [ "$window_stage" = unknown ]; then
-        if ! cmd_start; then
+        cmd_start || status=$?
+        # 5: production is up and healthy, only its smoke checks failed: restored, the watchdog left off.
+        if ((status == 5)); then
+            echo "WARNING: production is back, but its smoke checks failed: the watchdog is not enabled" \
+                "(launch.sh arm once they pass)"
+        elif ((status)); then
             echo "window: production was NOT restored: fix the cause, then run launch.sh window --restore"
             return 1
         fi
