@@ -256,7 +256,7 @@ window_restore() {
         SPARK_WINDOW=1 bash "$window_candidate/fleet/launch.sh" stop || echo "WARNING: the candidate did not stop"
     fi
     if [ "$window_stage" = stopped ] || [ "$window_stage" = candidate ] || [ "$window_stage" = unknown ]; then
-        cmd_start || status=$?
+        cmd_start --rearm || status=$?
         # 5: production is up and healthy, only its smoke checks failed: restored, the watchdog left off.
         if ((status == 5)); then
             echo "WARNING: production is back, but its smoke checks failed: the watchdog is not enabled" \
