@@ -1,6 +1,6 @@
 """spark-compile: typed fleet profiles compiled into per-rank SGLang launch artifacts."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def _interrupted(signum: int, frame: object) -> None:

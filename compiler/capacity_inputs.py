@@ -3,19 +3,17 @@ machine, its safetensors headers (never tensor data). Every failure becomes a se
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.capacity import CapacityInputs
 from spark_compile.capacity_weights import split_tensors
+from spark_compile.checkpoint_load import ConfigError, committed_path, is_regular, read_object
 from spark_compile.resolve import Resolved
 from spark_compile.safetensors_header import HeaderError, checkpoint_tensors
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import Profile
-
-MAX_CONFIG_BYTES = 1 << 20
 
 
 def _snapshot(profile: Profile) -> Path | None:
@@ -30,23 +28,17 @@ def _snapshot(profile: Profile) -> Path | None:
 
 def _config_path(resolved: Resolved, profile: Profile) -> Path | None:
     if profile.model.config_json is not None:
-        origin = resolved.origin(("model", "config_json")).spot.value.file
-        return Path(str(origin)).parent / str(profile.model.config_json)
+        return committed_path(resolved, str(profile.model.config_json), ("model", "config_json"))
     snapshot = _snapshot(profile)
     local = snapshot / "config.json" if snapshot is not None else None
-    return local if local is not None and local.is_file() else None
+    return local if local is not None and is_regular(local) else None
 
 
 def _read_config(path: Path) -> dict[str, Any] | str:
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-        data = json.loads(raw) if len(raw) <= MAX_CONFIG_BYTES else None
-    except (OSError, ValueError):
-        return f"{path} is not a readable JSON file"
-    if not isinstance(data, dict):
-        return f"{path} is not a model config.json (a JSON object under 1 MiB)"
-    return data
+        return read_object(path)
+    except ConfigError as why:
+        return str(why)
 
 
 def capacity_inputs(resolved: Resolved, profile: Profile) -> CapacityInputs:

@@ -24,21 +24,23 @@ def is_regular(path: Path) -> bool:
     """A regular file (a name too long or otherwise unusable is not one)."""
     try:
         return path.is_file()
-    except OSError:
+    except (OSError, ValueError):
         return False
 
 
 def read_object(path: Path) -> dict[str, Any]:
-    """A JSON object of at most MAX_CONFIG_BYTES in a regular file (never a FIFO or device a profile could name to
-    hang the check)."""
-    if not is_regular(path):
-        raise ConfigError(f"{path} is not a readable JSON file")
+    """A JSON object of at most MAX_CONFIG_BYTES in a regular file, opened without blocking (a FIFO or device a
+    profile names never hangs the check)."""
+    from spark_compile.errors import InputError
+    from spark_compile.load import read_bytes
+
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        raw = read_bytes(path)  # at most MAX_CONFIG_BYTES + 1 bytes
         data = json.loads(raw) if len(raw) <= MAX_CONFIG_BYTES else None
-    except (OSError, ValueError):
+    except (InputError, ValueError):
         raise ConfigError(f"{path} is not a readable JSON file") from None
+    except RecursionError:  # nested deeper than the interpreter recurses: no checkpoint's config.json is
+        raise ConfigError(f"{path} nests too deeply to be a model config.json") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} is not a JSON object under {MAX_CONFIG_BYTES // 1024} KiB")
     return data

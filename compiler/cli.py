@@ -4,14 +4,14 @@ Exit codes: 0 fine; 1 findings (errors, or warnings with --strict), drift (of ge
 `audit`), or a diff that differs; 2 usage or I/O error (a closed or full standard output too), or for `audit`
 a rank unreachable, not running or not captured; 3 an internal error (a bug: reported in one
 line, never as a traceback); 130 interrupted (Ctrl-C), without a traceback.
-Everything printed passes through one redaction step (spark_compile.secrets.redact).
+Everything printed passes through one redaction step (spark_compile.secrets.redact; JSON is redacted value by
+value before serialisation) and one terminal-safe escaping (spark_compile.quoting.terminal_text).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import signal
 import sys
@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 
 ROOT_HELP = "a directory `extends:` may also lead into (default: only the profile's repository)"
 TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
+MAX_ERROR = 1000  # characters of an error line: a 5,000-character path is cut, not echoed whole
 COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile", "history",
-            "report", "audit")
+            "report", "import", "export", "audit")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,7 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--engine", action="store_true",
                        help="also run SGLang's own resolution and boot checks on every rank (in the engine venv)")
     check.add_argument("--engine-python", default=None,
-                       help="with --engine: the engine venv's interpreter (default: $ENGINE_PYTHON, else .venv-engine)")
+                       help="with --engine: the engine venv's interpreter (default: $ENGINE_PYTHON, else the "
+                       ".venv-engine of spark-compile's own checkout, never the current directory's)")
     _target_option(check)
     plan = sub.add_parser("plan", help="print the launch plan")
     plan.add_argument("profile", type=Path)
@@ -96,6 +98,8 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("profile")
     report.add_argument("--against", default=None, help="an older profile (path or GITREV:path) to highlight")
     report.add_argument("-o", "--output", type=Path, default=None, help="the HTML file (default: stdout)")
+    _import_parsers(sub)
+    _export_parser(sub)
     audit = sub.add_parser("audit", help="compare a fleet's captured state with the profile, key by key, per rank")
     audit.add_argument("profile", type=Path)
     audit.add_argument("--inspect", type=Path, required=True, metavar="DIR",
@@ -106,6 +110,32 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("catalog", add_help=False,
                    help="build the engine catalogs from SGLang (`catalog sglang --python PY` or `--source DIR`)")
     return parser
+
+
+def _import_parsers(sub: Any) -> None:
+    imp = sub.add_parser("import", help="write a profile from a sparkrun recipe, a docker run line or a launcher")
+    imp.add_argument("sources", type=Path, nargs="+", metavar="SOURCE")
+    imp.add_argument("-o", "--output", type=Path, default=None, help="the profile to write (default: stdout)")
+    imp.add_argument("--hosts", default="", help="the nodes, head first: H1,H2,... (address or user@address)")
+    imp.add_argument("--architecture", default=None, help="the model's architecture (config.json architectures[0])")
+    imp.add_argument("--fabric", choices=("roce", "infiniband", "tcp"), default=None,
+                     help="the network between the nodes, when the source does not say (a recipe never does)")
+    imp.add_argument("--interface", default=None, help="the fabric's network interface on every node")
+    imp.add_argument("--rdma-devices", default="", help="the RDMA devices (HCAs) of a roce/infiniband fabric: A,B")
+    imp.add_argument("--force", action="store_true", help="replace an -o file spark-compile did not write")
+    imp.add_argument("--trace", action="store_true",
+                     help="RUN each SOURCE (a launcher script) in a sandbox and import the docker run lines it records")
+    imp.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                     help="with --trace: a variable of the script's environment (repeatable)")
+
+
+def _export_parser(sub: Any) -> None:
+    exp = sub.add_parser("export", help="write a profile as a sparkrun recipe")
+    exp.add_argument("profile", type=Path)
+    exp.add_argument("--sparkrun", action="store_true", required=True, help="as a sparkrun 0.4.2 recipe")
+    exp.add_argument("-o", "--output", type=Path, default=None, help="the recipe to write (default: stdout)")
+    exp.add_argument("--force", action="store_true", help="replace an -o file spark-compile did not write")
+    exp.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
 
 
 def _target_option(parser: argparse.ArgumentParser) -> None:
@@ -156,7 +186,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         try:
             outcomes.append(run(path, targets=args.target, root=args.root))
         except InputError as exc:  # report it and go on: every other file still gets its findings
-            sys.stderr.write(f"spark-compile: error: {exc}\n")
+            sys.stderr.write(_error_line(exc))
             unreadable += 1
     per_profile = _with_engine_findings(outcomes, args.engine_python) if args.engine else \
         [o.findings for o in outcomes]
@@ -177,6 +207,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     """Print the launch plan as JSON (with the memory budget under `capacity`), or the budget as a table."""
     from spark_compile.capacity_format import capacity_json, capacity_table
+    from spark_compile.secrets import redacted_json
 
     validated = _planned(args.profile, root=args.root)
     capacity = validated.capacity
@@ -186,7 +217,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     out = validated.plan.to_json()
     if capacity is not None:
         out["capacity"] = capacity_json(capacity)
-    sys.stdout.write(json.dumps(out, indent=2) + "\n")
+    sys.stdout.write(redacted_json(out, indent=2))
     return EXIT_OK
 
 
@@ -265,6 +296,29 @@ def cmd_report(args: argparse.Namespace) -> int:
     return run_report(args.profile, args.against, args.output)
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    """Import a deployment into a profile."""
+    from spark_compile.importer.profile import Request
+    from spark_compile.importer.run import run_import
+
+    name = args.output.stem if args.output is not None else None
+    hosts = tuple(h for h in args.hosts.split(",") if h)
+    env = dict(item.partition("=")[::2] for item in args.env)
+    if any("=" not in item or not item.partition("=")[0] for item in args.env):
+        raise UsageError("spark-compile import: --env takes NAME=VALUE (see --help)")
+    request = Request(hosts=hosts, name=name, architecture=args.architecture, fabric=args.fabric,
+                      interface=args.interface, rdma_devices=tuple(d for d in args.rdma_devices.split(",") if d),
+                      trace=args.trace, env=env)
+    return run_import(args.sources, args.output, request, force=args.force)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Export a profile as a sparkrun recipe."""
+    from spark_compile.export_sparkrun import run_export
+
+    return run_export(_planned(args.profile, root=args.root), args.profile, args.output, force=args.force)
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     """The fleet audit from captured state: 0 match, 1 drift, 2 a rank down or not captured (or usage)."""
     from spark_compile.audit_plan import run_audit
@@ -275,13 +329,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def cmd_catalog(argv: list[str]) -> int:
     """Regenerate (or --check) the engine catalogs from a real SGLang install."""
     from spark_compile.spec.generators.catalog_extract import main_catalog
+    from spark_compile.write import write_file
 
-    return main_catalog(argv)
+    return main_catalog(argv, write_file)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check, "plan": cmd_plan, "schema": cmd_schema, "rules": cmd_rules, "explain": cmd_explain,
     "flags": cmd_flags, "compile": cmd_compile, "diff": cmd_diff, "history": cmd_history, "report": cmd_report,
+    "import": cmd_import, "export": cmd_export,
     "audit": cmd_audit,
 }
 
@@ -300,15 +356,17 @@ def run(argv: Sequence[str]) -> int:
 
 
 class _Redacting(io.TextIOBase):
-    """A text stream that passes everything written through the one redaction step."""
+    """A text stream that passes everything written through the one redaction step (unless its values were
+    redacted before serialisation) and the one terminal-safe escaping of control and bidi characters."""
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
 
     def write(self, text: str) -> int:
-        from spark_compile.secrets import redact
+        from spark_compile.quoting import terminal_text
+        from spark_compile.secrets import Redacted, redact
 
-        self.stream.write(redact(text))
+        self.stream.write(text if isinstance(text, Redacted) else terminal_text(redact(text)))
         return len(text)
 
     def flush(self) -> None:
@@ -353,6 +411,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout, sys.stderr = stdout, stderr
 
 
+def _error_line(exc: Exception) -> str:
+    """An error's one line: a path or revision in it cannot add a line (a forged `::error::`) or move the
+    cursor."""
+    from spark_compile.quoting import terminal_text
+
+    text = terminal_text(str(exc), one_line=True)
+    if len(text) > MAX_ERROR:
+        text = f"{text[:MAX_ERROR]}... ({len(text) - MAX_ERROR} more characters)"
+    return f"{text}\n" if text.startswith("spark-compile") else f"spark-compile: error: {text}\n"
+
+
 def _io_error(exc: OSError) -> int:
     if isinstance(exc, BrokenPipeError):
         _silence_stdout()
@@ -369,7 +438,7 @@ def _run_guarded(argv: Sequence[str] | None) -> int:
         sys.stdout.write(render(stop.findings, "text", 1))
         return stop.exit_code
     except SparkCompileError as exc:
-        sys.stderr.write(f"spark-compile: error: {exc}\n" if not str(exc).startswith("spark-compile") else f"{exc}\n")
+        sys.stderr.write(_error_line(exc))
         return exc.exit_code
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
@@ -377,8 +446,11 @@ def _run_guarded(argv: Sequence[str] | None) -> int:
         sys.stderr.write("spark-compile: interrupted\n")
         return 130
     except OSError as exc:
-        if exc.errno is None or exc.filename is not None:
+        if exc.errno is None:
             return _internal(exc)
+        if exc.filename is not None:  # a path the user named that the system refuses (too long, no access)
+            sys.stderr.write(_error_line(InputError(f"{exc.filename}: {exc.strerror or exc}")))
+            return EXIT_USAGE
         return _io_error(exc)
     except RecursionError:
         sys.stderr.write("spark-compile: error: the input nests too deeply\n")
@@ -388,7 +460,10 @@ def _run_guarded(argv: Sequence[str] | None) -> int:
 
 
 def _internal(exc: BaseException) -> int:
-    sys.stderr.write(f"spark-compile: internal error: {type(exc).__name__}: {str(exc)[:300]} (please report this)\n")
+    from spark_compile.quoting import terminal_text
+
+    sys.stderr.write(f"spark-compile: internal error: {type(exc).__name__}: "
+                     f"{terminal_text(str(exc)[:300], one_line=True)} (please report this)\n")
     return EXIT_INTERNAL
 
 

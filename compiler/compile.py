@@ -22,9 +22,9 @@ SCHEMA_FILE = "profile.schema.json"
 
 def default_out(profile_path: Path) -> Path:
     """generated/ at the top of the project the profile lives in (beside spec/), else beside the profile."""
-    found = next((parent / "generated" for parent in profile_path.resolve().parents
+    found = next((parent / "generated" for parent in Path(os.path.realpath(profile_path)).parents
                   if (parent / "spec").is_dir() and (parent / "generated").is_dir()),
-                 profile_path.resolve().parent / "generated")
+                 Path(os.path.realpath(profile_path)).parent / "generated")
     try:
         return found.relative_to(Path.cwd())
     except ValueError:
@@ -36,7 +36,7 @@ def source_digests(validated: Planned, out_root: Path) -> list[tuple[str, str]]:
     digests = []
     for display in validated.resolved.chain:
         doc = validated.resolved.documents[display]
-        rel = os.path.relpath(Path(display).resolve(), out_root.resolve())
+        rel = os.path.relpath(os.path.realpath(display), os.path.realpath(out_root))
         digests.append((Path(rel).as_posix(), hashlib.sha256(doc.text.encode()).hexdigest()))
     return digests
 

@@ -37,16 +37,24 @@ def _git_exists(rev: str) -> Any:
     return exists
 
 
+def _git(args: list[str], rev: str, rel: str) -> bytes:
+    proc = subprocess.run(["git", *args], capture_output=True, check=False)
+    if proc.returncode != 0:
+        message = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise InputError(f"{rev}:{rel}: {message[-1] if message else 'git failed'}")
+    return proc.stdout
+
+
 def _git_reader(rev: str) -> Any:
     def read(path: Path, display: str) -> Document:
-        rel = _git_path(path)
-        proc = subprocess.run(["git", "show", "--end-of-options", f"{rev}:./{rel}"], capture_output=True, check=False)
-        if proc.returncode != 0:
-            message = proc.stderr.decode(errors="replace").strip().splitlines()
-            raise InputError(f"{rev}:{rel}: {message[-1] if message else 'git show failed'}")
-        from spark_compile.load import decode
+        from spark_compile.load import MAX_BYTES, decode, oversized
 
-        return parse_text(decode(proc.stdout, f"{rev}:{rel}"), f"{rev}:{rel}")
+        rel = _git_path(path)
+        size = _git(["cat-file", "-s", "--end-of-options", f"{rev}:./{rel}"], rev, rel)
+        if not size.strip().isdigit() or int(size) > MAX_BYTES:  # sized before read: never a huge blob in memory
+            raise oversized(f"{rev}:{rel}")
+        blob = _git(["cat-file", "blob", "--end-of-options", f"{rev}:./{rel}"], rev, rel)
+        return parse_text(decode(blob, f"{rev}:{rel}"), f"{rev}:{rel}")
 
     return read
 
@@ -229,24 +237,60 @@ def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = 
     return EXIT_OK if result.identical else int(EXIT_FINDINGS)
 
 
+def _verify_revision(rev: str) -> bool:
+    """Refuse a revision git cannot name a commit by here (misspelt, or outside a repository); False for
+    HEAD of a repository without a commit yet (the first commit's pre-commit hook: every path is new)."""
+    if not rev or rev.startswith("-") or not rev.isprintable():
+        raise InputError(f"--since {rev[:80]!r}: a revision may not be empty, start with '-' or hold control "
+                         "characters")
+    try:
+        proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
+                              capture_output=True, check=False)
+    except OSError as exc:
+        raise InputError(f"--since {rev[:80]!r}: cannot run git: {exc.strerror or exc}") from None
+    if proc.returncode == 0:
+        return True
+    if rev == "HEAD" and _unborn_head():
+        return False
+    where = "here" if _in_repository() else "(the current directory is not in a git repository)"
+    raise InputError(f"--since {rev[:80]!r}: git knows no commit by that name {where}; name a branch, tag "
+                     "or commit (e.g. --since HEAD)")
+
+
+def _in_repository() -> bool:
+    proc = subprocess.run(["git", "rev-parse", "--git-dir"], capture_output=True, check=False)
+    return proc.returncode == 0
+
+
+def _unborn_head() -> bool:
+    """HEAD names a branch with no commit yet (a repository before its first commit)."""
+    proc = subprocess.run(["git", "symbolic-ref", "--quiet", "HEAD"], capture_output=True, check=False)
+    return proc.returncode == 0 and _in_repository()
+
+
+def _header(fmt: str, text: str) -> str:
+    from spark_compile.diff_format import md
+
+    return f"#### {md(text)}\n\n" if fmt == "markdown" else f"{text}\n"
+
+
 def run_since(rev: str, paths: list[str], *, fmt: str = "text") -> int:
     """Each path against itself at ``rev`` (the pre-commit hook): prints every diff; exits 0 (it informs),
-    1 when a side has errors, 2 when a side cannot be read."""
+    1 when a side has errors, 2 when a side cannot be read or ``rev`` names no commit."""
     from spark_compile.diff_format import FORMATS
     from spark_compile.report import render
 
-    if rev.startswith("-") or not rev:
-        raise InputError(f"--since {rev!r}: a revision may not be empty or start with '-'")
+    has_commits = _verify_revision(rev)
     status = EXIT_OK
     for path in paths:
-        sys.stdout.write(f"== {path} against {rev}\n")
-        if not _git_exists(rev)(Path(path)):
-            sys.stdout.write(f"{path}: new profile (not in {rev})\n")
+        sys.stdout.write(_header(fmt, f"== {path} against {rev}"))
+        if not has_commits or not _git_exists(rev)(Path(path)):
+            sys.stdout.write(_header(fmt, f"{path}: new profile (not in {rev})"))
             continue
         try:
             old, new = load_both(f"{rev}:{path}", path)
         except RejectedError as stop:  # the check hook prints these findings; one line says why no diff
-            sys.stdout.write(f"{path}: not diffed: {render(stop.findings, 'summary', 1)}")
+            sys.stdout.write(_header(fmt, f"{path}: not diffed: {render(stop.findings, 'summary', 1).rstrip()}"))
             status = EXIT_FINDINGS
             continue
         sys.stdout.write(FORMATS[fmt](diff_profiles(old, new)))

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from spark_compile.artifact_diff import UNSET, Fold, Grouped, ProfileChange, ProfileDiff
-from spark_compile.secrets import redact
+from spark_compile.quoting import terminal_text
+from spark_compile.secrets import redact, redact_value, redacted_json
 
 ARROW = "→"
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -90,15 +91,16 @@ def text(result: ProfileDiff) -> str:
 
 def as_json(result: ProfileDiff) -> str:
     """The machine form."""
-    def value(v: Any) -> Any:
+    def value(v: Any, path: str = "") -> Any:
         if v is None or v == UNSET:
             return None
-        return redact(v) if isinstance(v, str) else v
+        return redact_value(redact(v) if isinstance(v, str) else v, path.rsplit(".", 1)[-1])
 
     body: dict[str, Any] = {
         "identical": result.identical,
-        "profile": [{"path": c.path, "old": value(c.old), "new": value(c.new), "old_origin": c.old_origin,
-                     "new_origin": c.new_origin, "effect": not result.identical} for c in result.profile],
+        "profile": [{"path": c.path, "old": value(c.old, c.path), "new": value(c.new, c.path),
+                     "old_origin": c.old_origin, "new_origin": c.new_origin, "effect": not result.identical}
+                    for c in result.profile],
         "folded": [{"path": f.path, "old": value(f.old), "new": value(f.new), "lines": f.lines, "files": f.files,
                     "renamed": f.renamed} for f in result.artifacts.folds],
         "renamed": [{"old": a, "new": b} for a, b in result.artifacts.renamed],
@@ -108,12 +110,12 @@ def as_json(result: ProfileDiff) -> str:
     }
     if result.unified:
         body["unified"] = redact(result.unified)
-    return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
+    return redacted_json(body, indent=2, ensure_ascii=False)
 
 
 def md(value: Any) -> str:
     """A value for a Markdown table cell: redacted, HTML-escaped, Markdown punctuation escaped, lines <br>."""
-    shown = html.escape(show(value), quote=True)
+    shown = html.escape(terminal_text(show(value)), quote=True)
     return _MD_SPECIAL.sub(r"\\\1", shown).replace("\r", "").replace("\n", "<br>")
 
 

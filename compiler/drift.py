@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 from spark_compile.compile import SCHEMA_FILE, artifacts
 from spark_compile.errors import EXIT_FINDINGS, EXIT_OK
 from spark_compile.pipeline import Planned
-from spark_compile.write import previous_manifest
+from spark_compile.write import previous_manifest, read_regular
 
 
 def drift_lines(profile: Path, planned: Planned, root: Path) -> list[str]:
@@ -17,7 +18,7 @@ def drift_lines(profile: Path, planned: Planned, root: Path) -> list[str]:
     name = planned.profile.name
     expected = {a.path: a for a in artifacts(planned, root)}
     target = root / name
-    present = {str(p.relative_to(target)) for p in target.rglob("*") if p.is_file()} if target.is_dir() else set()
+    present = _present(target)
     ours_before = previous_manifest(target)
     lines = []
     for path in sorted(set(expected) | present):
@@ -30,12 +31,39 @@ def drift_lines(profile: Path, planned: Planned, root: Path) -> list[str]:
             lines.append(f"{shown}: missing (the profile produces it)")
         elif path not in expected:
             lines.append(f"{shown}: extra (generated before, no longer produced by {profile})")
-        elif shown.read_bytes() != expected[path].content:
+        elif not _same_bytes(shown, expected[path].content):
             lines.append(f"{shown}: differs from what {profile} produces")
-        elif stat.S_IMODE(shown.stat().st_mode) != expected[path].mode:
-            lines.append(f"{shown}: mode {stat.S_IMODE(shown.stat().st_mode):o}, the profile produces "
+        elif stat.S_IMODE(shown.lstat().st_mode) != expected[path].mode:
+            lines.append(f"{shown}: mode {stat.S_IMODE(shown.lstat().st_mode):o}, the profile produces "
                          f"{expected[path].mode:o}")
     return lines
+
+
+def _present(target: Path) -> set[str]:
+    """Every file under ``target`` (symlinks as files, never followed; directories only, not links to them)."""
+    if not stat.S_ISDIR(_mode(target)):
+        return set()
+    found = set()
+    for top, dirs, files in os.walk(target, followlinks=False):
+        links = [d for d in dirs if stat.S_ISLNK(_mode(Path(top, d)))]
+        found |= {os.path.relpath(os.path.join(top, name), target) for name in files + links}
+    return found
+
+
+def _mode(path: Path) -> int:
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return 0
+
+
+def _same_bytes(path: Path, content: bytes) -> bool:
+    """True when ``path`` is a regular file (not a symlink) holding exactly ``content``; reads at most one
+    byte more than that."""
+    try:
+        return read_regular(path, len(content) + 1) == content
+    except OSError:
+        return False
 
 
 def _schema_line(root: Path) -> list[str]:
@@ -44,7 +72,7 @@ def _schema_line(root: Path) -> list[str]:
     # Compiling never writes the schema, so an infra repository need not keep one; a copy it keeps (for an
     # editor's `$schema` line) must be current.
     path = root / SCHEMA_FILE
-    if path.is_file() and path.read_text() != schema_text():
+    if os.path.lexists(path) and not _same_bytes(path, schema_text().encode()):  # read bounded, never a link
         return [f"{path}: differs from `spark-compile schema` (rewrite it: spark-compile schema > {path})"]
     return []
 

@@ -46,12 +46,12 @@ def _extends(path: Path) -> Path | None:
     except LoadError as failed:
         raise RejectedError([failed.finding]) from None
     parent = data.get("extends") if isinstance(data, dict) else None
-    return (path.parent / parent).resolve() if isinstance(parent, str) else None
+    return Path(os.path.realpath(path.parent / parent)) if isinstance(parent, str) else None
 
 
 def chain_order(directory: Path) -> list[tuple[Path, Path | None]]:
     """Every profile of DIR with its parent in DIR (None for a root), parents before children."""
-    files = sorted(p.resolve() for p in directory.glob("*.yaml"))
+    files = sorted(Path(os.path.realpath(p)) for p in directory.glob("*.yaml"))
     if not files:
         raise InputError(f"{directory}: no profiles (*.yaml) here")
     parents = {path: _extends(path) for path in files}
@@ -179,6 +179,11 @@ def history(directory: Path) -> list[Release]:
     """The rows of DIR's release table, parents first."""
     order = chain_order(directory)
     base = Path.cwd()
+    ordered = {path for path, _ in order}
+    for path in sorted(Path(os.path.realpath(p)) for p in directory.glob("*.yaml")):
+        if path not in ordered:  # in an extends cycle: loading it reports the cycle with its finding
+            load_side(os.path.relpath(path, base))
+            raise InputError(f"{path}: its extends chain never reaches a profile without `extends`")
     validated = {path: load_side(os.path.relpath(path, base)) for path, _ in order}
     return [_row(path, parent, validated) for path, parent in order]
 

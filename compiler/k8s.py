@@ -145,8 +145,12 @@ class Volume:
     kind: str  # Directory: every rank uses it; DirectoryOrCreate: writable, or used by some ranks only
 
 
+POD_MOUNTS = (CONFIG_DIR, "/dev/shm", "/dev/infiniband")  # the pod's own volumes: no bind mount may use them
+
+
 def _volume_name(target: str, taken: set[str]) -> str:
-    base = re.sub(r"[^a-z0-9]+", "-", target.lower()).strip("-")[:50] or "root"
+    # A DNS label: cut, then stripped, so a cut never leaves a trailing '-' (the API server refuses one).
+    base = re.sub(r"[^a-z0-9]+", "-", target.lower()).strip("-")[:50].rstrip("-") or "root"
     name, n = base, 1
     while name in taken or name in ("config", "dshm", "infiniband"):
         name, n = f"{base}-{n}", n + 1
@@ -313,17 +317,32 @@ def service(profile: Profile, conf: Settings) -> dict[str, Any]:
     }
 
 
-def configmap(plan: LaunchPlan, conf: Settings, entrypoint: str) -> dict[str, Any]:
-    """The ConfigMap: the entrypoint and every rank's env files, keys sorted."""
+def configmap_data(plan: LaunchPlan, entrypoint: str) -> dict[str, str]:
+    """The ConfigMap's data: the entrypoint and every rank's env files."""
     data = {ENTRYPOINT: entrypoint}
     for rank in plan.ranks:
         data.update((key, env_file(pairs)) for key, pairs in config_env(rank).items())
+    return data
+
+
+def configmap_problem(plan: LaunchPlan, conf: Settings, data: dict[str, str]) -> str | None:
+    """Why the API server would refuse the ConfigMap (over its size limit), or None; the check and the
+    compile both ask this."""
     size = sum(len(key) + len(value.encode()) for key, value in data.items())
-    if size > CONFIGMAP_LIMIT:
+    if size <= CONFIGMAP_LIMIT:
+        return None
+    return (f"the ConfigMap {conf.name}-config would take {size} bytes, over the {CONFIGMAP_LIMIT} Kubernetes "
+            f"allows: {len(plan.ranks)} ranks' env files do not fit one ConfigMap")
+
+
+def configmap(plan: LaunchPlan, conf: Settings, entrypoint: str) -> dict[str, Any]:
+    """The ConfigMap: the entrypoint and every rank's env files, keys sorted."""
+    data = configmap_data(plan, entrypoint)
+    problem = configmap_problem(plan, conf, data)
+    if problem:
         from spark_compile.errors import InputError
 
-        raise InputError(f"the ConfigMap {conf.name}-config would take {size} bytes, over the {CONFIGMAP_LIMIT} "
-                         f"Kubernetes allows: {len(plan.ranks)} ranks' env files do not fit one ConfigMap")
+        raise InputError(problem)
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(conf, f"{conf.name}-config"),
             "data": dict(sorted(data.items()))}
 

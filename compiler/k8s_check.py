@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.engine_options import api_bind
-from spark_compile.k8s import API_PORT_NAME, PROBED, host_volumes, lws_options
+from spark_compile.k8s import API_PORT_NAME, POD_MOUNTS, PROBED, host_volumes, lws_options, settings
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.spec.hardware import HARDWARE
 
@@ -177,3 +177,34 @@ def check_memory(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
         found.setdefault(key, []).append(role)
     for (where, text), roles in found.items():
         yield Problem(where, f"the {' and '.join(roles)} pod{'s' * (len(roles) > 1)}: {text}")
+
+
+ENTRYPOINT_ROOM = 256 << 10  # far above the rendered entrypoint (its template is under 6 KB)
+_DNS_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def check_objects(lws: dict[str, Any], plan: LaunchPlan, profile: Profile) -> Iterator[Problem]:
+    """SC509: what the API server refuses in the objects as built: a mount at one of the pod's own paths or
+    twice at one path, a volume name that is not a DNS label, a ConfigMap over its size limit."""
+    from spark_compile.k8s import CONFIGMAP_LIMIT, configmap_data, configmap_problem
+
+    reserved = {m.target: m for rank in plan.ranks for m in rank.mounts if m.target in POD_MOUNTS}
+    for target, mount in sorted(reserved.items()):
+        yield Problem(mount.origin or ("container", "mounts"), f"{target} is where every pod mounts its "
+                      "own volume (the config, /dev/shm or the HCAs): a bind mount there is a duplicate mountPath")
+    for role, template in templates(lws):
+        paths = [m.get("mountPath") for m in _engine(template).get("volumeMounts", []) if isinstance(m, dict)]
+        for path in sorted({p for p in paths if paths.count(p) > 1 and p not in POD_MOUNTS}, key=str):
+            yield Problem(("container", "mounts"), f"the {role} pod mounts two volumes at {path}")
+        for volume in template.get("spec", {}).get("volumes", []):
+            if not _DNS_LABEL.fullmatch(str(volume.get("name", ""))):
+                yield Problem(("container", "mounts"), f"volume name {volume.get('name')!r} of the "
+                              f"{role} pod is not a DNS label (a-z, 0-9 and '-', 63 at most, no '-' at an end)")
+    # The entrypoint is a few KB: only a ConfigMap near the limit is worth rendering it (and importing Jinja).
+    data = configmap_data(plan, "")
+    if sum(len(key) + len(value.encode()) for key, value in data.items()) + ENTRYPOINT_ROOM > CONFIGMAP_LIMIT:
+        from spark_compile.k8s_render import entrypoint_text
+
+        problem = configmap_problem(plan, settings(profile), configmap_data(plan, entrypoint_text(plan, profile)))
+        if problem:
+            yield Problem(("fleet", "nodes"), problem)

@@ -29,8 +29,9 @@ COLLECTION_TAGS = {_CORE + "map", _CORE + "seq"}
 _INT_12 = re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+")
 _FLOAT_12 = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
                        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
-# Characters YAML reads as line breaks but grep, git diff and editors show inside a line.
-_HIDDEN_BREAKS = re.compile("[\x85\u2028\u2029]")
+# Characters YAML reads as line breaks but grep, git diff and editors show inside a line (a lone CR, not
+# the CR of a CRLF: a terminal shows the rest of the line over its start, hiding what YAML reads as a key).
+_HIDDEN_BREAKS = re.compile("[\x85\u2028\u2029]|\r(?!\n)")
 
 YamlPath = tuple[str | int, ...]
 
@@ -218,14 +219,20 @@ class _Builder:
         return result
 
 
+def position_at(path: str, text: str, index: int) -> Position:
+    """The line and column of character ``index``, counted as the YAML parser counts them once the hidden
+    breaks are refused: only LF ends a line (CRLF is one break)."""
+    line = text.count("\n", 0, index) + 1
+    return Position(path, line, index - (text.rfind("\n", 0, index) + 1) + 1)
+
+
 def _refuse_hidden_breaks(text: str, path: str) -> None:
     hidden = _HIDDEN_BREAKS.search(text)
     if hidden:
-        line = text.count("\n", 0, hidden.start()) + 1
-        column = hidden.start() - (text.rfind("\n", 0, hidden.start()) + 1) + 1
-        raise _fail("SC113", Position(path, line, column), f"U+{ord(hidden.group()):04X} (a line or paragraph "
-                    "separator): YAML reads it as a line break, but editors, grep and git diff show one line",
-                    "delete the character; write a real line break if one is meant")
+        what = "a carriage return without a line feed" if hidden.group() == "\r" else "a line or paragraph separator"
+        raise _fail("SC113", position_at(path, text, hidden.start()), f"U+{ord(hidden.group()):04X} ({what}): "
+                    "YAML reads it as a line break, but editors, terminals, grep and git diff show one line",
+                    "delete the character; write a real line break if one is meant", text)
 
 
 def parse_text(text: str, path: str) -> Document:
@@ -242,6 +249,10 @@ def parse_text(text: str, path: str) -> Document:
         problem = exc.problem or exc.context or "not valid YAML"
         raise _fail("SC105", pos, f"YAML syntax error: {problem}",
                     "check indentation, quotes and colons on this line", text) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML refuses anywhere (ESC, other C0 and C1 codes)
+        raise _fail("SC113", position_at(path, text, exc.position), f"the file holds the control character "
+                    f"U+{exc.character:04X}, which YAML does not allow", "delete it (write it as an escape "
+                    "inside a double-quoted string if a value needs it)", text) from None
     except yaml.YAMLError as exc:
         raise _fail("SC105", Position(path, 1, 1), f"YAML error: {exc}", "fix the YAML syntax", text) from None
     if node is None or not isinstance(node, yaml.MappingNode):
@@ -252,11 +263,16 @@ def parse_text(text: str, path: str) -> Document:
     return doc
 
 
+def oversized(path: str) -> LoadError:
+    """The finding on a file over MAX_BYTES (raised by whoever measured it, before reading it)."""
+    return _fail("SC108", Position(path, 1, 1), f"the file is over {MAX_BYTES} bytes; profiles are limited "
+                 f"to {MAX_BYTES} bytes", "split the profile or remove what does not belong in it")
+
+
 def decode(raw: bytes, path: str) -> str:
     """The file's text; refuses oversized and non-UTF-8 files, and hidden line breaks, with a finding."""
     if len(raw) > MAX_BYTES:
-        raise _fail("SC108", Position(path, 1, 1), f"the file is over {MAX_BYTES} bytes; profiles are limited "
-                    f"to {MAX_BYTES} bytes", "split the profile or remove what does not belong in it")
+        raise oversized(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -130,12 +130,30 @@ def env_file(pairs: Iterable[tuple[str, str]]) -> str:
     return "".join(f"{name}={env_file_value(value)}\n" for name, value in pairs)
 
 
+# C0, DEL, C1 (NEL among them), the Unicode line and paragraph separators, and the bidirectional controls
+# (they reorder what a viewer shows: the Trojan Source attack).
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+_UNSAFE_LINE = re.compile(r"[\n\t]|" + _UNSAFE.pattern)
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(match.group(), f"\\x{code:02x}" if code < 0x100
+                                                     else f"\\u{code:04x}")
+
+
+def terminal_text(value: str, *, one_line: bool = False) -> str:
+    """``value`` safe to show in a terminal, a CI log, an HTML page or Markdown: every control and bidi
+    character written as a visible escape (with ``one_line``, line breaks and tabs too)."""
+    return (_UNSAFE_LINE if one_line else _UNSAFE).sub(_escape_char, value)
+
+
 def markdown_text(value: str) -> str:
     """Free text in Markdown: HTML escaped, Markdown punctuation backslash-escaped, control characters
     other than line breaks refused."""
     if _CONTROL.search(value.replace("\n", "").replace("\t", "")):
         raise _refuse(value, "Markdown", "it holds control characters")
-    lines = (_MARKDOWN_INLINE.sub(r"\\\1", line.translate(_HTML_TEXT)) for line in value.split("\n"))
+    lines = (_MARKDOWN_INLINE.sub(r"\\\1", terminal_text(line).translate(_HTML_TEXT)) for line in value.split("\n"))
     return "\n".join(_MARKDOWN_LINE_START.sub(r"\1\\\2", line) for line in lines)
 
 
@@ -143,6 +161,7 @@ def markdown_code(value: str) -> str:
     """An inline code span holding ``value``: a backtick fence longer than any run of backticks in it."""
     if _CONTROL.search(value):
         raise _refuse(value, "a Markdown code span", "it holds control characters")
+    value = terminal_text(value)  # bidi controls would reorder the text around the span
     longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if value.startswith("`") or value.endswith("`") else ""

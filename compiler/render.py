@@ -93,12 +93,15 @@ def _bytecode_cache(autoescape: bool) -> Any:
 
 
 def _redacted(value: Any) -> Any:
-    """Every value the review page prints passes redaction; markup a template built itself is already done."""
+    """Every value the review page prints passes redaction and the terminal-safe escaping (no bidi control
+    reorders the page); markup a template built itself is already done."""
     import markupsafe
 
     from spark_compile.secrets import redact
 
-    return redact(value) if isinstance(value, str) and not isinstance(value, markupsafe.Markup) else value
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return quoting.terminal_text(redact(value))
+    return value
 
 
 @functools.cache

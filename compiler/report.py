@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Literal
 
 from spark_compile.findings import Finding
-from spark_compile.quoting import github_data, github_property
-from spark_compile.secrets import redact
+from spark_compile.quoting import github_data, github_property, terminal_text
+from spark_compile.secrets import redact, redacted_json
 
 Format = Literal["text", "json", "github", "summary"]
 EXCERPT = 120  # characters of a source line shown around the column at fault
@@ -23,16 +22,28 @@ def _bounded(text: str, limit: int = MAX_MESSAGE) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more characters)"
 
 
+_MARGIN = 256  # beyond the longest secret token: one overlapping the excerpt lies whole in the window
+
+
 def excerpt(line: str, column: int) -> tuple[str, int]:
-    """At most EXCERPT characters of ``line`` around ``column``, and the column within the excerpt."""
-    line = line.expandtabs(1)
-    if len(line) <= EXCERPT:
-        return line, column
-    line = redact(line)
-    start = max(0, min(column - 1 - EXCERPT // 2, len(line) - EXCERPT))
-    head = "..." if start else ""
-    tail = "..." if start + EXCERPT < len(line) else ""
-    return head + line[start:start + EXCERPT] + tail, column - start + len(head)
+    """At most EXCERPT characters of ``line`` around ``column``, secrets hidden, control and bidi characters
+    shown as escapes, and the caret's column within the excerpt. Only a window around the column is read
+    (a long line with thousands of findings must not be scanned whole for each)."""
+    at = max(column - 1, 0)
+    low = max(0, at - EXCERPT - _MARGIN)
+    window = line[low:at + EXCERPT + _MARGIN]
+    before, after = window[:at - low], window[at - low:]
+    if len(line) > EXCERPT:
+        before, after = redact(before), redact(after)
+    before = terminal_text(before.expandtabs(1))
+    after = terminal_text(after.expandtabs(1))
+    if low == 0 and len(line) <= EXCERPT and len(before) + len(after) <= EXCERPT:
+        return before + after, len(before) + 1
+    head = "..." if low or len(before) > EXCERPT // 2 else ""
+    before = before[-(EXCERPT // 2):] if len(before) > EXCERPT // 2 else before
+    shown = before + after[:EXCERPT - len(before)]
+    tail = "..." if len(after) > EXCERPT - len(before) or at + EXCERPT + _MARGIN < len(line) else ""
+    return head + shown + tail, len(head) + len(before) + 1
 
 
 def _text(finding: Finding) -> str:
@@ -83,7 +94,7 @@ def render(findings: Iterable[Finding], fmt: Format, profiles: int) -> str:
         errors = sum(f.severity == "error" for f in items)
         body = {"profiles": profiles, "errors": errors, "warnings": len(items) - errors,
                 "findings": [finding_json(f) for f in items]}
-        return json.dumps(body, indent=2, sort_keys=True) + "\n"
+        return redacted_json(body, prose=True, indent=2, sort_keys=True)
     if fmt == "github":
         return "".join(_github(f) + "\n" for f in items)
     if fmt == "summary":  # a hook beside spark-compile-check, which prints the findings themselves

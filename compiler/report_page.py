@@ -17,7 +17,7 @@ from spark_compile.artifact_diff import ProfileDiff
 from spark_compile.capacity import Capacity, RankCapacity
 from spark_compile.diff import diff_profiles, load_side
 from spark_compile.diff_format import ARROW, ranks_text, show
-from spark_compile.errors import EXIT_OK, InputError
+from spark_compile.errors import EXIT_OK
 from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted
 from spark_compile.pipeline import Planned
 
@@ -305,11 +305,8 @@ def run_report(profile: str, against: str | None, output: Path | None) -> int:
     if output is None:
         sys.stdout.write(text)
         return EXIT_OK
-    try:
-        tmp = output.with_name(f".{output.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(output)
-    except OSError as exc:
-        raise InputError(f"{output}: cannot write: {exc.strerror}") from None
+    from spark_compile.write import write_file
+
+    write_file(output, text.encode("utf-8"))
     sys.stdout.write(f"{output}: review page written\n")
     return EXIT_OK

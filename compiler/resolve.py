@@ -52,9 +52,21 @@ class Resolved:
         return doc.line(pos.line) if doc else ""
 
 
-def _subtree(origins: dict[YamlPath, Origin], prefix: YamlPath, new_prefix: YamlPath) -> dict[YamlPath, Origin]:
-    size = len(prefix)
-    return {new_prefix + path[size:]: origin for path, origin in origins.items() if path[:size] == prefix}
+class _Subtrees:
+    """The origins under each path, indexed once (a merge asks for thousands of subtrees: scanning every
+    origin for each was quadratic in the profile's size)."""
+
+    def __init__(self, origins: dict[YamlPath, Origin]) -> None:
+        self.origins = origins
+        self.under: dict[YamlPath, list[YamlPath]] = {}
+        for path in origins:
+            for size in range(len(path) + 1):
+                self.under.setdefault(path[:size], []).append(path)
+
+    def moved(self, prefix: YamlPath, new_prefix: YamlPath) -> dict[YamlPath, Origin]:
+        """Every origin at or under ``prefix``, re-rooted at ``new_prefix``."""
+        size = len(prefix)
+        return {new_prefix + path[size:]: self.origins[path] for path in self.under.get(prefix, ())}
 
 
 class _Merger:
@@ -66,13 +78,15 @@ class _Merger:
         self.child = {path: Origin(spot) for path, spot in child.spots.items()}
         self.out: dict[YamlPath, Origin] = {}
         self.via = child.path
+        self._parent_index = _Subtrees(parent.origins)
+        self._child_index = _Subtrees(self.child)
 
     def inherit(self, ppath: YamlPath, opath: YamlPath) -> None:
-        for path, origin in _subtree(self.parent.origins, ppath, opath).items():
+        for path, origin in self._parent_index.moved(ppath, opath).items():
             self.out[path] = Origin(origin.spot, (*origin.via, self.via))
 
     def take(self, cpath: YamlPath, opath: YamlPath) -> None:
-        self.out.update(_subtree(self.child, cpath, opath))
+        self.out.update(self._child_index.moved(cpath, opath))
 
     def merge(self, base: Any, over: Any, ppath: YamlPath, cpath: YamlPath, opath: YamlPath) -> Any:
         if isinstance(over, Replace):
@@ -129,9 +143,9 @@ class _Merger:
         updates: dict[Any, tuple[int, Any]] = {}
         repeats: list[tuple[int, Any]] = []  # a name given twice stays twice, for the validator to report
         for i, item in enumerate(over):
-            if not isinstance(item, dict):
+            if isinstance(item, Delete):
                 continue
-            name = _name_of(item, key)
+            name = _name_of(item, key)  # None for a scalar or a list: kept, so the validator reports it
             if name in updates or name is None:
                 repeats.append((i, item))
             else:

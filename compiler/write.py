@@ -1,4 +1,5 @@
-"""Stage 6: write a profile's files atomically into <root>/<profile>/, keeping what is unchanged.
+"""Stage 6: write a profile's files atomically into <root>/<profile>/, keeping what is unchanged; and the
+one atomic write of a single output file (write_file: `report -o`, the catalogs).
 
 Everything goes into a staging directory beside the target first; unchanged files and files the
 compiler never wrote are hard-linked across (same inode, same mtime), foreign directories keep their
@@ -16,16 +17,80 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spark_compile.errors import InputError
-from spark_compile.render import Artifact
+
+if TYPE_CHECKING:
+    from spark_compile.render import Artifact
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 KILL_AFTER_ENV = "SPARK_COMPILE_TEST_KILL_AFTER"  # fault injection for the crash test: die after N files
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symlink"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+
+
+def write_file(path: Path, data: bytes, *, ours: bytes | None = None, force: bool = False) -> None:
+    """Write ``path`` atomically: a new temporary file (a random name, created exclusively, so a planted
+    file or symlink is never followed) renamed over it. Refuses a target that is not a regular file (a
+    symlink, a device, a directory) and a path naming no file; keeps an existing file's mode. With ``ours``,
+    an existing file is replaced only when it starts with those bytes (we wrote it) or ``force`` is given."""
+    if path.name in ("", ".", ".."):
+        raise InputError(f"{str(path)!r} names no file: give the path of a file to write, e.g. review.html")
+    try:
+        info: os.stat_result | None = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+        raise InputError(f"{path} is {kind}: spark-compile only replaces regular files; choose another path")
+    if info is not None and ours is not None and not force and _head(path, len(ours)) != ours:
+        raise InputError(f"{path} exists and spark-compile did not write it: refusing to overwrite it "
+                         "(give --force to replace it, or choose another -o)")
+    mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            os.fchmod(handle.fileno(), mode)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _head(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes of a regular file (not through a symlink, never blocking); b"" if unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, size) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 @dataclass
@@ -50,7 +115,7 @@ class _Scan:
     dirs: dict[str, int] = field(default_factory=dict)
 
 
-def _read_regular(path: Path, limit: int) -> bytes:
+def read_regular(path: Path, limit: int) -> bytes:
     """A regular file's bytes, opened without blocking (a FIFO in its place never hangs us), at most
     ``limit``; anything else raises OSError."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
@@ -66,7 +131,7 @@ def _read_regular(path: Path, limit: int) -> bytes:
 
 def _manifest_data(target: Path) -> dict[str, object] | None:
     try:
-        data = json.loads(_read_regular(target / MANIFEST, MAX_MANIFEST))
+        data = json.loads(read_regular(target / MANIFEST, MAX_MANIFEST))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or not str(data.get("compiler", "")).startswith("spark-compile"):
@@ -128,7 +193,7 @@ def _same(path: Path, artifact: Artifact) -> bool:
         info = os.lstat(path)
         return (stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) == artifact.mode
                 and info.st_size == len(artifact.content)
-                and _read_regular(path, len(artifact.content)) == artifact.content)
+                and read_regular(path, len(artifact.content)) == artifact.content)
     except OSError:
         return False
 
@@ -146,11 +211,37 @@ def _exchange(a: Path, b: Path) -> bool:
     return bool(result == 0)
 
 
+STAGING_MARK = ".spark-compile-staging"  # in every staging directory, so only ours are ever cleaned away
+
+
 def _clean_stale(root: Path, name: str) -> None:
+    """Remove the staging directories a killed compile left (its mark inside, its process gone); a user's
+    folder of the same name, without the mark, is never touched."""
     for stale in root.glob(f".{name}.staging-*"):
         pid = stale.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+        if _marked(stale) and pid.isdigit() and not Path(f"/proc/{pid}").exists():
             shutil.rmtree(stale, ignore_errors=True)
+
+
+def _marked(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode) and stat.S_ISREG(os.lstat(path / STAGING_MARK).st_mode)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the output root: two compiles into one folder take turns (otherwise each
+    would adopt the other's fresh files as late arrivals)."""
+    import fcntl
+
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _maybe_die(count: int) -> None:
@@ -215,15 +306,25 @@ def _parents(files: Iterable[str]) -> set[str]:
 def write_tree(root: Path, name: str, files: list[Artifact]) -> WriteReport:
     """Write ``files`` into root/name atomically; keep foreign files, drop files only we wrote before."""
     target = root / name
-    report = WriteReport()
     staging = root / f".{name}.staging-{os.getpid()}"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with _locked(root):
+            return _write_locked(root, target, staging, files)
+    except OSError as exc:
+        raise InputError(f"cannot write {target}: {exc.strerror or exc}") from None
+
+
+def _write_locked(root: Path, target: Path, staging: Path, files: list[Artifact]) -> WriteReport:
+    report = WriteReport()
     ours = {a.path for a in files}
     try:
         check_target(target)
-        root.mkdir(parents=True, exist_ok=True)
-        _clean_stale(root, name)
-        shutil.rmtree(staging, ignore_errors=True)
+        _clean_stale(root, target.name)
+        if _marked(staging):  # a staging directory of ours from a process that had our pid before
+            shutil.rmtree(staging)
         staging.mkdir()
+        (staging / STAGING_MARK).touch()
     except OSError as exc:
         raise InputError(f"cannot write {target}: {exc.strerror or exc}") from None
     try:
@@ -237,6 +338,7 @@ def write_tree(root: Path, name: str, files: list[Artifact]) -> WriteReport:
         shutil.rmtree(staging, ignore_errors=True)
         return report
     try:
+        (staging / STAGING_MARK).unlink()
         _swap(staging, target, scan, ours)
     except OSError as exc:
         raise InputError(f"cannot finish writing {target}: {exc.strerror or exc} (nothing was deleted; "

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic_core import PydanticCustomError
 
-from spark_compile.spec.secret_patterns import SECRET_VALUE
+from spark_compile.spec.secret_patterns import hide_tokens
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import Draft, KubernetesRdma, Model, SecretRef
@@ -111,7 +111,7 @@ def _shown(value: str) -> str:
     """A value as a message shows it: repr, cut to a bounded excerpt (secrets hidden before the cut, which
     would otherwise leave a token too short to recognise)."""
     size = len(value)
-    value = SECRET_VALUE.sub("(redacted)", value)
+    value = hide_tokens(value)
     return repr(value) if len(value) <= 80 else repr(value[:80]) + f"... ({size} characters)"
 
 
@@ -403,12 +403,12 @@ def check_operator_check(check: OperatorCheck) -> OperatorCheck:
         raise PydanticCustomError("window_expectation", "check '{name}' needs exactly one of expect (an exact "
                                   "answer) or pattern (a regular expression)", {"name": check.name})
     if check.pattern is not None:
-        try:
-            re.compile(check.pattern)
-        except re.error as err:
-            raise PydanticCustomError("window_pattern", "check '{name}': pattern '{pattern}' is not a regular "
-                                      "expression: {why}", {"name": check.name, "pattern": check.pattern,
-                                                            "why": str(err)}) from err
+        from spark_compile.spec.patterns import pattern_problem
+
+        problem = pattern_problem(check.pattern)
+        if problem:
+            raise PydanticCustomError("window_pattern", "check '{name}': pattern '{pattern}' is {why}",
+                                      {"name": check.name, "pattern": check.pattern[:80], "why": problem})
     return check
 
 

@@ -67,7 +67,7 @@ class Section(BaseModel):
     """Base of every profile section: unknown keys are errors, values are checked on assignment."""
 
     # strict: a quoted "8210" or a `yes` is not silently converted; the JSON Schema refuses them too.
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 FabricKind = Literal["roce", "infiniband", "tcp"]

@@ -17,7 +17,7 @@ ImageCheckMode = Literal["sitecustomize", "cli", "off"]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class PreviousStack(_Section):

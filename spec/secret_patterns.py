@@ -5,6 +5,10 @@ from __future__ import annotations
 import itertools
 import re
 
+# An HTTP Authorization header's token. The redaction applies BEARER first: it stops before another
+# "Bearer", so a token glued to one is matched on its own (another pattern could swallow the keyword).
+# SECRET_VALUE's own form is a POSIX ERE too (the audit greps with it on the nodes): no lookaround.
+BEARER = re.compile(r"Bearer[ \t]+(?=[A-Za-z0-9._~+/-]*[0-9])(?:(?!Bearer)[A-Za-z0-9._~+/-]){12,}=*")
 SECRET_VALUE = re.compile(
     r"hf_[A-Za-z0-9]{30,}"  # Hugging Face access token
     r"|sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}"  # OpenAI / Anthropic style API keys
@@ -17,8 +21,17 @@ SECRET_VALUE = re.compile(
     r"|AKIA[0-9A-Z]{16}"  # AWS access key id
     r"|xox[abposr]-[A-Za-z0-9-]{10,}"  # Slack tokens
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+    r"|Bearer[ \t]+[A-Za-z0-9._~+/-]*[0-9][A-Za-z0-9._~+/-]*=*"  # with a digit: not the word "tokenization"
 )
-_ALWAYS_SECRET = r"SECRET|PASSWORD|PASSWD|API[_-]?KEY|ACCESS[_-]KEY|PRIVATE[_-]KEY|CREDENTIAL|AUTH[_-]KEY"
+
+
+def hide_tokens(text: str, mark: str = "(redacted)") -> str:
+    """``text`` with every token-shaped substring replaced by ``mark`` (Bearer tokens first)."""
+    return SECRET_VALUE.sub(mark, BEARER.sub(mark, text))
+
+
+_ALWAYS_SECRET = (r"SECRET|PASSWORD|PASSWD|API[_-]?KEY|ACCESS[_-]KEY|PRIVATE[_-]KEY|CREDENTIAL|AUTH[_-]KEY"
+                  r"|AUTH[_-]HEADER|AUTHORIZATION")
 SECRET_NAME = re.compile(rf"(TOKEN|{_ALWAYS_SECRET})", re.IGNORECASE)
 # Only TOKEN has innocent meanings (a count of tokens, token ids, a tokenizer); the other words always
 # mean a secret. A name that refers to where a secret lives (_PATH, _FILE, _DIR) holds none itself.
@@ -30,9 +43,9 @@ _REFERENCE = re.compile(r"_(PATH|FILE|DIR)$", re.IGNORECASE)
 
 
 _SECRET_WORDS = frozenset(("TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "APIKEY",
-                           "CREDENTIAL", "CREDENTIALS", "PASSPHRASE"))
+                           "CREDENTIAL", "CREDENTIALS", "PASSPHRASE", "AUTHORIZATION"))
 _SECRET_PAIRS = frozenset((("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY"), ("AUTH", "KEY"),
-                           ("API", "KEYS")))
+                           ("API", "KEYS"), ("AUTH", "HEADER"), ("AUTH", "HEADERS")))
 
 
 def secret_name(name: str) -> bool:
@@ -49,7 +62,11 @@ def secret_name(name: str) -> bool:
 
 
 def looks_secret(name: str, value: str) -> bool:
-    """True when ``value`` has a token's shape, or ``name`` says it holds a secret and it is not empty."""
+    """True when ``value`` has a token's shape, or ``name`` says it holds a secret and it is not empty, or
+    ``name`` says where a secret lives (HF_TOKEN_PATH) but the value is no path: the secret itself."""
     if SECRET_VALUE.search(value):
         return True
+    reference = _REFERENCE.search(name.upper().replace("-", "_"))
+    if reference and secret_name(name[:reference.start()]):
+        return bool(value) and not value.startswith(("/", "./", "../", "~"))
     return bool(value) and secret_name(name)

@@ -2,7 +2,8 @@
 # Set up everything the test suite needs on a fresh machine of this project's kind, then run it.
 #   bash tests/run.sh [pytest args...]
 # Creates .venv (the compiler and its dev tools) and .venv-engine (SGLang 0.5.23, CPU-only, for the
-# engine-parser, catalog and overlay tests), installs the system tools the artifact tests use
+# engine-parser, catalog and overlay tests), sparkrun 0.4.2 in .cache/sparkrun-0.4.2 (the import/export tests'
+# oracle), installs the system tools the artifact tests use
 # (shellcheck, the docker CLI, systemd-analyze) and the fleet test's (openssh-server, iproute2), then
 # runs pytest. Exits with pytest's status. Needs root for the apt installs and the network namespaces.
 set -euo pipefail
@@ -14,6 +15,7 @@ fi
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]' --config-settings editable_mode=strict
 bash .ci/install-tools "$PWD/.venv"
 bash .ci/install-engine "$PWD/.venv-engine"
+bash .ci/install-sparkrun "$PWD/.cache/sparkrun-0.4.2"
 bash .ci/setup-fleet
 export ENGINE_PYTHON="$PWD/.venv-engine/bin/python"
 export PATH="$PWD/.venv/bin:$PATH"

@@ -30,8 +30,9 @@ def test_an_installed_package_is_not_a_checkout(monkeypatch: pytest.MonkeyPatch,
 
 def test_the_shipped_profiles_are_the_ones_generated_commits() -> None:
     names = {p.relative_to(ROOT).as_posix() for p in regenerate.shipped_profiles(ROOT)}
-    assert names == {"spec/profiles/dsv41-4spark.yaml", "spec/profiles/examples/eight-node-roce.yaml",
-                     "spec/profiles/examples/single-node.yaml", "spec/profiles/examples/two-node-tcp.yaml"}
+    examples = ("eight-node-roce", "single-node", "two-node-tcp", "gpt-oss-120b-1spark", "glm-4.5-air-fp8-2spark-tcp",
+                "qwen3-235b-nvfp4-2spark-roce", "qwen3-235b-nvfp4-4spark-roce")
+    assert names == {"spec/profiles/dsv41-4spark.yaml", *(f"spec/profiles/examples/{e}.yaml" for e in examples)}
     assert len({p.name for p in (ROOT / "generated").iterdir() if p.is_dir()}) == len(names)
 
 

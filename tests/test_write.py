@@ -6,6 +6,8 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from conftest import REFERENCE_TAG_WARNING, ROOT, run_cli
 
 PROFILE = "spec/profiles/dsv41-4spark.yaml"
@@ -100,3 +102,19 @@ def test_a_second_profile_of_the_same_name_is_refused(tmp_path: Path) -> None:
     # A profile renamed (its old file gone) is the same deployment: its output moves with it.
     first.unlink()
     assert run_cli(str(second), "--out", str(out)).returncode == 0
+
+
+def test_write_file_replaces_only_what_it_wrote_when_told_its_mark(tmp_path: Path) -> None:
+    from spark_compile.errors import InputError
+    from spark_compile.write import write_file
+
+    mine, theirs = tmp_path / "mine.yaml", tmp_path / "theirs.yaml"
+    mine.write_bytes(b"# written by spark-compile\nold\n")
+    theirs.write_bytes(b"someone's notes\n")
+    write_file(mine, b"# written by spark-compile\nnew\n", ours=b"# written by spark-compile")
+    assert mine.read_bytes() == b"# written by spark-compile\nnew\n"
+    with pytest.raises(InputError, match="spark-compile did not write it: refusing to overwrite it"):
+        write_file(theirs, b"x\n", ours=b"# written by spark-compile")
+    assert theirs.read_bytes() == b"someone's notes\n"
+    write_file(theirs, b"x\n", ours=b"# written by spark-compile", force=True)
+    assert theirs.read_bytes() == b"x\n"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from spark_compile.overlay.registry import FLAGS_BY_NAME
 from spark_compile.rules import Context, Hit, env_settings, rule
@@ -15,6 +15,21 @@ from spark_compile.spec.catalog import (
 from spark_compile.spec.suggest import did_you_mean
 
 B12X_NAMES = ("B12X_ROCE_HCA", "B12X_ROCE_GID_INDEX", "B12X_ROCE_SPIN_LIMIT", "B12X_ROCE_CACHE_DIR")
+
+
+SUGGESTION_BUDGET = 64  # unknown names per rule and profile that get a "did you mean" (difflib: ~10 ms a name)
+
+
+def _budgeted(suggest: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    """``suggest`` for the first SUGGESTION_BUDGET names, then no suggestion: thousands of unknown names
+    (a pasted environment) must not cost minutes; the finding on each stays."""
+    left = [SUGGESTION_BUDGET]
+
+    def run(name: str) -> list[str]:
+        left[0] -= 1
+        return suggest(name) if left[0] >= 0 else []
+
+    return run
 
 
 def _suggestion(candidates: list[str]) -> str:
@@ -41,6 +56,7 @@ def unknown_flag(ctx: Context) -> Iterator[Hit]:
     catalog = ctx.engine_catalog
     if catalog is None:
         return
+    suggest = _budgeted(catalog.suggest)
     extra = set(ctx.profile.engine.catalog_extra.flags)
     for name, value in ctx.profile.engine.args.items():
         option = f"--{name}"
@@ -49,7 +65,7 @@ def unknown_flag(ctx: Context) -> Iterator[Hit]:
         if value is False and catalog.lookup(f"--{name.removeprefix('no-')}"):
             continue
         yield Hit(("engine", "args", name), f"{catalog.name} has no flag {option}",
-                  _suggestion([s.removeprefix("--") for s in catalog.suggest(option)]), at_key=True)
+                  _suggestion([s.removeprefix("--") for s in suggest(option)]), at_key=True)
 
 
 @rule("SC303", "error", "abbreviated engine flag",
@@ -153,10 +169,11 @@ def unknown_sglang_env(ctx: Context) -> Iterator[Hit]:
     catalog = ctx.env_catalog
     if catalog is None:
         return
+    suggest = _budgeted(catalog.suggest)
     for path, name, _ in _sglang_env(ctx):
         if catalog.lookup(name) is None:
             yield Hit(path, f"{catalog_name(ctx)} does not read {name}",
-                      _suggestion(catalog.suggest(name)) or f"remove {name}: this SGLang build ignores it",
+                      _suggestion(suggest(name)) or f"remove {name}: this SGLang build ignores it",
                       at_key=True)
 
 
@@ -199,10 +216,11 @@ def catalog_name(ctx: Context) -> str:
       "nccl: {extra: {NCCL_IB_GID_INDX: '3'}}", "nccl: {extra: {NCCL_DEBUG: WARN}}")
 def nccl_names(ctx: Context) -> Iterator[Hit]:
     catalog = nccl_catalog()
+    suggest = _budgeted(catalog.suggest)
     for path, name, _ in _nccl_settings(ctx):
         if catalog.lookup(name) is None:
             yield Hit(path, f"NCCL does not read {name}",
-                      _suggestion(catalog.suggest(name)) or f"remove {name}: NCCL ignores names it does not know",
+                      _suggestion(suggest(name)) or f"remove {name}: NCCL ignores names it does not know",
                       at_key=True)
 
 

@@ -60,6 +60,20 @@ def uniform_templates(ctx: Context) -> Iterator[Hit]:
                      "let the entrypoint probe per-node values; keep paths the same on every node")
 
 
+@rule("SC509", "error", "objects the Kubernetes API server accepts",
+      "The check builds the objects the compile writes and refuses what the API server would: a bind mount at "
+      "one of the pod's own paths (/etc/spark-compile, /dev/shm, /dev/infiniband) or two at one path (a "
+      "duplicate mountPath), a volume name that is not a DNS label, and a ConfigMap over 1 MiB (every rank's "
+      "env files live in one; about a thousand ranks fill it).",
+      "container: {mounts: [{source: /srv/shm, target: /dev/shm}]}",
+      "container: {mounts: [{source: /srv/data, target: /mnt/data}]}")
+def objects_accepted(ctx: Context) -> Iterator[Hit]:
+    from spark_compile.k8s_check import check_objects
+
+    yield from _hits(ctx, lambda: check_objects(ctx.manifest, ctx.plan, ctx.profile),
+                     "mount elsewhere, or split the fleet into groups of fewer ranks")
+
+
 @rule("SC504", "error", "shm and memory limits within the node's memory",
       "/dev/shm is an emptyDir in memory whose pages are charged to the pod, so its sizeLimit must fit inside "
       "the pod's memory limit, and that limit must stay below the node's memory (on a GB10, also the GPU's).",

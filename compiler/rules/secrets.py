@@ -21,8 +21,28 @@ def _leaves(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple
         yield path, data
 
 
+def _named(path: tuple[str | int, ...], value: str, siblings: Any) -> tuple[str, str]:
+    """The name a value is given and the value: a key's, the flag's before it in a command (`--password`,
+    `x`), or the left side of `--password=x` / `PASSWORD=x` in one word."""
+    name = str(path[-1])
+    if isinstance(path[-1], int) and isinstance(siblings, list):
+        before = siblings[path[-1] - 1] if path[-1] else None
+        if isinstance(before, str) and before.startswith("-") and "=" not in before:
+            name = before.lstrip("-")
+    left, equals, right = value.partition("=")
+    if equals and left.lstrip("-").replace("-", "_").replace(".", "_").isidentifier():
+        return left.lstrip("-"), right
+    return name, value
+
+
 def _dotted(path: tuple[str | int, ...]) -> str:
     return ".".join(str(p) for p in path)
+
+
+def _at(data: Any, path: tuple[str | int, ...]) -> Any:
+    for part in path:
+        data = data[part]
+    return data
 
 
 @rule("SC230", "error", "literal secret in a profile",
@@ -34,9 +54,11 @@ def literal_secrets(ctx: Context) -> Iterator[Hit]:
     for path, value in _leaves(data):
         if not isinstance(value, str) or not ctx.present(path):
             continue
-        name = str(path[-1]).upper().replace("-", "_")
-        if looks_secret(name, value):
+        name, shown = _named(path, value, _at(data, path[:-1]))
+        if looks_secret(name.upper().replace("-", "_"), shown):
             hint = (f"move it to secrets.env.{path[-1]}: {{file: /path/on/node}}" if path[:2] == ("engine", "env")
+                    else "let the command read it from a root-only file on the node (a --password-file option): "
+                    "launch.sh logs every command it runs" if path[:2] == ("operations", "previous_stack")
                     else "reference it from the secrets section instead")
             yield Hit(path, f"{_dotted(path)} holds a literal secret", hint, redact=value)
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,8 @@ ENGINE_PYTHON_ENV = "ENGINE_PYTHON"
 DEFAULT_ENGINE_PYTHON = Path(".venv-engine") / "bin" / "python"
 
 Catalog = dict[str, Any]
+Writer = Callable[[Path, bytes], None]
+CATALOG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+.]*(?:-[A-Za-z0-9_+.]+)+")  # sglang-0.5.23, sglang-main-abc1234
 
 
 class CatalogError(Exception):
@@ -47,14 +51,13 @@ def default_catalog_dir() -> Path:
 
 
 def default_engine_python() -> str | None:
+    """$ENGINE_PYTHON, else the .venv-engine of spark-compile's own checkout; never one under the current
+    directory (checking a pull request's branch must not run an interpreter the branch can add)."""
     from_env = os.environ.get(ENGINE_PYTHON_ENV)
     if from_env:
         return from_env
-    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
-        candidate = base / DEFAULT_ENGINE_PYTHON
-        if candidate.exists():
-            return str(candidate)
-    return None
+    candidate = Path(__file__).resolve().parents[2] / DEFAULT_ENGINE_PYTHON
+    return str(candidate) if candidate.exists() else None
 
 
 def named_paths(out_dir: Path, name: str) -> tuple[Path, Path]:
@@ -83,6 +86,10 @@ def _validate(result: object) -> tuple[Catalog, Catalog]:
         raise CatalogError("the probe printed JSON without 'flags' and 'env' objects")
     flags: Catalog = result["flags"]
     env: Catalog = result["env"]
+    name = flags.get("catalog")
+    if not isinstance(name, str) or not CATALOG_NAME.fullmatch(name) or env.get("catalog") != name:
+        raise CatalogError(f"catalog name {str(name)[:80]!r} is not PACKAGE-VERSION in letters, digits and . _ + - "
+                           "(it names the files written: no '/', no '..'); pass --name")
     if flags.get("format") != CATALOG_FORMAT or env.get("format") != CATALOG_FORMAT:
         raise CatalogError(
             f"the probe printed catalog format {flags.get('format')!r}, expected {CATALOG_FORMAT}"
@@ -104,6 +111,7 @@ def _run_probe(command: list[str]) -> Any:
     try:
         proc = subprocess.run(
             command,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             encoding="utf-8",
@@ -129,17 +137,16 @@ def _run_probe(command: list[str]) -> Any:
         raise CatalogError(f"the sglang probe printed invalid JSON: {exc}") from None
 
 
-def write_catalogs(flags: Catalog, env: Catalog, out_dir: Path) -> tuple[Path, Path]:
-    """Write both catalogs into ``out_dir`` (atomically, each); return their paths."""
+def write_catalogs(flags: Catalog, env: Catalog, out_dir: Path, write: Writer) -> tuple[Path, Path]:
+    """Write both catalogs into ``out_dir`` with ``write`` (the CLI's one atomic write of an output file,
+    compiler/write.py; its refusals are the CLI's errors); return their paths."""
     paths = named_paths(out_dir, str(flags["catalog"]))
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        for path, doc in zip(paths, (flags, env), strict=True):
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(render_catalog(doc), encoding="utf-8")
-            tmp.replace(path)
     except OSError as exc:
         raise CatalogError(f"cannot write {exc.filename or out_dir}: {exc.strerror or exc}") from None
+    for path, doc in zip(paths, (flags, env), strict=True):
+        write(path, render_catalog(doc).encode("utf-8"))
     return paths
 
 
@@ -207,19 +214,18 @@ def check_catalogs(flags: Catalog, env: Catalog, out_dir: Path) -> list[str]:
 
 
 def extract_from_source(root: Path, name: str | None) -> tuple[Catalog, Catalog]:
-    """Catalogs of an SGLang source tree: flags by parsing server_args.py here, environment variables by the
-    probe in a subprocess of this interpreter (the tree's environ.py is run there, never in this process)."""
+    """Catalogs of an SGLang source tree, by parsing it here: server_args.py for the flags, environ.py and
+    the srt/ sources for the environment variables. Nothing of the tree is imported or run."""
+    from spark_compile.spec.generators.sglang_environ import env_entries_static
+    from spark_compile.spec.generators.sglang_probe import FORMAT
     from spark_compile.spec.generators.sglang_source import SourceError, find_package, source_catalog
 
     try:
         flags = source_catalog(root, name)
-        srt_dir = find_package(root) / "srt"
+        variables = env_entries_static(find_package(root) / "srt")
     except (SourceError, OSError, SyntaxError) as exc:
         raise CatalogError(str(exc)) from None
-    env_doc = _run_probe([sys.executable, "-I", str(PROBE), "--env-source", str(srt_dir), str(flags["catalog"])])
-    if not isinstance(env_doc, dict) or not isinstance(env_doc.get("env"), dict):
-        raise CatalogError("the environment probe printed JSON without an 'env' object")
-    return _validate({"flags": flags, "env": env_doc["env"]})
+    return _validate({"flags": flags, "env": {"format": FORMAT, "catalog": flags["catalog"], "variables": variables}})
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -230,7 +236,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("engine", choices=("sglang",), help="which engine's catalogs")
     parser.add_argument(
         "--python",
-        help=f"interpreter that imports sglang (default: ${ENGINE_PYTHON_ENV}, else {DEFAULT_ENGINE_PYTHON})",
+        help=f"interpreter that imports sglang (default: ${ENGINE_PYTHON_ENV}, else spark-compile's own "
+        f"{DEFAULT_ENGINE_PYTHON})",
     )
     parser.add_argument("--source", type=Path, metavar="DIR",
                         help="build the catalogs from an SGLang source tree (a checkout, an unpacked sdist or wheel) "
@@ -243,7 +250,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main_catalog(argv: list[str]) -> int:
+def main_catalog(argv: list[str], write: Writer) -> int:
     """``spark-compile catalog ...``: 0 ok, 1 differs (--check), 2 usage or I/O error."""
     try:
         args = _parser().parse_args(argv)
@@ -272,7 +279,7 @@ def main_catalog(argv: list[str]) -> int:
                 return EXIT_DIFFERS
             sys.stdout.write(f"catalogs {flags['catalog']} are up to date\n")
             return EXIT_OK
-        flags_path, env_path = write_catalogs(flags, env, out_dir)
+        flags_path, env_path = write_catalogs(flags, env, out_dir, write)
     except CatalogError as exc:
         sys.stderr.write(f"spark-compile catalog: error: {exc}\n")
         return EXIT_USAGE
@@ -280,6 +287,3 @@ def main_catalog(argv: list[str]) -> int:
     sys.stdout.write(f"wrote {env_path} ({len(env['variables'])} variables)\n")
     return EXIT_OK
 
-
-if __name__ == "__main__":
-    sys.exit(main_catalog(sys.argv[1:]))

@@ -33,7 +33,7 @@ from spark_compile.spec.fields import {imports}
 class OverlaySection(BaseModel):
     """SPARK_* overlay flags by key (name without SPARK_, lower case); unset = the hook's default."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 '''
 

@@ -5,8 +5,7 @@ Runs INSIDE the engine venv (standard library + sglang only; never imports spark
     .venv-engine/bin/python spec/generators/sglang_probe.py > catalog.json
 
 Output: {"flags": <sglang-VERSION.json document>, "env": <sglang-env-VERSION.json document>}.
-With ``--env-source SRT_DIR NAME`` it prints only {"env": ...} for a source tree, without importing sglang
-(``spark-compile catalog sglang --source`` runs it so the tree's environ.py never runs in the compiler).
+(``spark-compile catalog sglang --source`` never runs this: it parses a tree, see sglang_environ.py.)
 The flags come from the real parser, ``ServerArgs.add_cli_args(argparse.ArgumentParser())``;
 the variables from ``class Envs`` in ``sglang/srt/environ.py`` (loaded by file path), its
 deprecation registry, and the SGLANG_* names that the rest of ``sglang/srt/`` reads straight from
@@ -396,41 +395,7 @@ def build() -> dict[str, Any]:
     return {"flags": flags, "env": env}
 
 
-class _InertSglang(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Some releases' environ.py import other sglang modules at the end; without an install they are empty."""
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != "sglang" and not fullname.startswith("sglang."):
-            return None
-        from importlib.machinery import ModuleSpec
-
-        return ModuleSpec(fullname, self, is_package=True)
-
-    def create_module(self, spec: Any) -> Any:
-        import types
-
-        module = types.ModuleType(spec.name)
-        module.__path__ = []
-        return module
-
-    def exec_module(self, module: Any) -> None:
-        return None
-
-
-def env_from_source(srt_dir: Path, name: str) -> dict[str, Any]:
-    """The env catalog of an SGLang source tree (its environ.py is run, so only ever in a subprocess)."""
-    for key in [k for k in os.environ if k.startswith(("SGLANG_", "SGL_"))]:
-        del os.environ[key]
-    sys.meta_path.insert(0, _InertSglang())
-    return {"format": FORMAT, "catalog": name, "variables": env_entries(srt_dir)}
-
-
 def main() -> int:
-    if sys.argv[1:2] == ["--env-source"]:  # spark-compile catalog sglang --source: SRT_DIR CATALOG_NAME
-        with contextlib.redirect_stdout(sys.stderr):
-            env = env_from_source(Path(sys.argv[2]), sys.argv[3])
-        sys.stdout.write(json.dumps({"env": env}, ensure_ascii=False, allow_nan=False) + "\n")
-        return 0
     # Anything sglang prints while importing must not end up in the JSON on stdout.
     with contextlib.redirect_stdout(sys.stderr):
         result = build()

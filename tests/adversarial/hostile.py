@@ -36,6 +36,8 @@ CORPUS: tuple[str, ...] = (
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.abcdefghijk", "AIza" + "e" * 35, "::error::x", "%0A",
     "<script>alert(1)</script>", "# heading", "|x|", "[x](y)", "null", "true", "017", "1:2", "8_210",
     "{a: 1}", "[a]", "!delete", "&a", "*a", "x" * 70_000, "x" * 300, "-", "", "0", "-1",
+    # Issue 25: patterns that backtrack or overflow, bidi and C1 controls, a lone CR, a Bearer token.
+    "(a+)+$", "a{4294967296}", "\u2066a\u2069", "a\x9bb", "Bearer abcdef0123456789xyz",
 )
 
 

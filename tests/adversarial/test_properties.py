@@ -17,12 +17,14 @@ from fields import FIELDS
 from hostile import CORPUS, assert_handled, child_profile, plan_of, run_main, workspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from round2 import UNSAFE
 
 from conftest import REFERENCE_PROFILE
 
 MAX_EXAMPLES = 40
 CONSUMER_RUNS_PER_FIELD = 2
-TOKEN_SHAPED = re.compile(r"hf_a{30}|ghp_b{30}|github_pat_c{22}|sk_live_d{16}|AIza|eyJhbGci|hunter2")
+TOKEN_SHAPED = re.compile(r"hf_a{30}|ghp_b{30}|github_pat_c{22}|sk_live_d{16}|AIza|eyJhbGci|hunter2"
+                          r"|abcdef0123456789xyz")
 _PLAIN = re.compile(r"[A-Za-z0-9._/-]*")
 
 _FRAGMENTS = st.sampled_from([c for c in CORPUS if len(c) < 100] + ["a", "b", "/", ".", "-", "@", "=", "+"])
@@ -38,6 +40,7 @@ consumer_runs: dict[str, int] = {}
 
 def _check_output(value: str, text: str, fmt: str) -> None:
     assert len(text) < 200_000, "output must stay proportional to the findings, not to the input"
+    assert UNSAFE.search(text) is None, "a control or bidi character was printed raw"
     if TOKEN_SHAPED.search(value):
         assert TOKEN_SHAPED.search(text) is None, "a token-shaped value was echoed"
     if fmt == "github":

@@ -44,7 +44,7 @@ def test_since_diffs_each_path_against_the_revision(tmp_path: Path) -> None:
 def test_since_refuses_an_option_shaped_revision(tmp_path: Path) -> None:
     repo = _infra(tmp_path)
     result = run_cli("diff", "--since=--output=x", PROFILE, cwd=repo)
-    assert result.returncode == 2 and "may not be empty or start with '-'" in result.stderr
+    assert result.returncode == 2 and "may not be empty, start with '-' or hold control characters" in result.stderr
     assert not (repo / "x").exists()
 
 

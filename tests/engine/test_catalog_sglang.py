@@ -15,6 +15,7 @@ from spark_compile.spec.generators.catalog_extract import (
     named_paths,
     render_catalog,
 )
+from spark_compile.write import write_file
 
 from sglang_parse import engine_python
 
@@ -80,12 +81,12 @@ def test_check_reports_differences(extracted: Catalogs, tmp_path: Path) -> None:
 
 
 def test_cli_check_passes_on_the_committed_catalogs(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main_catalog(["sglang", "--python", engine_python(), "--check"]) == 0
+    assert main_catalog(["sglang", "--python", engine_python(), "--check"], write_file) == 0
     assert "up to date" in capsys.readouterr().out
 
 
 def test_cli_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    assert main_catalog(["vllm"]) == 2
-    assert main_catalog(["sglang", "--python", str(tmp_path / "missing-python")]) == 2
+    assert main_catalog(["vllm"], write_file) == 2
+    assert main_catalog(["sglang", "--python", str(tmp_path / "missing-python")], write_file) == 2
     err = capsys.readouterr().err
     assert "engine interpreter not found" in err and "Traceback" not in err

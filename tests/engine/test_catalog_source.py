@@ -228,3 +228,24 @@ def test_shipped_second_release_spells_graphs_its_way() -> None:
     result = run_cli("plan", "tests/profiles/positive/llama-sglang-0.5.10.yaml")
     argv = json.loads(result.stdout)["ranks"][0]["engine_argv"]
     assert argv[-1] == "--disable-cuda-graph" and "--cuda-graph-backend-decode" not in argv
+
+
+def test_item02_parsing_environ_py_reads_what_the_install_probe_read() -> None:
+    """The installed SGLang's environ.py, parsed: every variable, kind, default and deprecation the committed
+    catalog (made by the probe, which imports it) holds, except one default computed at run time."""
+    import subprocess
+
+    from spark_compile.spec.generators.sglang_environ import declared_entries
+
+    from sglang_parse import engine_python
+
+    where = subprocess.run([engine_python(), "-I", "-c", "import importlib.util as u; "
+                            "print(u.find_spec('sglang').submodule_search_locations[0])"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    declared = declared_entries(Path(where) / "srt" / "environ.py")
+    catalog = json.loads((ROOT / "spec" / "catalogs" / "sglang-env-0.5.23.json").read_text())
+    committed = {v["name"]: v for v in catalog["variables"] if v["source"] == "environ.py"}
+    assert len(committed) > 700
+    differs = {name for name in committed.keys() | declared.keys() if committed.get(name) != declared.get(name)}
+    assert differs == {"SGLANG_CACHE_DIR"}  # EnvStr(os.path.expanduser("~/.cache/sglang")): no literal
+    assert declared["SGLANG_CACHE_DIR"]["default"] is None

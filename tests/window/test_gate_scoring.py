@@ -163,3 +163,16 @@ def test_smoke_scoring_the_gate_reuses(modules: tuple[ModuleType, ModuleType]) -
     # The gate turns a smoke result into an outcome with the same verdict and text.
     outcome = gate.smoke_outcome(lambda: smoke.check_count(Replay({"content": smoke_answers["count_ok"]})))
     assert outcome.word == "PASS" and "20" in outcome.summary
+
+
+def test_item04_gate_stops_a_backtracking_pattern(scoring: ModuleType) -> None:
+    import time
+
+    started = time.monotonic()
+    outcome = scoring.score_operator({"name": "x", "pattern": "(a+)+$"}, scoring.Reply(content="a" * 64 + "!"))
+    assert time.monotonic() - started < scoring.MATCH_SECONDS + 1.5  # unbounded: 2**64 steps
+    assert not outcome.passed
+    assert outcome.summary == (f"{'a' * 64 + '!'!r}: /(a+)+$/ did not finish matching within "
+                               f"{scoring.MATCH_SECONDS} s (a pattern that backtracks; spark-compile check refuses "
+                               "the known shapes)")
+    assert scoring.score_operator({"name": "x", "pattern": "^4$"}, scoring.Reply(content="4")).passed

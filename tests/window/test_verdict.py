@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gatekit import REFERENCE_FLEET_JSON, STATIC
+import pytest
+from gatekit import REFERENCE_FLEET_JSON, STATIC, gate_folder, import_gate
 
 VERDICT = STATIC / "verdict.py"
 NODES = "spark-0 spark-1"
@@ -66,6 +67,56 @@ def test_the_baseline_is_the_newest_verdict_whose_bench_passed(tmp_path: Path) -
     older = tmp_path / "verdicts" / "dsv41-4spark.verdict.json"
     older.rename(older.with_name("production-1.7.verdict.json"))
     write(tmp_path, [gate_line("bench", "FAIL", "slow", tokens_per_s=10.0, ttft_s=2.0)], "", "FAIL", 1790009999)
-    out = verdict_cli("baseline", str(tmp_path / "verdicts")).stdout.split()
-    assert out == ["--baseline-tps", "30.0", "--baseline-ttft", "0.5", "--baseline-from",
-                   "dsv41-4spark@2026-09-21T14:23:20Z"]
+    out = verdict_cli("baseline", str(tmp_path / "verdicts")).stdout.splitlines()
+    assert out == ["--baseline-tps=30.0", "--baseline-ttft=0.5", "--baseline-from=dsv41-4spark@2026-09-21T14:23:20Z"]
+
+
+# How window.sh hands the baseline to gate.py: one word per line of verdict.py's output, never split further.
+WINDOW_READS = 'mapfile -t baseline < <(python3 "$1" baseline "$2"); printf "%s\\0" "${baseline[@]}"'
+HOSTILE_VERDICTS = [
+    {"profile": "p --host evil.example --port 9 --only count", "stopped": "2099-01-01T00:00:00Z",
+     "bench": {"tokens_per_s": 30.0, "ttft_s": 0.5}},
+    {"profile": "q", "stopped": "2099-01-02T00:00:00Z", "bench": {"tokens_per_s": "1 --host evil.example",
+                                                                 "ttft_s": 0.5}},
+    {"profile": "r\n--host\nevil.example", "stopped": "2098-01-01T00:00:00Z",
+     "bench": {"tokens_per_s": 1e400, "ttft_s": True}},
+]
+
+
+def _window_words(folder: Path) -> list[str]:
+    proc = subprocess.run(["bash", "-c", WINDOW_READS, "window", str(VERDICT), str(folder)], capture_output=True,
+                          check=True)
+    return [word.decode() for word in proc.stdout.split(b"\0") if word]
+
+
+def test_item01_verdict_cannot_inject_gate_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    verdicts = tmp_path / "verdicts"
+    verdicts.mkdir()
+    for index, verdict in enumerate(HOSTILE_VERDICTS):
+        (verdicts / f"v{index}.verdict.json").write_text(json.dumps(verdict))
+    words = _window_words(verdicts)
+    # The newest verdict with sane figures wins (the second has text for a number, the third none finite);
+    # its hostile profile name stays inside the one --baseline-from word.
+    assert words == ["--baseline-tps=30.0", "--baseline-ttft=0.5",
+                     "--baseline-from=p --host evil.example --port 9 --only count@2099-01-01T00:00:00Z"]
+    # gate.py's own parser, on those words: the API host and port stay the fleet's, every check runs.
+    gate, _ = import_gate(gate_folder(tmp_path / "gate"))
+    seen: dict[str, object] = {}
+
+    def record(api: object, baseline: object) -> dict[str, object]:
+        seen.update(api=api, baseline=baseline)
+        return {}
+
+    monkeypatch.setattr(gate, "gate_checks", record)
+    monkeypatch.setenv("SPARK_ON_HEAD", "1")
+    assert gate.main(words) == 0
+    api = seen["api"]
+    assert api.url == f"http://{gate.CONFIG['host']}:{gate.CONFIG['port']}/v1/chat/completions"  # type: ignore[attr-defined]
+    assert seen["baseline"] == {"tokens_per_s": 30.0, "ttft_s": 0.5,
+                                "from": "p --host evil.example --port 9 --only count@2099-01-01T00:00:00Z"}
+
+
+def test_item01_a_verdict_with_no_sane_figures_gives_no_baseline(tmp_path: Path) -> None:
+    (tmp_path / "x.verdict.json").write_text(json.dumps(HOSTILE_VERDICTS[2]))
+    (tmp_path / "y.verdict.json").write_text("[" * 100_000)
+    assert _window_words(tmp_path) == []

@@ -198,8 +198,8 @@ pin_line() {
         fi
     done
     local IFS=,
-    local list="${values[*]}"
-    echo "  $key: [${list//,/, }]"
+    local joined="${values[*]}"
+    echo "  $key: [${joined//,/, }]"
 }
 
 write_calibration() {

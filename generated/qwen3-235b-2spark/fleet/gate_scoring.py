@@ -10,7 +10,9 @@ sends 4x4 prompts of about 48K tokens beside 8 decoders).
 from __future__ import annotations
 
 import re
+import signal
 import statistics
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +20,8 @@ MIN_WORDS = 3
 REPEAT_LIMIT = 8
 LONGEST_REPEATED_PHRASE = 4
 STRESS_REPLY_WORD = "DONE"
+MATCH_SECONDS = 2.0  # an operator pattern's match on one reply: a sane one takes microseconds
+MATCH_CHARS = 4096
 
 
 @dataclass(frozen=True)
@@ -170,5 +174,27 @@ def score_operator(check: dict[str, Any], reply: Reply) -> Outcome:
         passed = got.rstrip(".").strip() == want.rstrip(".").strip()
         return Outcome(passed, f"{got[:80]!r} ({'is' if passed else 'is not'} exactly {want!r})", figures)
     pattern = str(check["pattern"])
-    passed = re.search(pattern, got) is not None
+    try:
+        passed = search_within(pattern, got, MATCH_SECONDS)
+    except TimeoutError:
+        return Outcome(False, f"{got[:80]!r}: /{pattern}/ did not finish matching within {MATCH_SECONDS} s "
+                       "(a pattern that backtracks; spark-compile check refuses the known shapes)", figures)
     return Outcome(passed, f"{got[:80]!r} ({'matches' if passed else 'does not match'} /{pattern}/)", figures)
+
+
+def search_within(pattern: str, text: str, seconds: float) -> bool:
+    """re.search with a time limit (the regex engine checks for signals while it backtracks); TimeoutError
+    past it. Without a main thread to take the signal, the reply is cut to MATCH_CHARS instead."""
+    if threading.current_thread() is not threading.main_thread():
+        return re.search(pattern, text[:MATCH_CHARS]) is not None
+
+    def expire(_signum: int, _frame: Any) -> None:
+        raise TimeoutError
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return re.search(pattern, text) is not None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

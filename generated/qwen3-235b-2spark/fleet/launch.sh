@@ -12,6 +12,7 @@
 #                              and, only when they pass, enable the watchdog (--no-wait: neither).
 #                              Any preflight problem: nothing is stopped or started.
 #   launch.sh arm              the smoke checks, then, when every one passes, enable the watchdog
+#                              (start --rearm, as a window's restore runs it, re-enables it without them)
 #   launch.sh stop             disarm the watchdog, then stop the ranks (the head first)
 #   launch.sh restart          stop, then start
 #   launch.sh rollback         disarm the watchdog, stop this release's ranks, restore the previous stack
@@ -215,11 +216,12 @@ cmd_preflight() {
 }
 
 cmd_start() {
-    local wait=1 timeout=$health_timeout rank generation status
+    local wait=1 smoke=1 timeout=$health_timeout rank generation status
     local -a started=()
     while (($#)); do
         case $1 in
             --no-wait) wait=0 ;;
+            --rearm) smoke=0 ;;
             --health-timeout) timeout=${2:?--health-timeout needs seconds}; shift ;;
             *) usage ;;
         esac
@@ -277,7 +279,13 @@ cmd_start() {
             echo "watchdog NOT enabled (--no-wait): run launch.sh arm once the head is healthy"
             return 0
         fi
-        cmd_arm || return 5
+        if ((smoke)); then
+            cmd_arm || return 5
+        else  # the window puts back what ran before it, its watchdog included
+            generation="$(date +%s)-$$"
+            remote 0 node_lock set "$watchdog_lock" "$watchdog_state" "$generation" || return 5
+            echo "watchdog enabled again on $(label 0): it arms after its first fully passing check"
+        fi
     fi
 }
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -122,22 +123,45 @@ def write(args: argparse.Namespace) -> int:
     return 0
 
 
-def baseline(folder: str) -> int:
-    """Print gate.py's baseline options from the newest verdict whose bench passed."""
+def _figure(value: Any) -> float | None:
+    """A bench figure of a verdict file (which anyone with the folder may have edited): a positive finite
+    number, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) and number > 0 else None
+
+
+def _label(text: str) -> str:
+    """The verdict's name for the gate's report: printable, one line, bounded."""
+    return "".join(c if c.isprintable() else "?" for c in text)[:120]
+
+
+def baseline_options(folder: str) -> list[str]:
+    """gate.py's baseline options, one --name=value word each, from the newest verdict whose bench passed
+    with sane figures (none when there is none). The values are parsed here, never split by a shell."""
     found = []
     for path in sorted(Path(folder).glob(f"*{SUFFIX}")):
         try:
-            verdict = json.loads(path.read_text())
-        except (OSError, ValueError):
+            verdict = json.loads(path.read_text(errors="replace"))
+        except (OSError, ValueError, RecursionError):
             continue
-        if verdict.get("bench"):
-            found.append((verdict.get("stopped", ""), path.name, verdict))
-    if found:
-        _, _, newest = max(found, key=lambda item: (item[0], item[1]))
-        # One word each: window.sh splits this line into gate.py's options.
-        label = f"{newest['profile']}@{newest['stopped']}".replace(" ", "_")
-        print(" ".join(["--baseline-tps", str(newest["bench"]["tokens_per_s"]), "--baseline-ttft",
-                        str(newest["bench"]["ttft_s"]), "--baseline-from", label]))
+        bench = verdict.get("bench") if isinstance(verdict, dict) else None
+        tps, ttft = (_figure(bench.get(key)) for key in ("tokens_per_s", "ttft_s")) if isinstance(bench, dict) \
+            else (None, None)
+        if tps is not None and ttft is not None:
+            found.append((str(verdict.get("stopped", "")), path.name, tps, ttft, verdict))
+    if not found:
+        return []
+    stopped, name, tps, ttft, newest = max(found, key=lambda item: (item[0], item[1]))
+    label = _label(f"{newest.get('profile', name)}@{stopped}")
+    return [f"--baseline-tps={tps!r}", f"--baseline-ttft={ttft!r}", f"--baseline-from={label}"]
+
+
+def baseline(folder: str) -> int:
+    """Print gate.py's baseline options, one per line (window.sh reads them with mapfile, as words)."""
+    for option in baseline_options(folder):
+        print(option)
     return 0
 
 

@@ -11,8 +11,11 @@ Exit status: 0 the fleet matches; 1 drift; 2 a node unreachable, not running or 
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -115,6 +118,25 @@ def sections_capture(sections: dict[str, tuple[int, bytes]], where: str) -> Capt
     return Capture(sections)
 
 
+def _read_bounded(path: Path, limit: int) -> bytes:
+    """At most ``limit`` bytes of a regular file, opened without blocking (a FIFO named *.audit never hangs
+    the audit) and without following a symlink; OSError for anything else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        chunks, size = [], 0
+        while size < limit:
+            chunk = os.read(fd, limit - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_captures(directory: Path) -> tuple[dict[int, Capture], list[str]]:
     """Every *.audit file of a folder by rank, and one message per file that could not be used."""
     captures: dict[int, Capture] = {}
@@ -122,8 +144,7 @@ def read_captures(directory: Path) -> tuple[dict[int, Capture], list[str]]:
     paths = sorted(directory.glob("*.audit"))[:MAX_FILES]
     for path in paths:
         try:
-            with path.open("rb") as handle:
-                data = handle.read(MAX_CAPTURE + 1)
+            data = _read_bounded(path, MAX_CAPTURE + 1)
             if len(data) > MAX_CAPTURE:
                 raise CaptureError(f"{path}: larger than {MAX_CAPTURE} bytes: not a capture")
             capture = parse_capture(data, str(path))

@@ -199,7 +199,7 @@ cmd_window() {
 
 # window_run: the window's steps; any failure ends the window (the EXIT trap restores production).
 window_run() {
-    local baseline status
+    local baseline=() status
     disarm_watchdog || { window_reason="the head was unreachable to disarm the watchdog"; exit 2; }
     window_stage=disarmed
     window_say "stopping production ($profile)"
@@ -215,12 +215,13 @@ window_run() {
         window_reason="the candidate did not come up (its launch.sh start exited $status)"
         exit 2
     fi
-    baseline=$(python3 "$window_here/verdict.py" baseline "$window_verdicts")
-    window_say "gate ${baseline:+(bench baseline: $baseline)}"
+    # One option per line, each a --name=value word: a verdict file's text never becomes a word of its own.
+    mapfile -t baseline < <(python3 "$window_here/verdict.py" baseline "$window_verdicts")
+    window_say "gate${baseline[0]:+ (bench baseline: ${baseline[*]})}"
     status=0
-    # shellcheck disable=SC2016,SC2086  # $1.. expand in that bash; the baseline is gate.py's options, split
+    # shellcheck disable=SC2016  # $1.. expand in that bash
     window_step bash -c 'set -o pipefail; python3 "$1" "${@:3}" 2>&1 | tee "$2"' window-gate \
-        "$window_candidate/fleet/gate.py" "$window_dir/gate" $baseline || status=$?
+        "$window_candidate/fleet/gate.py" "$window_dir/gate" ${baseline[@]+"${baseline[@]}"} || status=$?
     gate_status=$status
     if ((gate_status)); then
         window_reason="$gate_status gate check(s) failed"
@@ -246,7 +247,7 @@ window_exit() {
 
 # window_restore: candidate down, production back (or only the watchdog re-armed if it never stopped).
 window_restore() {
-    local generation
+    local generation status=0
     window_say "restoring production ($window_reason)"
     if [ "$window_stage" = candidate ] || [ "$window_stage" = unknown ]; then
         # The candidate's rank logs, kept with the window's gate output and memory samples (as the peer's).
@@ -255,7 +256,12 @@ window_restore() {
         SPARK_WINDOW=1 bash "$window_candidate/fleet/launch.sh" stop || echo "WARNING: the candidate did not stop"
     fi
     if [ "$window_stage" = stopped ] || [ "$window_stage" = candidate ] || [ "$window_stage" = unknown ]; then
-        if ! cmd_start; then
+        cmd_start --rearm || status=$?
+        # 5: production is up and healthy, only its smoke checks failed: restored, the watchdog left off.
+        if ((status == 5)); then
+            echo "WARNING: production is back, but its smoke checks failed: the watchdog is not enabled" \
+                "(launch.sh arm once they pass)"
+        elif ((status)); then
             echo "window: production was NOT restored: fix the cause, then run launch.sh window --restore"
             return 1
         fi

@@ -1,0 +1,139 @@
+"""`docker run … IMAGE python3 -m sglang.launch_server …` lines: found in shell text, split into options, image,
+environment and the engine command. Parsed as words only; nothing is executed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spark_compile.errors import InputError
+from spark_compile.importer.shell import ShellWord, commands
+from spark_compile.importer.source import Launch, Leftover, Origin, Word
+
+# docker run's options that take no value (docker 28's `docker run --help`); every other option takes one.
+SWITCHES = frozenset({
+    "-d", "--detach", "-i", "--interactive", "-t", "--tty", "--rm", "--privileged", "--init", "--read-only",
+    "-P", "--publish-all", "--no-healthcheck", "--oom-kill-disable", "-q", "--quiet", "--sig-proxy",
+    "--disable-content-trust", "--help",
+})
+_SHORT_SWITCHES = frozenset("ditPq")
+MAX_SOURCE = 4 << 20  # a launcher or runbook larger than this is not a launcher
+
+
+def read_source(path: Path) -> str:
+    """A source file's text (UTF-8, undecodable bytes replaced), refusing what is not a regular file of sane size."""
+    try:
+        if not path.is_file():
+            raise InputError(f"{path}: not a regular file")
+        if path.stat().st_size > MAX_SOURCE:
+            raise InputError(f"{path}: larger than {MAX_SOURCE} bytes; not a launcher or recipe")
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _docker_run_start(words: list[ShellWord]) -> int | None:
+    """Index of the first word after `docker run` / `docker container run` (behind sudo or env), or None."""
+    texts = [w.text for w in words]
+    for i, text in enumerate(texts):
+        if Path(text).name != "docker":
+            continue
+        if texts[i + 1:i + 2] == ["run"]:
+            return i + 2
+        if texts[i + 1:i + 3] == ["container", "run"]:
+            return i + 3
+    return None
+
+
+def _split_option(word: ShellWord, rest: list[ShellWord]) -> tuple[list[tuple[Word, Word | None]], int]:
+    """One option (or a bundle of short switches) and how many further words it used."""
+    text = word.text
+    if text.startswith("--"):
+        name, eq, value = text.partition("=")
+        if eq:
+            return [(Word(name, word.origin), Word(value, word.origin))], 0
+        if name in SWITCHES:
+            return [(word, None)], 0
+        if not rest:
+            raise InputError(f"{word.origin}: docker option {name} needs a value and the line ends")
+        return [(word, rest[0])], 1
+    if len(text) > 2 and all(c in _SHORT_SWITCHES for c in text[1:]):  # -it, -dit
+        return [(Word(f"-{c}", word.origin), None) for c in text[1:]], 0
+    if len(text) > 2:  # -eNAME=value, -v/a:/b
+        return [(Word(text[:2], word.origin), Word(text[2:], word.origin))], 0
+    if text in SWITCHES:
+        return [(word, None)], 0
+    if not rest:
+        raise InputError(f"{word.origin}: docker option {text} needs a value and the line ends")
+    return [(word, rest[0])], 1
+
+
+def parse_env_file(path: Path, shown: str) -> list[tuple[str, str, Origin]]:
+    """docker's --env-file format: NAME=VALUE per line, taken literally (no quotes); # comments and blanks skipped."""
+    out = []
+    for number, line in enumerate(read_source(path).splitlines(), 1):
+        stripped = line.lstrip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        name, _, value = stripped.partition("=")
+        out.append((name, value, Origin(shown, number)))
+    return out
+
+
+def _env(launch: Launch, flag: str, value: Word, base: Path, left: list[Leftover]) -> None:
+    if isinstance(value, ShellWord) and value.expands:
+        left.append(Leftover(value.origin, f"{flag} {value.text}", f"{value.text!r} is expanded by the shell; its "
+                             "value is not in the source (import the script with --trace)"))
+        return
+    if flag in ("-e", "--env"):
+        name, eq, val = value.text.partition("=")
+        if not eq:
+            left.append(Leftover(value.origin, f"{flag} {value.text}",
+                                 "the value comes from the launching shell's environment, which the source does not "
+                                 "show; set it in engine.env (or secrets.env for a secret)"))
+            return
+        launch.env.append((name, val, value.origin))
+        return
+    target = Path(value.text)
+    path = target if target.is_absolute() else base / target
+    if not path.is_file():
+        left.append(Leftover(value.origin, f"{flag} {value.text}", "the env file is not readable next to the source"))
+        return
+    launch.env.extend(parse_env_file(path, value.text))
+
+
+def parse_launch(words: list[ShellWord], base: Path, left: list[Leftover]) -> Launch | None:
+    """The launch of one `docker run` command, or None when the command is no `docker run`."""
+    start = _docker_run_start(words)
+    if start is None:
+        return None
+    launch, i = Launch(words[start - 1].origin, words=list(words[start - 1:])), start
+    while i < len(words) and words[i].text.startswith("-") and words[i].text != "-":
+        pairs, used = _split_option(words[i], words[i + 1:])
+        for flag, value in pairs:
+            if flag.text in ("-e", "--env", "--env-file") and value is not None:
+                _env(launch, flag.text, value, base, left)
+            else:
+                launch.options.append((flag, value))
+        i += 1 + used
+    if i >= len(words):
+        raise InputError(f"{launch.origin}: docker run names no image")
+    launch.image, launch.command = words[i], list(words[i + 1:])
+    return launch
+
+
+def launches(text: str, file: str, base: Path, left: list[Leftover], notes: list[str] | None = None) -> list[Launch]:
+    """Every `docker run` of an SGLang server in a shell text, in order (other containers are noted and skipped)."""
+    from spark_compile.importer.argv import launcher_split
+
+    found = []
+    for words in commands(text, file):
+        launch = parse_launch(words, base, left)
+        if launch is None:
+            continue
+        if launcher_split(launch.command) is None:
+            if notes is not None:
+                notes.append(f"{launch.origin}: a docker run of {launch.image.text if launch.image else '?'} that "
+                             "starts no SGLang server; not imported")
+            continue
+        found.append(launch)
+    return found

@@ -1,0 +1,106 @@
+"""The mapping tables of `import`: which engine flag, docker option and variable becomes which profile key.
+
+One place to update as the profile model grows: a flag not listed here goes to the raw `engine.args`; a
+docker option not listed is reported as left out, with the reason given here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spark_compile.spec import fields as f
+
+Path = tuple[str | int, ...]
+
+# Engine flag (as the plan spells it) -> (profile key, its value type). Flags the mapper derives or checks
+# itself (--model-path, --nnodes, --node-rank, --dist-init-addr, --disable-cuda-graph, chat kwargs) are
+# handled in mapping.py.
+ENGINE_FIELDS: dict[str, tuple[Path, Any]] = {
+    "--served-model-name": (("model", "served_name"), f.Text),
+    "--load-format": (("engine", "load_format"), f.Word),
+    "--tp-size": (("engine", "parallel", "tp"), f.Positive),
+    "--ep-size": (("engine", "parallel", "ep"), f.Positive),
+    "--host": (("engine", "host"), f.IPv4),
+    "--port": (("engine", "port"), f.Port),
+    "--attention-backend": (("engine", "backends", "attention"), f.Word),
+    "--moe-runner-backend": (("engine", "backends", "moe_runner"), f.Word),
+    "--fp8-gemm-backend": (("engine", "backends", "fp8_gemm"), f.Word),
+    "--mem-fraction-static": (("engine", "limits", "mem_fraction_static"), float),
+    "--chunked-prefill-size": (("engine", "limits", "chunked_prefill_size"), f.Positive),
+    "--context-length": (("engine", "limits", "context_length"), f.Positive),
+    "--max-running-requests": (("engine", "limits", "max_running_requests"), f.Positive),
+    "--max-total-tokens": (("engine", "limits", "max_total_tokens"), f.Positive),
+    "--watchdog-timeout": (("engine", "limits", "watchdog_timeout"), f.Seconds),
+    "--random-seed": (("engine", "limits", "random_seed"), int),
+    "--cuda-graph-max-bs-decode": (("engine", "cuda_graph", "max_bs_decode"), f.Positive),
+    "--cuda-graph-max-bs": (("engine", "cuda_graph", "max_bs_decode"), f.Positive),
+    "--speculative-algorithm": (("engine", "speculative", "algorithm"), str),
+    "--speculative-dspark-block-size": (("engine", "speculative", "dspark_block_size"), f.Positive),
+    "--speculative-num-steps": (("engine", "speculative", "num_steps"), f.Positive),
+    "--speculative-eagle-topk": (("engine", "speculative", "eagle_topk"), f.Positive),
+    "--speculative-num-draft-tokens": (("engine", "speculative", "num_draft_tokens"), f.Positive),
+    "--speculative-draft-model-path": (("engine", "speculative", "draft_model"), f.AbsPath),
+    "--tool-call-parser": (("engine", "chat", "tool_call_parser"), f.Word),
+    "--reasoning-parser": (("engine", "chat", "reasoning_parser"), f.Word),
+    # Keys of issue 22's profile-model half: used once the model has them (importer/fields.py asks), raw
+    # engine.args until then.
+    "--quantization": (("model", "quantization"), f.Word),
+    "--kv-cache-dtype": (("engine", "kv_cache_dtype"), f.Word),
+    "--page-size": (("engine", "page_size"), f.Positive),
+    "--dp-size": (("engine", "parallel", "dp"), f.Positive),
+    "--fp4-gemm-backend": (("engine", "backends", "fp4_gemm"), f.Word),
+    "--speculative-draft-model-quantization": (("engine", "speculative", "draft", "quantization"), f.Word),
+}
+ENGINE_SWITCHES: dict[str, Path] = {
+    "--trust-remote-code": ("engine", "trust_remote_code"),
+    "--enable-dp-attention": ("engine", "parallel", "dp_attention"),
+}
+# Engine flags whose values are a list of whole numbers.
+ENGINE_LISTS: dict[str, Path] = {
+    "--cuda-graph-bs-decode": ("engine", "cuda_graph", "batch_sizes"),
+    "--cuda-graph-bs": ("engine", "cuda_graph", "batch_sizes"),
+}
+
+# docker run option -> (profile key, value type); `list` keys collect every occurrence.
+DOCKER_FIELDS: dict[str, tuple[Path, Any]] = {
+    "--name": (("engine", "container_name"), f.Name),
+    "--network": (("container", "network"), f.Word), "--net": (("container", "network"), f.Word),
+    "--ipc": (("container", "ipc"), f.Word),
+    "--gpus": (("container", "gpus"), f.GpuSpec),
+    "--shm-size": (("container", "shm_size"), f.DockerSize),
+    "--memory": (("container", "memory"), f.DockerSize), "-m": (("container", "memory"), f.DockerSize),
+    "--memory-swap": (("container", "memory_swap"), f.DockerSize),
+    "--oom-score-adj": (("container", "oom_score_adj"), int),
+    "--user": (("container", "user"), str), "-u": (("container", "user"), str),
+    "--cpuset-cpus": (("container", "cpuset_cpus"), str),
+}
+DOCKER_LISTS: dict[str, Path] = {"--cap-add": ("container", "cap_add"), "--device": ("container", "devices"),
+                                 "--security-opt": ("container", "security_opt")}
+DOCKER_SWITCHES: dict[str, Path] = {"--privileged": ("container", "privileged"), "--rm": ("container", "remove"),
+                                    "-d": ("container", "detach"), "--detach": ("container", "detach")}
+# Options the generated systemd unit replaces: it runs the container in the foreground, removes it before and
+# after each run, and applies the restart policy itself.
+SUPERVISION: dict[str, str] = {
+    "-d": "the unit runs the container in the foreground (journald keeps its output)",
+    "--detach": "the unit runs the container in the foreground (journald keeps its output)",
+    "--rm": "the unit removes the container before and after each run (docker rm -f)",
+    "-i": "no terminal: the unit runs the container", "--interactive": "no terminal: the unit runs the container",
+    "-t": "no terminal: the unit runs the container", "--tty": "no terminal: the unit runs the container",
+}
+# Options with no profile key yet, and what to do instead.
+DOCKER_UNMAPPED: dict[str, str] = {
+    "-p": "ports are not published: the container uses the host network (container.network)",
+    "--publish": "ports are not published: the container uses the host network (container.network)",
+    "--privileged": "the profile has no privileged switch; grant what the engine needs with container.cap_add and "
+                    "container.devices",
+    "--user": "the profile has no container user; the engine runs as the image's user",
+    "-u": "the profile has no container user; the engine runs as the image's user",
+    "--security-opt": "the profile has no security options",
+    "--cpuset-cpus": "the profile has no CPU pinning",
+    "--entrypoint": "the profile's entrypoint is engine.launcher, after the image",
+    "-w": "the profile has no working directory", "--workdir": "the profile has no working directory",
+    "--init": "the profile has no init switch",
+}
+# Variables the plan writes itself from the fabric (fleet.fabric): imported as that fabric, not as raw values.
+FABRIC_ENV = ("NCCL_NET", "NCCL_IB_DISABLE", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
+              "NCCL_IB_GID_INDEX")

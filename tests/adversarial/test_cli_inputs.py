@@ -1,0 +1,75 @@
+"""The command line under hostile input: every option that takes a path, a revision, a pattern, an
+interpreter or a file's contents, enumerated from the real parsers, run with the hostile values of its kind.
+
+Every run must end in exit 0, 1 or 2 with no traceback, print nothing that moves the cursor or reorders text,
+run nothing hidden in a value (the canary) and write nothing outside its temporary folder.
+"""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+import pytest
+from cli_inputs import CAPTURES, CONTENTS, INPUTS, OUTPUTS, VICTIM_TEXT, cli_options, resolve_value
+from hostile import assert_handled, run_main
+from round2 import CANARY, assert_terminal_safe, hostile_tree
+
+from conftest import ROOT
+
+WRITES = {("compile", "--out"), ("report", "--output"), ("catalog", "--out"), ("import", "--output"),
+          ("export", "--output")}
+
+
+def test_every_option_that_takes_a_value_is_covered() -> None:
+    options = cli_options()
+    assert {("check", "profiles"), ("diff", "--since"), ("report", "--output"), ("catalog", "--source")} <= options
+    assert options - set(INPUTS) == set(), "options with no hostile-input strategy in tests/adversarial/cli_inputs.py"
+    assert set(INPUTS) - options == set(), "INPUTS names options the parsers no longer have"
+
+
+def runs_per_command() -> dict[str, int]:
+    """How many command lines the suite runs, per command."""
+    counts: collections.Counter[str] = collections.Counter()
+    for (command, _), spec in INPUTS.items():
+        counts[command] += (len(spec.values) + (len(CONTENTS) if spec.contents else 0)
+                            + (len(CAPTURES) if spec.captures else 0))
+    return dict(sorted(counts.items()))
+
+
+def test_the_suite_runs_every_command_with_many_inputs() -> None:
+    counts = runs_per_command()
+    assert set(counts) == {command for command, _ in cli_options()}
+    assert min(counts.values()) >= 11, counts
+
+
+def test_write_options_only_get_paths_inside_the_test_folder() -> None:
+    assert {key for key, spec in INPUTS.items() if spec.values == OUTPUTS} == WRITES
+    assert not [v for v in OUTPUTS if v.startswith("/") or "etc" in v]
+
+
+def _listing(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize("key", sorted(INPUTS), ids=[f"{c} {o}" for c, o in sorted(INPUTS)])
+def test_hostile_values_through_each_option(key: tuple[str, str], tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = INPUTS[key]
+    tree = hostile_tree(tmp_path / "tree") if key[0] == "catalog" else None
+    before = {folder: _listing(folder) for folder in (Path("/"), ROOT)}
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(ROOT if spec.in_repository else work)
+    values = [*spec.values, *(CONTENTS if spec.contents else ()), *(CAPTURES if spec.captures else ())]
+    for value in values:
+        CANARY.unlink(missing_ok=True)
+        argv = [str(tmp_path / "out") if word == "OUT" else str(tree) if word == "TREE" else word
+                for word in spec.argv(tmp_path, resolve_value(tmp_path, value))]
+        outcome = run_main(*argv)
+        assert_handled(outcome)
+        assert_terminal_safe(outcome)
+        assert not CANARY.exists(), (argv, "ran a command hidden in a value")
+    assert (tmp_path / "victim").read_text() == VICTIM_TEXT if (tmp_path / "victim").exists() else True
+    after = {folder: _listing(folder) for folder in before}
+    assert {folder: after[folder] - before[folder] for folder in before} == {folder: set() for folder in before}

@@ -1,0 +1,85 @@
+"""`spark-compile export --sparkrun`: sparkrun 0.4.2's own loader accepts the recipe, and the serve command sparkrun
+would run on each node is the profile's engine argv."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from roundtrip import compiled
+from sparkrun_oracle import dry_run, load_errors, node_commands
+
+from spark_compile.cli import main
+from spark_compile.launch_plan import LaunchPlan
+
+REPO = Path(__file__).resolve().parents[2]
+PROFILES = sorted((REPO / "spec" / "profiles" / "examples").glob("*.yaml"))
+TWO_NODE_TCP = REPO / "spec" / "profiles" / "examples" / "two-node-tcp.yaml"
+
+
+def _export(capsys: pytest.CaptureFixture[str], profile: Path, out: Path) -> str:
+    assert main(["export", "--sparkrun", str(profile), "-o", str(out)]) == 0
+    return capsys.readouterr().err
+
+
+def _plan(profile: Path) -> LaunchPlan:
+    return compiled(profile).plan
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.stem)
+def test_sparkrun_runs_the_profiles_argv(capsys: pytest.CaptureFixture[str], tmp_path: Path, profile: Path) -> None:
+    recipe = tmp_path / "recipe.yaml"
+    _export(capsys, profile, recipe)
+    assert load_errors(recipe) == ""
+    ranks = _plan(profile).ranks
+    hosts = [rank.fabric_ip for rank in ranks]
+    commands = node_commands(recipe, hosts)
+    for rank, words in zip(ranks, commands, strict=True):
+        launcher = len(rank.launcher)
+        assert words[:launcher] == list(rank.launcher)
+        ours = list(rank.engine_argv)
+        if len(ranks) > 1:  # sparkrun's rendezvous: its own port, the first host
+            at = ours.index("--dist-init-addr")
+            ours[at + 1] = f"{hosts[0]}:25000"
+        assert sorted(_options(words[launcher:])) == sorted(_options(ours))
+    served = dry_run(recipe, hosts)
+    head = [w for option in _options(list(ranks[0].engine_argv)) for w in option
+            if option[0] not in ("--dist-init-addr", "--nnodes", "--node-rank")]
+    assert served[len(ranks[0].launcher):] == head
+
+
+def _options(words: list[str]) -> list[tuple[str, ...]]:
+    """Words grouped into options (a flag and the values after it)."""
+    out: list[list[str]] = []
+    for word in words:
+        if word.startswith("--") or not out:
+            out.append([word])
+        else:
+            out[-1].append(word)
+    return [tuple(o) for o in out]
+
+
+def test_export_lists_what_sparkrun_does_its_own_way(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    err = _export(capsys, TWO_NODE_TCP, tmp_path / "recipe.yaml")
+    notes = [line for line in err.splitlines() if line.startswith("spark-compile export:")]
+    assert notes == [
+        "spark-compile export: not carried: engine.dist_init_port 20000: sparkrun rendezvouses on port 25000",
+        "spark-compile export: not carried: HOST_IP: differs between ranks; a sparkrun recipe's env is the same on "
+        "every node",
+        "spark-compile export: not carried: docker --network host: sparkrun runs its container with its own options",
+        "spark-compile export: not carried: docker --ipc host: sparkrun runs its container with its own options",
+        "spark-compile export: not carried: docker --gpus all: sparkrun runs its container with its own options",
+        "spark-compile export: not carried: docker --shm-size 16g: sparkrun runs its container with its own options",
+        "spark-compile export: not carried: docker -v /srv/models/qwen3-next-80b-a3b:/models/repo:ro: sparkrun runs "
+        "its container with its own options",
+        "spark-compile export: not carried: docker -v /home/ops/.cache:/root/.cache: sparkrun runs its container "
+        "with its own options",
+    ]
+
+
+def test_export_never_overwrites_a_foreign_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "recipe.yaml"
+    out.write_text("model: mine\n")
+    assert main(["export", "--sparkrun", str(TWO_NODE_TCP), "-o", str(out)]) == 2
+    assert "did not write it: refusing to overwrite it" in capsys.readouterr().err
+    assert out.read_text() == "model: mine\n"

@@ -1,0 +1,97 @@
+"""`import --trace`: a launcher run in the sandbox (stand-ins, no network, read-only outside a copy of its folder,
+a time limit); the docker run lines it records become the profile, and a launcher that breaks out is stopped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from roundtrip import compare, compiled
+
+from spark_compile.cli import main
+from spark_compile.importer.mapping import ranks
+from spark_compile.importer.trace import run_traced, traced_launches
+
+FIXTURES = Path(__file__).parent / "fixtures" / "launcher"
+HOSTS = "ops@192.0.2.31,ops@192.0.2.32"
+FABRIC = ["--interface", "enp1s0f0np0", "--rdma-devices", "rocep1s0f0,roceP2p1s0f0"]
+
+
+def test_trace_says_it_runs_the_script_and_imports_every_node(capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+    out = tmp_path / "gptoss.yaml"
+    code = main(["import", "--trace", str(FIXTURES / "start.sh"), "--hosts", HOSTS, *FABRIC, "--architecture",
+                 "GptOssForCausalLM", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert err.splitlines()[0] == (
+        f"spark-compile import: --trace RUNS {FIXTURES}/start.sh in a sandbox (stand-in docker, ssh, nvidia-smi, "
+        "ip, ...; no network; a throwaway HOME; read-only outside a copy of its folder; a time limit) and imports "
+        "the docker run lines it records")
+    data = yaml.safe_load(out.read_text())
+    assert data["model"]["snapshot"] == "b5c939de8f754692c1647ca79fbf85e8c1e70f8a"  # from the sourced config
+    assert data["fleet"]["fabric"]["interface"] == "enp1s0f0np0"
+    assert [f.rule for f in compiled(out).findings] == ["SC312", "SC445"]  # NCCL left at its default buffers
+    assert not (FIXTURES / "progress.log").exists()
+
+
+def test_traced_nodes_and_hosts() -> None:
+    launches = traced_launches(FIXTURES / "start.sh", tuple(HOSTS.split(",")), {}, [], [], "enp1s0f0np0",
+                               ("rocep1s0f0", "roceP2p1s0f0"))
+    found = ranks(launches)
+    assert [(r.rank, r.launch.ssh) for r in found] == [(0, None), (1, "ops@192.0.2.32")]
+    head = [w.text for w in found[0].launch.command]
+    assert head[head.index("--dist-init-addr") + 1] == "192.0.2.31:20000"  # from the stand-in `ip`
+    # the sandbox's /dev has /dev/infiniband because --rdma-devices describes an RDMA machine
+    assert ("--device", "/dev/infiniband") in [(f.text, v.text if v else "") for f, v in found[1].launch.options]
+
+
+def test_no_rdma_devices_no_infiniband() -> None:
+    (head,) = [r for r in ranks(traced_launches(FIXTURES / "start.sh", tuple(HOSTS.split(",")),
+                                                {"HEAD_IP": "192.0.2.31", "IFACE": "eth0", "HCAS": ""}, [], []))
+               if r.rank == 0]
+    assert "--device" not in [f.text for f, _ in head.launch.options]
+
+
+def test_traced_round_trip(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "gptoss.yaml"
+    main(["import", "--trace", str(FIXTURES / "start.sh"), "--hosts", HOSTS, *FABRIC, "--architecture",
+          "GptOssForCausalLM", "-o", str(out)])
+    capsys.readouterr()
+    validated = compiled(out)
+    launches = traced_launches(FIXTURES / "start.sh", tuple(HOSTS.split(",")), {}, [], [], "enp1s0f0np0",
+                               ("rocep1s0f0", "roceP2p1s0f0"))
+    for rank in ranks(launches):
+        sides = compare(rank.launch, validated, rank.rank)
+        assert sides.engine[0] == {}  # every flag the launcher passes reaches the compiled command
+        assert sides.env[0] == {}  # and every variable
+        assert sides.docker[0] == {}  # and every docker option (-d aside: the unit supervises)
+
+
+@pytest.mark.parametrize(("script", "why"), [
+    ("writes-outside.sh", "tried to write outside its folder: ./writes-outside.sh: line 4: "
+                          "/var/tmp/spark-compile-trace-escape: Read-only file system"),
+    ("reaches-network.sh", "tried to reach the network: ./reaches-network.sh: connect: Network is unreachable"),
+])
+def test_a_launcher_that_breaks_out_is_stopped(capsys: pytest.CaptureFixture[str], tmp_path: Path, script: str,
+                                               why: str) -> None:
+    out = tmp_path / "x.yaml"
+    code = main(["import", "--trace", str(FIXTURES / script), "--hosts", "192.0.2.1", "-o", str(out)])
+    assert code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"spark-compile: error: {FIXTURES}/{script}: stopped in the sandbox: {why} (nothing was written outside the "
+        "sandbox; nothing was imported)")
+    assert not Path("/var/tmp/spark-compile-trace-escape").exists()
+    assert not out.exists()
+
+
+def test_time_limit() -> None:
+    traced = run_traced(FIXTURES / "never-ends.sh", ("192.0.2.1",), {}, limit=2)
+    assert traced.violations == ["ran longer than 2 s"]
+
+
+def test_a_launcher_runs_with_its_own_interpreter() -> None:
+    (launch,) = traced_launches(FIXTURES / "start.py", ("192.0.2.1",), {}, [], [])
+    assert [w.text for w in launch.command][-2:] == ["--port", "8000"]
+    assert launch.image is not None and launch.image.text == "lmsysorg/sglang:v0.5.23"
