@@ -62,6 +62,8 @@ class ModelFamily:
     has_engram: bool = False
     attention_backend: str | None = None  # the backend SGLang sets whatever --attention-backend says
     kv_cache_dtypes: tuple[str, ...] = ()  # KV cache dtypes SGLang accepts (besides auto); () = any
+    attention_backends: tuple[str, ...] = ()  # the backends SGLang accepts for the family; () = any
+    gb10_attention_backend: str | None = None  # the one SGLang sets on GB10 when none is written
 
 
 FAMILIES: dict[str, ModelFamily] = {
@@ -73,5 +75,9 @@ FAMILIES: dict[str, ModelFamily] = {
         ModelFamily("DeepseekV3ForCausalLM", page_size=None, speculative=None, reasoning_effort_env=None),
         ModelFamily("Qwen3MoeForCausalLM", page_size=None, speculative=None, reasoning_effort_env=None),
         ModelFamily("LlamaForCausalLM", page_size=None, speculative=None, reasoning_effort_env=None),
+        # arg_groups/model_hook.py asserts the backend list (its CUDA ones; ascend, intel_amx, intel_xpu and
+        # aiter are other platforms'); model_overrides/gpt_oss.py sets triton on an SM12x GPU.
+        ModelFamily("GptOssForCausalLM", page_size=None, speculative=None, reasoning_effort_env=None,
+                    attention_backends=("triton", "trtllm_mha", "fa3", "fa4"), gb10_attention_backend="triton"),
     )
 }

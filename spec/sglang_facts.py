@@ -10,6 +10,9 @@ from __future__ import annotations
 
 # serving_hook.handle_deprecated_args: a deprecated --tool-call-parser is replaced, with a warning.
 DEPRECATED_TOOL_CALL_PARSERS = {"qwen25": "qwen", "glm45": "glm"}
+# speculative_hook._resolve_speculative_algorithm_alias: NEXTN is another name of EAGLE (with a Gemma4 assistant
+# draft both become FROZEN_KV_MTP, which no Spark profile's draft is).
+SPECULATIVE_ALIASES = {"NEXTN": "EAGLE"}
 
 # configs/model_config.py ModelConfig._verify_quantization: a --quantization that differs from the
 # checkpoint's quant_method is kept only when it is compatible with it or asks for requantization.

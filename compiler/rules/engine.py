@@ -11,7 +11,7 @@ from spark_compile.overlay.registry import FLAGS_BY_NAME
 from spark_compile.rules import Context, Hit, rule
 from spark_compile.rules.sglang_model import ep_choices
 from spark_compile.spec.envfile import env_value_problem
-from spark_compile.spec.sglang_facts import EAGLE_FAMILY, SPECULATIVE_BY_MODEL_TYPE
+from spark_compile.spec.sglang_facts import EAGLE_FAMILY, SPECULATIVE_ALIASES, SPECULATIVE_BY_MODEL_TYPE
 
 # SGLang's get_context_length limit is lifted by this variable (model_config.py); the rule then defers.
 LONGER_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
@@ -35,19 +35,35 @@ def ep_divides_tp(ctx: Context) -> Iterator[Hit]:
       "(config.json model_type deepseek_v41) only DSPARK; SGLang refuses others at start.",
       "engine: {speculative: {algorithm: NGRAM}}", "engine: {speculative: {algorithm: DSPARK, dspark_block_size: 5}}")
 def algorithm_for_model(ctx: Context) -> Iterator[Hit]:
+    algo, accepted = ctx.profile.engine.speculative.algorithm, accepted_algorithms(ctx)
+    if accepted is not None and algo != "none" and algo not in accepted[0]:
+        yield Hit(("engine", "speculative", "algorithm"),
+                  f"{accepted[1]} accepts speculative algorithms {', '.join(accepted[0])}, not {algo}",
+                  "pick one of them, or none")
+
+
+def accepted_algorithms(ctx: Context) -> tuple[tuple[str, ...], str] | None:
+    """(the speculative algorithms the model accepts, whose rule it is); None when it takes any."""
     family = ctx.family
-    algo = ctx.profile.engine.speculative.algorithm
     model_type = ctx.checkpoint.model_type if ctx.checkpoint else None
     if model_type in SPECULATIVE_BY_MODEL_TYPE:
-        accepted, who = SPECULATIVE_BY_MODEL_TYPE[model_type], f"{ctx.profile.model.architecture} ({model_type})"
-    elif family and family.speculative is not None:
-        accepted, who = family.speculative, family.architecture
-    else:
-        return
-    if algo != "none" and algo not in accepted:
-        yield Hit(("engine", "speculative", "algorithm"),
-                  f"{who} accepts speculative algorithms {', '.join(accepted)}, not {algo}",
-                  "pick one of them, or none")
+        return SPECULATIVE_BY_MODEL_TYPE[model_type], f"{ctx.profile.model.architecture} ({model_type})"
+    if family and family.speculative is not None:
+        return family.speculative, family.architecture
+    return None
+
+
+@rule("SC251", "warning", "a speculative algorithm's other name",
+      "SGLang resolves --speculative-algorithm NEXTN to EAGLE (_resolve_speculative_algorithm_alias): the same "
+      "drafting under its other name; the profile should say what runs.",
+      "speculative: {algorithm: NEXTN}", "speculative: {algorithm: EAGLE}")
+def algorithm_alias(ctx: Context) -> Iterator[Hit]:
+    algo, accepted = ctx.profile.engine.speculative.algorithm, accepted_algorithms(ctx)
+    new = SPECULATIVE_ALIASES.get(algo)
+    # A model that refuses the alias refuses it before resolving it (SC202 says so).
+    if new is not None and (accepted is None or algo in accepted[0]):
+        yield Hit(("engine", "speculative", "algorithm"), f"speculative algorithm {algo} is another name of {new}; "
+                  f"SGLang runs {new}", f"write {new}")
 
 
 def dspark_block_size(ctx: Context) -> int | None:

@@ -1,4 +1,4 @@
-"""SC240-SC248: what SGLang 0.5.23 refuses or silently rewrites, judged from the profile and the checkpoint's
+"""SC240-SC250: what SGLang 0.5.23 refuses or silently rewrites, judged from the profile and the checkpoint's
 committed config.json (heads, context limit, quantization), without running SGLang.
 
 Each rule has a negative profile whose `# engine:` lines record SGLang's own verdict on the same command line,
@@ -177,9 +177,44 @@ def _attention_backend(ctx: Context) -> tuple[str | None, str]:
         return family.attention_backend, f" ({family.architecture}'s own)"
     if ctx.profile.engine.backends.attention:
         return ctx.profile.engine.backends.attention, ""
+    if ctx.hardware.sm == (12, 1) and family and family.gb10_attention_backend:
+        return family.gb10_attention_backend, f" (SGLang's choice for {family.architecture} on GB10)"
     if ctx.checkpoint is not None and not ctx.checkpoint.mla and ctx.hardware.sm == (12, 1):
         return GB10_DEFAULT_MHA_BACKEND, " (SGLang's choice on GB10)"
     return None, ""
+
+
+@rule("SC249", "error", "an attention backend the model family runs",
+      "SGLang asserts at start that a GPT-OSS model (GptOssForCausalLM) runs triton, trtllm_mha, fa3 or fa4 "
+      "attention on CUDA (handle_model_specific_adjustments); unset, it picks triton on GB10 (_gpt_oss_overrides).",
+      "model: {architecture: GptOssForCausalLM}\nengine: {backends: {attention: flashinfer}}",
+      "engine: {backends: {attention: triton}}   # or leave it unset")
+def family_attention_backends(ctx: Context) -> Iterator[Hit]:
+    family, written = ctx.family, ctx.profile.engine.backends.attention
+    if family is None or not family.attention_backends or written is None or written in family.attention_backends:
+        return
+    choice = family.gb10_attention_backend or family.attention_backends[0]
+    yield Hit(("engine", "backends", "attention"),
+              f"{family.architecture} runs attention backend {', '.join(family.attention_backends[:-1])} or "
+              f"{family.attention_backends[-1]}, not {written}: SGLang refuses it at start",
+              f"write {choice}, or leave it unset")
+
+
+@rule("SC250", "error", "max_bs_decode agrees with the captured batch sizes",
+      "With --cuda-graph-bs-decode written SGLang sets the decode graphs' largest batch to the list's largest "
+      "(_handle_gpu_memory_settings), replacing --cuda-graph-max-bs-decode without a word.",
+      "cuda_graph: {batch_sizes: [1, 2, 4, 8], max_bs_decode: 4}",
+      "cuda_graph: {batch_sizes: [1, 2, 4, 8]}   # SGLang's largest decode batch: 8")
+def graph_max_follows_list(ctx: Context) -> Iterator[Hit]:
+    graphs, cap = ctx.profile.engine.cuda_graph, ctx.profile.engine.limits.max_running_requests
+    pinned = cap if graphs.max_bs_decode == "max_running_requests" else graphs.max_bs_decode
+    if not graphs.batch_sizes or not isinstance(pinned, int) or pinned == max(graphs.batch_sizes):
+        return
+    largest = max(graphs.batch_sizes)
+    yield Hit(("engine", "cuda_graph", "max_bs_decode"),
+              f"with batch_sizes written SGLang captures decode batches up to their largest, {largest}, and "
+              f"replaces max_bs_decode {pinned}",
+              f"remove max_bs_decode (batch_sizes decides it), or make {pinned} the largest of batch_sizes")
 
 
 @rule("SC245", "error", "a KV cache dtype the attention backend serves",

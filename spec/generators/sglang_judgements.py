@@ -41,6 +41,11 @@ STATIC: dict[str, tuple[str, ...]] = {
     "srt/arg_groups/validation_hook.py:check_server_args": ("SC211", "SC401"),
     "srt/configs/model_config.py:ModelConfig._verify_quantization": ("SC244",),
     "srt/configs/model_config.py:ModelConfig._derive_context_length": ("SC209",),
+    "srt/arg_groups/model_hook.py:handle_model_specific_adjustments": ("SC249",),
+    "srt/arg_groups/model_overrides/gpt_oss.py:_gpt_oss_overrides": ("SC245", "SC249"),
+    "srt/arg_groups/memory_hook.py:handle_gpu_memory_settings": ("SC250",),
+    "srt/arg_groups/speculative_hook.py:handle_speculative_decoding": ("SC251",),
+    "srt/arg_groups/speculative_hook.py:_resolve_speculative_algorithm_alias": ("SC251",),
 }
 # Judgements the scan does not see: a fallback without a raise, and the asserts made while the layers are
 # built (file:function -> (what, how covered)); tests/engine/test_judgements.py checks each site still exists.

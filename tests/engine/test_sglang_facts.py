@@ -95,3 +95,36 @@ def test_speculative_by_model_type(srt: Path) -> None:
     assert "hf_config.model_type != 'deepseek_v41'" in text
     assert "str(cfg.speculative_algorithm).upper() != 'DSPARK'" in text
     assert facts.SPECULATIVE_BY_MODEL_TYPE == {"deepseek_v41": ("DSPARK",)}
+
+
+def test_speculative_aliases(srt: Path) -> None:
+    text = ast.unparse(function(srt, "arg_groups/speculative_hook.py", "_resolve_speculative_algorithm_alias"))
+    assert "if speculative_algorithm == 'NEXTN' or speculative_algorithm == 'EAGLE':" in text
+    assert "return 'EAGLE'" in text
+    assert facts.SPECULATIVE_ALIASES == {"NEXTN": "EAGLE"}
+
+
+def test_gpt_oss_attention_backends(srt: Path) -> None:
+    from spark_compile.spec.hardware import FAMILIES
+
+    family = FAMILIES["GptOssForCausalLM"]
+    listed = assigned(function(srt, "arg_groups/model_hook.py", "handle_model_specific_adjustments"),
+                      "supported_backends")
+    assert listed == [*family.attention_backends, "ascend", "intel_amx", "intel_xpu", "aiter"]
+    body = function(srt, "arg_groups/model_overrides/gpt_oss.py", "_gpt_oss_overrides")
+    unset = next(n for n in ast.walk(body) if isinstance(n, ast.If)
+                 and ast.unparse(n.test) == "is_attention_backend_not_set(cfg)")
+    chain, node = [], unset.body[0]
+    while isinstance(node, ast.If):
+        chain.append((ast.unparse(node.test), ast.literal_eval(node.body[0].value)))  # type: ignore[attr-defined]
+        node = node.orelse[0] if node.orelse else None
+    # GB10 (12.1) is neither SM100 nor SM90, nor a CPU, an XPU or a HIP device: the last branch is its.
+    assert [test for test, _ in chain] == ["get_platform().is_sm100", "get_platform().is_sm90",
+                                           "is_cpu() and get_platform().has_amx", "get_platform().is_xpu",
+                                           "get_platform().is_hip", "not (is_mps() and use_mlx())"]
+    assert chain[-1][1] == family.gb10_attention_backend
+
+
+def test_written_batch_sizes_decide_max_bs(srt: Path) -> None:
+    text = ast.unparse(function(srt, "arg_groups/memory_hook.py", "handle_gpu_memory_settings"))
+    assert "decode_cuda_graph_config.max_bs = max(decode_cuda_graph_config.bs)" in text
