@@ -55,6 +55,12 @@ def quantization(profile: Profile) -> Setting | None:
     return _setting(profile.model.quantization, ("model", "quantization"))
 
 
+def draft_quantization(profile: Profile) -> Setting | None:
+    """--speculative-draft-model-quantization as written (engine.speculative.draft.quantization)."""
+    draft = profile.engine.speculative.draft
+    return None if draft is None else _setting(draft.quantization, (*DRAFT_PATH, "quantization"))
+
+
 def draft_model(profile: Profile) -> DraftModel | None:
     """The separate draft model, if the profile names one."""
     draft = profile.engine.speculative.draft

@@ -8,9 +8,10 @@ and whose fix SGLang's resolution accepts (tests/engine/test_negative_engine.py)
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from spark_compile.rules import Context, Hit, rule
-from spark_compile.spec.engine_values import draft_model, kv_cache_dtype, quantization
+from spark_compile.spec.engine_values import draft_model, draft_quantization, kv_cache_dtype, quantization
 from spark_compile.spec.sglang_facts import (
     COMPATIBLE_QUANTIZATION,
     CUTLASS_EP_ONE_QUANTIZATIONS,
@@ -29,6 +30,9 @@ from spark_compile.spec.sglang_facts import (
     REQUANTIZATION_METHODS,
 )
 
+if TYPE_CHECKING:
+    from spark_compile.spec.checkpoint import Checkpoint
+
 
 def _divisors(n: int) -> str:
     return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
@@ -41,12 +45,11 @@ def run_quantization(ctx: Context) -> str | None:
     ckpt = ctx.checkpoint.quantization if ctx.checkpoint else None
     if written is None:
         return ckpt
-    return written.value if ckpt is None or _keeps(ctx, written.value) else ckpt
+    return written.value if ckpt is None or _keeps(ctx.checkpoint, written.value) else ckpt
 
 
-def _keeps(ctx: Context, written: str) -> bool:
+def _keeps(cp: Checkpoint | None, written: str) -> bool:
     """ModelConfig._verify_quantization keeps a written quantization on this checkpoint."""
-    cp = ctx.checkpoint
     if cp is None or cp.quant_method is None:
         return True
     return written in (cp.quant_method, cp.quantization) or cp.quant_method in COMPATIBLE_QUANTIZATION.get(
@@ -157,17 +160,20 @@ def runner_serves_quantization(ctx: Context) -> Iterator[Hit]:
 
 @rule("SC244", "error", "quantization the checkpoint agrees with",
       "SGLang reads the checkpoint's quantization_config at load (ModelConfig._verify_quantization): a "
-      "--quantization it is not compatible with is replaced by the checkpoint's (ModelOpt) or refused.",
+      "--quantization it is not compatible with is replaced by the checkpoint's (ModelOpt) or refused; the draft "
+      "model's --speculative-draft-model-quantization is replaced by its own checkpoint's.",
       "model: {config_json: nvfp4-moe.config.json, quantization: fp8}",
       "model: {config_json: nvfp4-moe.config.json}   # SGLang reads modelopt_fp4 from the checkpoint")
 def quantization_agrees(ctx: Context) -> Iterator[Hit]:
-    written, cp = quantization(ctx.profile), ctx.checkpoint
-    if written is None or cp is None or cp.quant_method is None or _keeps(ctx, written.value):
-        return
-    yield Hit(written.path,
-              f"--quantization {written.value} contradicts the quantization_config of {cp.file} ({cp.quant_method}, "
-              f"which SGLang runs as {cp.quantization})",
-              f"remove it (SGLang reads the checkpoint's), or write {cp.quantization}")
+    for written, cp, flag, whose in ((quantization(ctx.profile), ctx.checkpoint, "--quantization", "the "),
+                                     (draft_quantization(ctx.profile), ctx.draft_checkpoint,
+                                      "--speculative-draft-model-quantization", "the draft's ")):
+        if written is None or cp is None or cp.quant_method is None or _keeps(cp, written.value):
+            continue
+        yield Hit(written.path,
+                  f"{flag} {written.value} contradicts the quantization_config of {cp.file} ({cp.quant_method}, "
+                  f"which SGLang runs as {cp.quantization})",
+                  f"remove it (SGLang reads {whose}checkpoint's), or write {cp.quantization}")
 
 
 def _attention_backend(ctx: Context) -> tuple[str | None, str]:

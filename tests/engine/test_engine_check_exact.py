@@ -4,7 +4,9 @@ Whole messages, from the real engine venv (GB10 simulated): an argparse refusal 
 args key that wrote the flag; a resolution that failed yields its SC602 and no SC601 (graphs off used to give
 two false "resolves --cuda-graph-backend-* disabled to null") and no SC604 (an acceptance cannot be judged stale
 by a resolution that did not run); a draft model with no config.json here costs one SC603, and the target is
-resolved all the same (tests/profiles/negative/eagle3-draft-tokens.yaml: its EAGLE3 rewrite is still reported).
+resolved all the same (tests/profiles/negative/eagle3-draft-tokens.yaml: its EAGLE3 rewrite is still reported);
+a draft whose directory is not here but whose config.json is committed is resolved beside the target, its
+rewrites and its own checks reported.
 """
 
 from __future__ import annotations
@@ -21,19 +23,41 @@ from sglang_parse import engine_python
 pytestmark = pytest.mark.engine
 
 PROFILES = ROOT / "tests" / "engine" / "profiles"
-NAMES = ("argparse-refusal", "resolution-fails-graphs-off", "draft-not-here")
+NAMES = ("argparse-refusal", "resolution-fails-graphs-off", "draft-not-here", "draft-absent-rewrites",
+         "draft-config-only")
+Spot = tuple[int, int, str, str]
 
 
 @pytest.fixture(scope="module")
-def found() -> dict[str, list[tuple[int, int, str, str]]]:
+def run() -> list[dict[str, Any]]:
     paths = [str((PROFILES / f"{name}.yaml").relative_to(ROOT)) for name in NAMES]
     proc = run_cli("check", "--engine", "--format", "json", *paths, env={"ENGINE_PYTHON": engine_python()})
     assert proc.returncode == 1, proc.stderr
-    out: dict[str, list[tuple[int, int, str, str]]] = {name: [] for name in NAMES}
-    for f in json.loads(proc.stdout)["findings"]:
-        stem = f["file"].rsplit("/", 1)[-1].removesuffix(".yaml")
-        if stem in out:
-            out[stem].append((f["line"], f["column"], f["rule"], f["message"]))
+    findings: list[dict[str, Any]] = json.loads(proc.stdout)["findings"]
+    return findings
+
+
+def _stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].removesuffix(".yaml")
+
+
+@pytest.fixture(scope="module")
+def found(run: list[dict[str, Any]]) -> dict[str, list[Spot]]:
+    """Each profile's findings in its own file."""
+    out: dict[str, list[Spot]] = {name: [] for name in NAMES}
+    for f in run:
+        if _stem(f["file"]) in out:
+            out[_stem(f["file"])].append((f["line"], f["column"], f["rule"], f["message"]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def inherited(run: list[dict[str, Any]]) -> dict[str, list[tuple[str, Spot]]]:
+    """Each profile's findings at a line of the profile it extends (the parent's tag-only image aside)."""
+    out: dict[str, list[tuple[str, Spot]]] = {name: [] for name in NAMES}
+    for f in run:
+        if f.get("via") and _stem(f["via"][0]) in out and f["rule"] != "SC312":
+            out[_stem(f["via"][0])].append((f["file"], (f["line"], f["column"], f["rule"], f["message"])))
     return out
 
 
@@ -54,6 +78,43 @@ def test_failed_resolution_reports_no_rewrite_and_no_stale_acceptance(found: dic
                          "(1048576). This may lead to incorrect model outputs or CUDA errors. Note that the derived "
                          "context_length may differ from max_position_embeddings in the model's config. To allow "
                          "overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"),
+    ]
+
+
+def test_an_absent_draft_with_its_config_is_resolved_with_the_target(found: dict[str, Any],
+                                                                    inherited: dict[str, Any]) -> None:
+    """The draft's directory is not on this machine; its committed config.json (an NVFP4 EAGLE3 head) is: the
+    target's rewrite and the draft's are both reported, at the keys that wrote them, and nothing is skipped."""
+    assert inherited["draft-absent-rewrites"] == []
+    assert sorted(found["draft-absent-rewrites"]) == [
+        (7, 23, "SC240", "with eagle_topk 1 SGLang verifies num_steps + 1 = 4 draft tokens and replaces "
+                         "num_draft_tokens 6"),
+        (7, 23, "SC601", "sglang-0.5.23 resolves --speculative-num-draft-tokens 6 to 4 (_handle_eagle_family)"),
+        (8, 59, "SC244", "--speculative-draft-model-quantization fp8 contradicts the quantization_config of "
+                         "qwen3-eagle3-draft-nvfp4.config.json (modelopt, which SGLang runs as modelopt_fp4)"),
+        (8, 59, "SC601", "sglang-0.5.23 resolves --speculative-draft-model-quantization fp8 to modelopt_fp4 "
+                         "(ModelConfig._verify_quantization)"),
+    ]
+
+
+def test_an_absent_draft_with_its_config_has_its_own_checks(found: dict[str, Any], inherited: dict[str, Any]) -> None:
+    """The draft's config.json allows 2,048 tokens: SGLang's draft ModelConfig refuses the inherited 32,768 at the
+    parent's context_length line, and the target's rewrite is reported all the same."""
+    assert sorted(found["draft-config-only"]) == [
+        (7, 23, "SC240", "with eagle_topk 1 SGLang verifies num_steps + 1 = 4 draft tokens and replaces "
+                         "num_draft_tokens 6"),
+        (7, 23, "SC601", "sglang-0.5.23 resolves --speculative-num-draft-tokens 6 to 4 (_handle_eagle_family)"),
+    ]
+    parent = "spec/profiles/examples/single-node.yaml"
+    assert sorted(inherited["draft-config-only"]) == [
+        (parent, (30, 21, "SC209", "context_length 32768 exceeds the model's maximum 2048 (the draft model's "
+                                   "qwen3-eagle3-draft.config.json: max_position_embeddings)")),
+        (parent, (30, 21, "SC602", "sglang-0.5.23 refuses the arguments at boot (model, the draft's): ValueError: "
+                                   "Warning: Target model's context_length (32768) is greater than the derived "
+                                   "context_length (2048). This may lead to incorrect model outputs or CUDA errors. "
+                                   "Note that the derived context_length may differ from max_position_embeddings in "
+                                   "the model's config. To allow overriding this maximum, set the env var "
+                                   "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")),
     ]
 
 

@@ -114,7 +114,8 @@ def test_gpt_oss_attention_backends(srt: Path) -> None:
     body = function(srt, "arg_groups/model_overrides/gpt_oss.py", "_gpt_oss_overrides")
     unset = next(n for n in ast.walk(body) if isinstance(n, ast.If)
                  and ast.unparse(n.test) == "is_attention_backend_not_set(cfg)")
-    chain, node = [], unset.body[0]
+    chain: list[tuple[str, Any]] = []
+    node: ast.stmt | None = unset.body[0]
     while isinstance(node, ast.If):
         chain.append((ast.unparse(node.test), ast.literal_eval(node.body[0].value)))  # type: ignore[attr-defined]
         node = node.orelse[0] if node.orelse else None
