@@ -40,7 +40,8 @@ SAME_MEANING = {("unquant", None)}
 YamlPath = tuple[str | int, ...]
 # How SGLang's messages name some settings in words rather than by flag or field (moe_hook.py, model_config.py).
 SPOKEN = {"ep_size": ("expert parallel size",), "tp_size": ("tensor parallel size", "tensor_model_parallel_size"),
-          "quantization": ("quantization method",), "speculative_algorithm": ("speculative decoding",)}
+          "quantization": ("quantization method",), "speculative_algorithm": ("speculative decoding",),
+          "kv_cache_dtype": ("KV4 ",), "moe_runner_backend": ("FlashInfer Cutlass MOE",)}
 
 
 class NotRunError(Exception):
@@ -325,27 +326,32 @@ def _implied_findings(validated: Planned, build: str, ranks: list[dict[str, Any]
     return out
 
 
-def _mention(error: str, dest: str, entry: dict[str, Any]) -> int:
-    """Where SGLang's message first names a written flag: option, field (dashes, spaces or underscores)
-    or, failing those, its value; -1 when it does not."""
+def _mention(error: str, dest: str, entry: dict[str, Any], by_value: bool = False) -> int:
+    """Where SGLang's message first names a written flag: by option, field (dashes, spaces or underscores) or
+    words SGLang uses for it, or (``by_value``) by its value; -1 when it does not."""
     import re
 
-    spellings = [re.escape(entry["option"]) + r"\b", r"\b" + re.escape(dest).replace("_", "[_ -]")]
-    spellings += [r"\b" + re.escape(words) for words in SPOKEN.get(dest, ())]
-    value = entry["value"]
-    if isinstance(value, str) and len(value) >= 3:
-        spellings.append(r"\b" + re.escape(value) + r"\b")
+    if by_value:
+        value = entry["value"]
+        if not isinstance(value, str) or len(value) < 3:
+            return -1
+        spellings = [r"\b" + re.escape(value) + r"\b"]
+    else:
+        spellings = [re.escape(entry["option"]) + r"\b", r"\b" + re.escape(dest).replace("_", "[_ -]")]
+        spellings += [r"\b" + re.escape(words) for words in SPOKEN.get(dest, ())]
     hits = [m.start() for pattern in spellings if (m := re.search(pattern, error))]
     return min(hits) if hits else -1
 
 
 def _error_path(validated: Planned, rank: dict[str, Any], error: str) -> YamlPath:
-    """The profile path of the written flag SGLang's message names first."""
-    named = [(at, entry["option"]) for dest, entry in rank["written"].items()
-             if (at := _mention(error, dest, entry)) >= 0]
-    if not named:
-        return ("engine", "catalog")
-    return flag_path(validated, min(named)[1], rank["rank"])
+    """The profile path of the written flag SGLang's message names first (by its name; failing that, by its
+    value)."""
+    for by_value in (False, True):
+        named = [(at, entry["option"]) for dest, entry in rank["written"].items()
+                 if (at := _mention(error, dest, entry, by_value)) >= 0]
+        if named:
+            return flag_path(validated, min(named)[1], rank["rank"])
+    return ("engine", "catalog")
 
 
 def _refusal_findings(validated: Planned, build: str, ranks: list[dict[str, Any]]) -> list[Finding]:

@@ -25,7 +25,7 @@ RELEASE_SECTIONS = (("engine", "parallel"), ("engine", "speculative"))
 
 # (path in the profile, values): every value is one SGLang 0.5.23's parser takes for the flag.
 MUTATIONS: list[tuple[tuple[str, ...], list[Any]]] = [
-    (("engine", "parallel", "tp"), [2, 8]),
+    (("engine", "parallel", "tp"), [2, 3, 8]),
     (("engine", "parallel", "ep"), [1, 2, 3]),
     (("engine", "speculative", "algorithm"), ["none", "EAGLE", "EAGLE3", "NEXTN", "NGRAM", "STANDALONE", "DSPARK"]),
     (("engine", "speculative", "num_steps"), [1, 3]),
@@ -37,6 +37,7 @@ MUTATIONS: list[tuple[tuple[str, ...], list[Any]]] = [
     (("engine", "backends", "fp8_gemm"), ["auto", "triton"]),
     (("engine", "cuda_graph", "enabled"), [False]),
     (("engine", "cuda_graph", "max_bs_decode"), [4]),
+    (("engine", "cuda_graph", "batch_sizes"), [[1, 2, 4]]),
     (("engine", "limits", "context_length"), [4096, 4194304]),
     (("engine", "limits", "chunked_prefill_size"), [1000, 4096]),
     (("engine", "limits", "mem_fraction_static"), [0.5, 1.5]),

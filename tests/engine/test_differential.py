@@ -4,8 +4,9 @@ in ONE engine-venv process) and through plain `check`; the two must agree.
 
 SGLang's verdict on a mutant is what `check --engine` adds to its parent's findings: a refusal (SC602), a rewrite
 (SC601), or nothing. Plain `check` agrees when it reports something new for every refusal or rewrite, and reports
-no new error where SGLang accepts unless the rule says why SGLang cannot see it (STRICTER). Every other
-disagreement must be listed in LISTED with its reason; the suite prints its figures.
+no new error where SGLang accepts unless the rule says why SGLang cannot see it (STRICTER), and a finding of
+check's sits at the profile line of each SGLang refusal or rewrite. Every other disagreement must be listed in
+LISTED with its reason; the suite prints its figures.
 """
 
 from __future__ import annotations
@@ -163,3 +164,5 @@ def test_check_and_sglang_agree_on_every_mutant(outcomes: list[Verdict], capsys:
             print(f"  {mutant}: {why}" + (f" — listed: {LISTED[mutant]}" if mutant in LISTED else ""))
     assert {m: why for m, why in disagreements.items() if m not in LISTED} == {}
     assert set(LISTED) <= set(disagreements), "a listed disagreement no longer happens"
+    # SGLang's finding sits at the key that wrote the flag it names, where the static rule's does.
+    assert [o.mutant.id for o in judged if not o.same_line] == []
