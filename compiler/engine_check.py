@@ -25,7 +25,7 @@ from spark_compile.engine_pool import available_bytes, pool_notes
 from spark_compile.findings import Finding
 from spark_compile.model_paths import container_path, host_dir
 from spark_compile.pipeline import Planned
-from spark_compile.spec.engine_values import DRAFT_PATH, draft_model
+from spark_compile.spec.engine_values import DRAFT_PATH, draft_model, own_mtp_draft
 from spark_compile.spec.generators.catalog_extract import default_engine_python
 from spark_compile.validate import locate
 
@@ -307,10 +307,13 @@ IMPLIED_AT: dict[str, YamlPath] = {"--speculative-draft-model-path": ("engine", 
 
 
 def _implied_findings(validated: Planned, build: str, ranks: list[dict[str, Any]]) -> list[Finding]:
-    """A setting the profile left out that SGLang filled in (the draft model: with the target itself). A draft
-    the profile names but this machine lacks is left out of the argv on purpose: nothing to report then."""
-    if draft_model(validated.profile) is not None:
-        return []
+    """A setting the profile left out that SGLang filled in (the draft model: with the whole target, for an
+    architecture without MTP layers of its own). A draft the profile names but this machine lacks is left out of
+    the argv on purpose: nothing to report then."""
+    profile = validated.profile
+    if draft_model(profile) is not None or own_mtp_draft(profile.model.architecture,
+                                                         profile.engine.speculative.algorithm):
+        return []  # SGLang's MTP path: the target's own draft layers, not the whole target
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     for rank in ranks:
         for entry in rank.get("implied", {}).values():

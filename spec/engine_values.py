@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from spark_compile.spec.sglang_facts import DRAFT_MTP_ARCHITECTURES, MTP_DRAFT_ARCHITECTURES
+
 if TYPE_CHECKING:
     from spark_compile.spec.model import Draft, Profile
 
@@ -53,6 +55,11 @@ def page_size(profile: Profile) -> Setting | None:
 def quantization(profile: Profile) -> Setting | None:
     """--quantization as written (model.quantization, the target model's)."""
     return _setting(profile.model.quantization, ("model", "quantization"))
+
+
+def own_mtp_draft(architecture: str, algorithm: str) -> bool:
+    """SGLang drafts EAGLE or NEXTN with the target's own MTP layers for this architecture (no draft model)."""
+    return algorithm in ("EAGLE", "NEXTN") and architecture in (*MTP_DRAFT_ARCHITECTURES, *DRAFT_MTP_ARCHITECTURES)
 
 
 def draft_quantization(profile: Profile) -> Setting | None:

@@ -53,6 +53,21 @@ MTP_DRAFT_ARCHITECTURES = (
     "BailingMoeV2_5ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration", "HYV3ForCausalLM",
     "HYV4ForCausalLM", "Qwen4ExpForConditionalGeneration",
 )
+# configs/model_config.py ModelConfig._config_draft_model: a draft worker built from one of these architectures'
+# checkpoints loads its MTP (NextN) layers, not the whole model (whether the checkpoint carries them is known
+# only at load), so a draft-less EAGLE or NEXTN on them is SGLang's MTP path.
+DRAFT_MTP_ARCHITECTURES = (
+    "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM", "DeepseekV4ForCausalLM",
+    "Glm4MoeForCausalLM", "Glm4MoeLiteForCausalLM", "Glm5NextForConditionalGeneration",
+    "GlmOcrForConditionalGeneration", "LongcatFlashForCausalLM", "MiMoForCausalLM", "Step3p5ForCausalLM",
+    "InklingForConditionalGeneration", "GigaChat35ForCausalLM", "Step3p7ForConditionalGeneration",
+    "BailingMoeV2ForCausalLM", "BailingMoeForCausalLM", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM",
+    "Ernie4_5_MoeForCausalLM", "Qwen3NextForCausalLM", "Qwen4ExpForConditionalGeneration", "Qwen3MoeForCausalLM",
+    "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
+    "Qwen3_5MoeForCausalLM", "InternS2PreviewForConditionalGeneration", "InternS2MobiusForConditionalGeneration",
+    "ExaoneMoEForCausalLM", "ExaoneMoeForCausalLM", "NemotronH_Omni_Reasoning_V3", "NemotronHForCausalLM",
+    "NemotronHPuzzleForCausalLM", "HYV3ForCausalLM", "HYV4ForCausalLM",
+)
 # arg_groups/deepseek_v4_hook.py validate_deepseek_v41_features: a checkpoint of this model_type refuses every
 # speculative algorithm but these.
 SPECULATIVE_BY_MODEL_TYPE: dict[str, tuple[str, ...]] = {"deepseek_v41": ("DSPARK",)}

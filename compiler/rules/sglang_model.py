@@ -11,7 +11,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from spark_compile.rules import Context, Hit, rule
-from spark_compile.spec.engine_values import draft_model, draft_quantization, kv_cache_dtype, quantization
+from spark_compile.spec.engine_values import (
+    draft_model,
+    draft_quantization,
+    kv_cache_dtype,
+    own_mtp_draft,
+    quantization,
+)
 from spark_compile.spec.sglang_facts import (
     COMPATIBLE_QUANTIZATION,
     CUTLASS_EP_ONE_QUANTIZATIONS,
@@ -25,7 +31,6 @@ from spark_compile.spec.sglang_facts import (
     KV4_MLA_BACKENDS,
     KV_BACKEND_REFUSALS,
     KV_BACKEND_REWRITES,
-    MTP_DRAFT_ARCHITECTURES,
     NEEDS_DRAFT_MODEL,
     REQUANTIZATION_METHODS,
 )
@@ -90,14 +95,16 @@ def eagle_chain_tokens(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("SC241", "error", "a draft model for speculative decoding",
-      "EAGLE3 and STANDALONE draft with a separate model, and so do EAGLE and NEXTN for an architecture whose "
-      "checkpoint has no MTP draft layers; without --speculative-draft-model-path SGLang loads the whole target as "
-      "the draft at boot (ModelConfig.from_server_args), silently.",
+      "EAGLE3 and STANDALONE draft with a separate model, and so do EAGLE and NEXTN for an architecture with no "
+      "MTP draft layers of its own; without --speculative-draft-model-path SGLang loads the whole target as the "
+      "draft at boot (ModelConfig.from_server_args), silently. For an architecture SGLang drafts with its own MTP "
+      "layers (_handle_eagle_family, ModelConfig._config_draft_model) EAGLE and NEXTN need no draft model.",
       "speculative: {algorithm: EAGLE3}", "speculative: {algorithm: EAGLE3, draft: {repo: /srv/models/draft}}")
 def needs_draft(ctx: Context) -> Iterator[Hit]:
     algorithm = ctx.profile.engine.speculative.algorithm
-    bundled = algorithm in ("EAGLE", "NEXTN") and ctx.profile.model.architecture in MTP_DRAFT_ARCHITECTURES
-    if algorithm in (*EAGLE_FAMILY, *NEEDS_DRAFT_MODEL) and not bundled and draft_model(ctx.profile) is None:
+    if algorithm in (*EAGLE_FAMILY, *NEEDS_DRAFT_MODEL) and not own_mtp_draft(ctx.profile.model.architecture,
+                                                                              algorithm) \
+            and draft_model(ctx.profile) is None:
         yield Hit(("engine", "speculative", "algorithm"),
                   f"{algorithm} has no draft model: SGLang would load the target model as its own draft",
                   "set engine.speculative.draft: {repo: <the draft's directory on the host>} (or hub_id)")

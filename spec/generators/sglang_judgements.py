@@ -28,7 +28,7 @@ MAX_READS = 8
 
 # Judgements a static rule repeats (site -> rule ids); the engine check runs every resolution site anyway.
 STATIC: dict[str, tuple[str, ...]] = {
-    "srt/arg_groups/speculative_hook.py:_handle_eagle_family": ("SC205", "SC240"),
+    "srt/arg_groups/speculative_hook.py:_handle_eagle_family": ("SC205", "SC240", "SC241"),
     "srt/arg_groups/speculative_hook.py:_handle_dspark": ("SC203", "SC204", "SC205"),
     "srt/arg_groups/deepseek_v4_hook.py:apply_deepseek_v4_defaults": ("SC202", "SC207", "SC219"),
     "srt/arg_groups/model_overrides/deepseek_v4.py:_deepseek_v4_overrides": ("SC217", "SC218"),
@@ -56,6 +56,9 @@ BEYOND: dict[str, tuple[str, str]] = {
     "srt/configs/model_config.py:ModelConfig.from_server_args": (
         "a draft worker with no draft model path loads the target's (model_path or cfg.model_path)",
         "SC241; engine: model stage (SC601)"),
+    "srt/configs/model_config.py:ModelConfig._config_draft_model": (
+        "a draft worker built from an MTP architecture's checkpoint loads its MTP (NextN) layers, not the whole model",
+        "SC241 (no draft model needed); engine: model stage"),
     "srt/models/qwen3_moe.py:Qwen3MoeAttention.__init__": (
         "attention heads, and KV heads, divisible by the attention TP size (assert)",
         "SC242; not run: the layers are built at load"),

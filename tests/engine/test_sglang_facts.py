@@ -129,3 +129,22 @@ def test_gpt_oss_attention_backends(srt: Path) -> None:
 def test_written_batch_sizes_decide_max_bs(srt: Path) -> None:
     text = ast.unparse(function(srt, "arg_groups/memory_hook.py", "handle_gpu_memory_settings"))
     assert "decode_cuda_graph_config.max_bs = max(decode_cuda_graph_config.bs)" in text
+
+
+def test_draft_mtp_architectures(srt: Path) -> None:
+    """Every architecture whose draft ModelConfig SGLang turns into its MTP (NextN) model: the literal names
+    _config_draft_model compares architectures[0] with, the DSPARK draft's own architecture aside."""
+    body = function(srt, "configs/model_config.py", "_config_draft_model")
+    found: list[str] = []
+    for node in ast.walk(body):
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.BoolOp)) or not any(
+                isinstance(p, ast.Name) and p.id == "is_draft_model" for p in node.test.values):
+            continue
+        for part in node.test.values:
+            if isinstance(part, ast.Compare) and ast.unparse(part.left) == "self.hf_config.architectures[0]":
+                try:
+                    named = ast.literal_eval(part.comparators[0])
+                except ValueError:  # a module-level name (MIMO_V2_MODEL_ARCHS: no Spark model)
+                    continue
+                found += [named] if isinstance(named, str) else list(named)
+    assert [n for n in found if n != "DSparkMiniMaxDraftModel"] == list(facts.DRAFT_MTP_ARCHITECTURES)
