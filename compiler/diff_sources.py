@@ -4,6 +4,7 @@ derives (hook counts, memory predictions), the changed inputs it is derived from
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from spark_compile.artifact_diff import UNSET, Change, Grouped, ProfileChange
@@ -14,6 +15,7 @@ Known = dict[int, dict[str, ProfilePath]]
 _WORD_EDGE = "`|'\"(),;:."
 # A value this short ("1", "true", "16") is found in too many lines to say which key it came from.
 _MIN_SPELLED = 6
+_DOCKER_SIZE = re.compile(r"^(\d+)([kmg])$")
 
 
 def plan_inputs(plan: LaunchPlan) -> dict[int, dict[str, tuple[ProfilePath, tuple[str, ...]]]]:
@@ -65,10 +67,15 @@ def _named(group: Grouped, known: Known) -> list[str]:
 
 
 def _spelled(change: Change, profile: list[ProfileChange]) -> list[str]:
-    """Changed profile values the change spells out on both sides (or on the one it has)."""
+    """Changed profile values the change spells out on both sides (or on the one it has): a long value as
+    written, a docker size (32g) also as a word in Kubernetes' form (32Gi)."""
     def has(text: str | None, value: object) -> bool:
-        shown = str(value)
-        return value is not None and value != UNSET and len(shown) >= _MIN_SPELLED and shown in (text or "")
+        if value is None or value == UNSET:
+            return False
+        shown, size = str(value), _DOCKER_SIZE.match(str(value))
+        if size:
+            return bool({shown, f"{size[1]}{size[2].upper()}i"} & set(_word_names(text or "")))
+        return len(shown) >= _MIN_SPELLED and shown in (text or "")
 
     return [c.path for c in profile
             if (change.new is None or has(change.new, c.new)) and (change.old is None or has(change.old, c.old))]

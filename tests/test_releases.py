@@ -82,9 +82,10 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
     ):
         assert expected in artifacts
     # The hooks 1.7 arms by its flags (the overlay's own count) → the 21 that 1.7.1 records for every rank.
-    assert re.search(r"\n  fleet/fleet\.env: rank_hooks \((\d+) \1 \1 \1\) → \(21 21 21 21\)  \(from overlay\.lookup_draft, "
-                     r"overlay\.lookup_mode, overlay\.lookup_sync_gate, overlay\.lookup_narrow_slots, "
-                     r"overlay\.lookup_fused_c2, operations\.verify\.hooks_armed\)\n", artifacts)
+    assert re.search(r"\n  fleet/fleet\.env: rank_hooks \((\d+) \1 \1 \1\) → \(21 21 21 21\)  "
+                     r"\(from overlay\.lookup_draft, overlay\.lookup_mode, overlay\.lookup_sync_gate, "
+                     r"overlay\.lookup_narrow_slots, overlay\.lookup_fused_c2, "
+                     r"operations\.verify\.hooks_armed\)\n", artifacts)
 
 
 def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
@@ -269,6 +270,8 @@ def test_diff_1_6_to_1_7_lists_each_real_change_once() -> None:
     ]
     # fleet.env's per-rank flag lists compare name by name, not as one 2,000-character line.
     assert ("  fleet/fleet.env: rank_flags SPARK_LATE_TAIL_SKIP_ALL → SPARK_LATE_TAIL_SKIP_ALL SPARK_LOOKUP_DRAFT "
-            "SPARK_LOOKUP_FUSED_C2 SPARK_LOOKUP_MODE SPARK_LOOKUP_NARROW_SLOTS SPARK_LOOKUP_SYNC_GATE\n"
-            ) in result.stdout
+            "SPARK_LOOKUP_FUSED_C2 SPARK_LOOKUP_MODE SPARK_LOOKUP_NARROW_SLOTS SPARK_LOOKUP_SYNC_GATE  (from "
+            "overlay.lookup_draft, overlay.lookup_fused_c2, overlay.lookup_mode, overlay.lookup_narrow_slots, "
+            "overlay.lookup_sync_gate)\n") in result.stdout
     assert "artifacts: 27 changes besides 1 rename\n" in result.stdout
+    # Every artifact change, by file, key and profile key: tests/diff/test_release_diff_counts.py
