@@ -11,6 +11,7 @@ table, fleet.env's name list and hook count); the image also shows in the README
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 
@@ -63,3 +64,17 @@ def test_text_and_markdown_say_the_stale_description_and_both_sources() -> None:
             "spec/profiles/releases/production-1.7.yaml:11 |\n") in markdown
     assert ("- stale: description still says &#x27;DSpark block 5&#x27;, but engine.speculative.dspark\\_block\\_size "
             "is now 15  (spec/profiles/releases/production-1.1.yaml:10)\n") in markdown
+
+
+RELEASES = ["1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.7.1"]
+
+
+def test_every_artifact_change_of_every_release_names_its_profile_key() -> None:
+    unnamed = []
+    for old, new in itertools.pairwise(RELEASES):
+        result = run_cli("diff", "--format", "json", f"spec/profiles/releases/production-{old}.yaml",
+                         f"spec/profiles/releases/production-{new}.yaml")
+        body = json.loads(result.stdout)
+        assert body["artifacts"], (old, new)
+        unnamed += [(old, new, a["file"], a["name"]) for a in body["artifacts"] if not a["source"]]
+    assert unnamed == []
