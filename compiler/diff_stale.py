@@ -34,10 +34,11 @@ def _mention(text: str, change: ProfileChange) -> str | None:
     tokens = [t.strip(_EDGE) for t in _TOKENS.split(text) if t.strip(_EDGE)]
     words = _key_words(change.path)
     for index, token in enumerate(tokens):
-        before = {t.lower() for t in tokens[max(0, index - 2):index]}
-        glued = any(token.lower() == word + value.lower() for word in words)
-        if glued or (token == value and before & words):
-            return " ".join(tokens[max(0, index - (0 if glued else 2)):index + 1])
+        if any(token.lower() == word + value.lower() for word in words):  # TP4
+            return token
+        named = [j for j in range(max(0, index - 2), index) if tokens[j].lower() in words]
+        if token == value and named:  # block 5, DSpark block 5
+            return " ".join(tokens[named[0]:index + 1])
     return None
 
 
