@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import ValidationError
@@ -141,6 +142,8 @@ def _message(err: Any, where: str, model: type[BaseModel]) -> tuple[str, str, st
         word = _type_word(kind)
         hint = f"write {word}" + (" without quotes" if word in ("a whole number", "a number", "true or false")
                                   else "")
+        if word == "a list" and isinstance(value, str | int):  # one item written bare: the list of it
+            hint = f"write it as a list: [{json.dumps(value)}]"
         return "SC102", f"{where}: expected {word}, got {_show(value)}", hint, False
     return "SC111", f"{where}: {err['msg']}", VALUE_HINTS.get(kind, ""), False
 

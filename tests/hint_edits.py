@@ -129,6 +129,7 @@ _USE = (r"(?:use|write) (?:a value (?:of|that is) )?(?:at least |at most |anothe
 GRAMMAR: list[tuple[str, Build]] = [
     (rf"did you mean '({_ANY})'\?$", lambda p, at, m: _rename_or_value(p, at, m[1])),
     (r"remove the '(.)'$", lambda p, at, m: [Edit(at, str(p.value(at)).replace(m[1], ""))]),
+    (r"write it as a list: (\[[^]]*\])$", lambda p, at, m: [Edit(at, yaml.safe_load(m[1]))]),
     (r"use --([a-z0-9-]+)=(\S+)$",  # a flag SGLang reads instead
      lambda p, at, m: [Edit(at, remove=True), Edit((*at[:-1], m[1]), _scalar(m[2]))]),
     (rf"set ({_KEY}) \(e\.g\. ({_ANY})\)", lambda p, at, m: [Edit(p.key(m[1], at), _scalar(m[2]))]),

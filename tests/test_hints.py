@@ -22,7 +22,6 @@ from conftest import REFERENCE_PROFILE, ROOT, run_cli
 # Rules whose hint names no value to write, with why: each is still covered by a negative profile's `# fix:`
 # (tests/test_fixes.py), which a person wrote for the case.
 NOT_CONCRETE = {
-    "SC102": "the type the key takes (a list, a whole number); the value is the operator's",
     "SC103": "a required key's own value (a node's ssh target, its home) is the operator's",
     "SC104": "the file's text: which of two duplicate keys to keep (only an edit of the text applies it)",
     "SC105": "the file's YAML syntax (only an edit of the text applies it)",
@@ -34,10 +33,8 @@ NOT_CONCRETE = {
     "SC114": "a YAML 1.1 number form in the text (only an edit of the text applies it)",
     "SC202": "which speculative algorithm (or none) is a deployment choice",
     "SC215": "which characters the value may hold; the value is the operator's",
-    "SC216": "the reasoning parser of the model, which the profile cannot know",
     "SC223": "add model.engram (its checkpoint paths are the operator's) or remove every overlay flag",
     "SC227": "the checkpoint's block size or config.json, which only the checkpoint knows",
-    "SC310": "the value's form (a decimal number); what NCCL should use is the operator's",
     "SC312": "the image's digest, which only the registry knows (docker buildx imagetools inspect)",
     "SC402": "a node's name is the operator's",
     "SC403": "a node's fabric IP is the operator's",

@@ -236,8 +236,10 @@ def nccl_values(ctx: Context) -> Iterator[Hit]:
         var = catalog.lookup(name)
         problem = catalog.check_value(name, value) if var is not None else None
         if problem:
-            default = f"; NCCL's default is {var.default}" if var is not None and var.default is not None else ""
-            yield Hit(path, problem.rstrip("."), f"write the value in the form the message names{default}")
+            hint = "write the value in the form the message names"
+            if var is not None and var.default is not None:
+                hint = f"write {var.default} (NCCL's default), or another value in the form the message names"
+            yield Hit(path, problem.rstrip("."), hint)
 
 
 def _nccl_settings(ctx: Context) -> Iterator[tuple[tuple[str | int, ...], str, str]]:

@@ -281,7 +281,8 @@ def chat_defaults(ctx: Context) -> Iterator[Hit]:
     chat = ctx.profile.engine.chat
     if chat.thinking and chat.reasoning_parser is None:
         yield Hit(("engine", "chat", "thinking"), "thinking is on by default but no reasoning_parser is set",
-                  "set engine.chat.reasoning_parser")
+                  "set engine.chat.reasoning_parser (the model's own parser, e.g. deepseek-v41), or set "
+                  "engine.chat.thinking: false")
     family = ctx.family
     if chat.reasoning_effort is not None and not (family and family.reasoning_effort_env):
         yield Hit(("engine", "chat", "reasoning_effort"),
