@@ -188,7 +188,7 @@ def stale_mentions(text: str, changes: list[ProfileChange]) -> list[str]:
         words = {w.lower() for w in _WORD.findall(c.path.rsplit(".", 1)[-1])}
         old = re.escape(show(c.old))
         for word in sorted(words):
-            hit = re.search(rf"\b({re.escape(word)}\w*[\s:=-]{{0,2}}{old})(?![\w.])", text, re.IGNORECASE)
+            hit = re.search(rf"\b({re.escape(word)}\w*[\s:=-]{{0,2}}{old})(?!\w|\.\d)", text, re.IGNORECASE)
             if hit:
                 found.append(f"says \u201c{hit.group(1)}\u201d but {c.path} is now {show(c.new)} "
                              f"(was {show(c.old)})")

@@ -101,6 +101,7 @@ class Browser:
             self.send(f"{domain}.enable", session)
         self.send("Emulation.setDeviceMetricsOverride", session, width=width, height=height, deviceScaleFactor=1,
                   mobile=False)
+        self.send("Emulation.setScrollbarsHidden", session, hidden=True)  # the page gets the whole width
         self.send("Emulation.setEmulatedMedia", session, features=[{"name": "prefers-color-scheme", "value": scheme}])
         self.events.clear()
         self.send("Page.navigate", session, url=url)
