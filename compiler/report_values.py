@@ -70,6 +70,7 @@ class FindingLine:
     message: str
     hint: str
     anchor: str
+    via: str = ""  # the child profiles an inherited value arrived through
 
 
 def _section(path: tuple[str | int, ...]) -> str:
@@ -164,7 +165,7 @@ def finding_lines(findings: list[Finding], sections: list[Section]) -> list[Find
     for f in sorted(findings, key=Finding.sort_key):
         where = f"{f.position.file}:{f.position.line}"
         lines.append(FindingLine(f.rule, f.severity, f"{where}:{f.position.column}", f.message, f.hint,
-                                 rows.get((where, f.rule), "")))
+                                 rows.get((where, f.rule), ""), " -> ".join(reversed(f.via))))
     return lines
 
 

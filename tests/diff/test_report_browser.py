@@ -1,8 +1,9 @@
 """The review page as a reviewer sees it, in headless Chromium: the reference profile against production-1.7,
 and a DSpark block-size change 5 → 7. Each section and each highlighted change in the DOM; at 1400 px and at
-400 px, light and dark, no horizontal overflow, no identifier broken across lines and no request beyond the
-file itself; and a full-page screenshot of each kept under tests/artifacts/report/ (ignored by git), copied
-to $SPARK_COMPILE_SCREENSHOTS when that names a folder, for a person to look at.
+400 px, light and dark, no horizontal overflow, no identifier broken across lines or spilling out of its
+box, and no request beyond the file itself; and screenshots of each (the whole page, its first screen, the
+fleet picture) kept under tests/artifacts/report/ (ignored by git), copied to $SPARK_COMPILE_SCREENSHOTS
+when that names a folder, for a person to look at.
 
 Expected values come from the profile files (their lines and values), not from the page's own code.
 """
@@ -135,8 +136,10 @@ def test_a_block_size_change_shows_in_place_and_the_stale_description(pages: dic
 
 LAYOUT = """(() => {
   const root = document.documentElement, width = innerWidth;
-  const broken = [], outside = [];
+  const broken = [], outside = [], spilling = [];
   for (const el of document.querySelectorAll('.id')) {
+    const box = el.getBoundingClientRect(), cell = el.parentElement.getBoundingClientRect();
+    if (box.width && box.right > cell.right + 0.5) spilling.push(el.textContent);
     for (const node of el.childNodes) {
       if (node.nodeType !== Node.TEXT_NODE || !node.textContent.trim()) continue;
       const range = document.createRange(); range.selectNodeContents(node);
@@ -149,23 +152,27 @@ LAYOUT = """(() => {
     const r = el.getBoundingClientRect();
     if (r.width && r.right > width + 0.5) outside.push(el.tagName + ' ' + (el.textContent || '').slice(0, 40));
   }
-  return {scroll: root.scrollWidth, width, broken, outside: outside.slice(0, 5),
+  return {scroll: root.scrollWidth, width, broken, spilling, outside: outside.slice(0, 5),
           dark: matchMedia('(prefers-color-scheme: dark)').matches,
           background: getComputedStyle(root).backgroundColor, ids: document.querySelectorAll('.id').length};
 })()"""
 
 
-def _keep(tab: Tab, name: str) -> Path:
-    """The full-page screenshot, kept under tests/artifacts/report/ (and copied to $SPARK_COMPILE_SCREENSHOTS)."""
+def _keep(tab: Tab, name: str) -> list[Path]:
+    """Screenshots kept under tests/artifacts/report/ (and copied to $SPARK_COMPILE_SCREENSHOTS): the whole
+    page, its first screen, and the fleet picture with its memory terms."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shot = ARTIFACTS / f"{name}.png"
-    tab.screenshot(shot)
+    shots = [ARTIFACTS / f"{name}{part}.png" for part in ("", "-top", "-fleet")]
+    tab.screenshot(shots[0])
+    tab.screenshot(shots[1], height=1000)
+    tab.screenshot(shots[2], selector=".fleet-wrap")
     extra = os.environ.get("SPARK_COMPILE_SCREENSHOTS")
-    if extra:
-        Path(extra).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(extra) / shot.name)
-    print(f"screenshot of the review page: {shot}")
-    return shot
+    for shot in shots:
+        if extra:
+            Path(extra).mkdir(parents=True, exist_ok=True)
+            shutil.copy(shot, Path(extra) / shot.name)
+        print(f"screenshot of the review page: {shot}")
+    return shots
 
 
 @pytest.mark.parametrize("which", ["reference", "block7"])
@@ -178,10 +185,15 @@ def test_the_page_reads_at_each_width_in_each_scheme(pages: dict[str, Path], bro
     assert layout["background"] == ("rgb(13, 17, 23)" if scheme == "dark" else "rgb(255, 255, 255)")
     assert layout["scroll"] <= width, layout["outside"]
     assert layout["outside"] == []
-    assert layout["ids"] > 300 and layout["broken"] == []
+    assert layout["ids"] > 300 and layout["broken"] == [] and layout["spilling"] == []
     assert tab.requests() == [pages[which].as_uri()]
-    shot = _keep(tab, f"{which}-{width}-{scheme}")
+    page, top, fleet = (_png_size(shot) for shot in _keep(tab, f"{which}-{width}-{scheme}"))
+    assert page[0] == top[0] == width and page[1] > 3000 and top[1] == 1000
+    assert fleet[0] <= width and fleet[1] > 600
+
+
+def _png_size(shot: Path) -> tuple[int, int]:
     png = shot.read_bytes()
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
-    shot_width, shot_height = struct.unpack(">II", png[16:24])
-    assert shot_width == width and shot_height > 3000
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR", shot
+    width, height = struct.unpack(">II", png[16:24])
+    return int(width), int(height)

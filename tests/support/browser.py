@@ -130,7 +130,16 @@ class Tab:
         return [e["params"]["request"]["url"] for e in self.browser.events
                 if e.get("method") == "Network.requestWillBeSent" and e.get("sessionId") == self.session]
 
-    def screenshot(self, path: Path) -> None:
-        """A PNG of the whole page, beyond the viewport."""
-        shot = self.browser.send("Page.captureScreenshot", self.session, format="png", captureBeyondViewport=True)
+    def screenshot(self, path: Path, selector: str | None = None, height: int | None = None) -> None:
+        """A PNG of the whole page, of the first ``height`` CSS px, or of the element ``selector`` picks."""
+        box = None
+        if selector is not None:
+            box = self.evaluate(f"(() => {{ const r = document.querySelector({json.dumps(selector)})"
+                                ".getBoundingClientRect(); return {x: r.left + scrollX, y: r.top + scrollY, "
+                                "width: r.width, height: r.height}; })()")
+        elif height is not None:
+            box = {"x": 0, "y": 0, "width": self.evaluate("innerWidth"), "height": height}
+        clip = {} if box is None else {"clip": {**box, "scale": 1}}
+        shot = self.browser.send("Page.captureScreenshot", self.session, format="png", captureBeyondViewport=True,
+                                 **clip)
         path.write_bytes(base64.b64decode(shot["data"]))
