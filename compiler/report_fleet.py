@@ -14,7 +14,7 @@ from spark_compile.launch_plan import LaunchPlan, RankPlan
 
 WIDTH = 480  # the viewBox's width: readable when scaled to a narrow window's ~370 px
 TOP = 58  # the fabric's box
-NODE_H = 172
+NODE_H = 188
 BOX_X = 50
 BAR_X, BAR_W = 100, WIDTH - 100 - 12
 CHARS = 56  # the characters a box line holds at 12 px monospace
@@ -84,7 +84,10 @@ def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
-def _node(plan: LaunchPlan, rank: RankPlan, top: float, memory: RankCapacity | None, changed: str) -> list[Shape]:
+def _node(plan: LaunchPlan, rank: RankPlan, top: float, memory: tuple[RankCapacity | None, RankCapacity | None],
+          changed: str) -> list[Shape]:
+    """One node's box: who it is, when it starts, what it reads from where, and (``memory``: now, before)
+    its memory."""
     start = plan.start_order.index(rank.rank) + 1
     role = "head" if rank.is_head else "worker"
     last = " (last: the head)" if start == len(plan.ranks) and len(plan.ranks) > 1 else ""
@@ -100,10 +103,16 @@ def _node(plan: LaunchPlan, rank: RankPlan, top: float, memory: RankCapacity | N
               _text(BOX_X + 10, top + 74, "mono", f"Engram: {engram}")]
     if changed:
         shapes.append(Shape("text", "tag", _n(WIDTH - 12), _n(top + 20), text="changed", title=changed))
-    return shapes + (_bars(memory, top + 80) if memory is not None else [])
+    now, before = memory
+    return shapes + (_bars(now, top + 80, before) if now is not None else [])
 
 
-def _bars(memory: RankCapacity, top: float) -> list[Shape]:
+def _tokens(memory: RankCapacity | None) -> str:
+    full = None if memory is None or memory.kv is None else memory.kv.full_token
+    return "not known" if full is None else f"{full:,}"
+
+
+def _bars(memory: RankCapacity, top: float, before: RankCapacity | None) -> list[Shape]:
     gpu, host = gpu_amounts(memory), host_amounts(memory)
     limit = memory.terms["container_limit"].gib
     shapes = [_text(BOX_X + 10, top + 11, "small", "GPU"), _text(BOX_X + 10, top + 35, "small", "host")]
@@ -113,6 +122,10 @@ def _bars(memory: RankCapacity, top: float) -> list[Shape]:
     shapes += [_text(BOX_X + 10, top + 56, "small", f"GPU: {sum(gpu.values()):.1f} of the "
                      f"{memory.gib('cuda_total'):.1f} GiB CUDA reports"),
                _text(BOX_X + 10, top + 71, "small", f"host: {sum(host.values()):.1f} {of_host}")]
+    tokens, was = _tokens(memory), _tokens(before)
+    moved = before is not None and was != tokens
+    shapes.append(_text(BOX_X + 10, top + 86, "delta" if moved else "small",
+                        f"KV cache: {tokens} tokens (full_token)" + (f", was {was}" if moved else "")))
     return shapes
 
 
@@ -152,12 +165,14 @@ def host_amounts(rank: RankCapacity) -> dict[str, float]:
     return {name: rank.gib(name) for name, _, _ in HOST_SEGMENTS}
 
 
-def picture(plan: LaunchPlan, fabric: str, capacity: Capacity | None, changed: dict[int, str]) -> Picture:
+def picture(plan: LaunchPlan, fabric: str, capacity: tuple[Capacity | None, Capacity | None],
+            changed: dict[int, str]) -> Picture:
     """The fleet as an SVG: ``fabric`` is two lines (kind and interface; subnet and RDMA devices);
-    ``changed`` says, per rank, what changed on it against the older profile."""
-    memory = {m.rank: m for m in capacity.ranks} if capacity is not None else {}
+    ``capacity`` the memory budget now and in the older profile; ``changed`` what changed on each rank."""
+    now, before = ({m.rank: m for m in side.ranks} if side is not None else {} for side in capacity)
     height = TOP + len(plan.ranks) * NODE_H
     shapes = _fabric(plan, fabric)
     for index, rank in enumerate(plan.ranks):
-        shapes += _node(plan, rank, TOP + index * NODE_H, memory.get(rank.rank), changed.get(rank.rank, ""))
+        memory = (now.get(rank.rank), before.get(rank.rank))
+        shapes += _node(plan, rank, TOP + index * NODE_H, memory, changed.get(rank.rank, ""))
     return Picture(_n(height), shapes)

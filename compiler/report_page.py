@@ -253,12 +253,22 @@ def _memory(capacity: Capacity | None) -> dict[str, Any]:
                 if amounts.get(name, 0.0) <= 0 and not unknown:
                     continue
                 row = rows.setdefault((side, name), {"side": side, "label": label, "css": css, "sources": [],
-                                                     "gib": ["-"] * len(ranks)})
+                                                     "gib": ["-"] * len(ranks), "was": [""] * len(ranks)})
                 row["gib"][column] = "?" if unknown else f"{amounts[name]:.1f}"
                 source = term.source if term is not None else "what the outside share has left"
                 if source not in row["sources"]:
                     row["sources"].append(source)
     return {"ranks": [(r.rank, r.node) for r in ranks], "rows": list(rows.values())}
+
+
+def _mark_memory(new: dict[str, Any], old: dict[str, Any]) -> None:
+    """Each figure of the memory terms that differs from the older profile's keeps that one as ``was``."""
+    before = {(row["side"], row["css"], rank): gib for row in old["rows"]
+              for (rank, _), gib in zip(old["ranks"], row["gib"], strict=True)}
+    for row in new["rows"]:
+        for column, (rank, _) in enumerate(new["ranks"]):
+            was = before.get((row["side"], row["css"], rank), "-")
+            row["was"][column] = was if was != row["gib"][column] else ""
 
 
 def build_page(new: Planned, old: Planned | None = None, against: str = "") -> Page:
@@ -272,12 +282,14 @@ def build_page(new: Planned, old: Planned | None = None, against: str = "") -> P
     for section in sections:
         section.tables = tables.get(section.id, [])
     page = Page(f"{profile.name} ({profile.release or 'no release'})", sections,
-                picture(plan, _fabric_text(new), new.capacity, _changed_nodes(plan, old.plan if old else None)),
+                picture(plan, _fabric_text(new), (new.capacity, old.capacity if old else None),
+                        _changed_nodes(plan, old.plan if old else None)),
                 _layers(plan), finding_lines(new.findings, sections), memory=_memory(new.capacity))
     page.facts = [("API", f"http://{plan.head_ip}:{plan.port}/v1 on the head"), ("unit", plan.unit_name),
                   ("image", plan.image)]
     if old is not None and result is not None:
         _mark_layers(page.layers, _layers(old.plan))
+        _mark_memory(page.memory, _memory(old.capacity))
         page.stale = mark_stale(sections, changes)
         _add_diff(page, result, against, anchors)
     return page

@@ -58,6 +58,7 @@ class ChangeLine:
     new: str
     anchor: str
     where: str
+    status: str  # changed, added (no old value), removed (no new one)
 
 
 @dataclass
@@ -140,8 +141,7 @@ def value_sections(new: Planned, old: Planned | None, changes: list[ProfileChang
         row = ValueRow(text, anchors(text), _group(path), show(change.new if change else values[path]), where,
                        renders=renders.get(text, []), findings=at_line.get((file, line), []))
         if change is not None:
-            row.status = "removed" if gone else "added" if change.old == UNSET else "changed"
-            row.old = show(change.old)
+            row.status, row.old = _status(change), show(change.old)
         sections[_section(path)].rows.append(row)
     for section in sections.values():
         order = list(dict.fromkeys(r.group for r in section.rows))
@@ -171,8 +171,12 @@ def finding_lines(findings: list[Finding], sections: list[Section]) -> list[Find
 
 def change_lines(changes: list[ProfileChange], anchors: Anchors) -> list[ChangeLine]:
     """The "what changed" list: one line per changed value, linked to its row."""
-    return [ChangeLine(c.path, show(c.old), show(c.new), anchors(c.path), c.new_origin or c.old_origin or "")
-            for c in changes]
+    return [ChangeLine(c.path, show(c.old), show(c.new), anchors(c.path), c.new_origin or c.old_origin or "",
+                       _status(c)) for c in changes]
+
+
+def _status(change: ProfileChange) -> str:
+    return "removed" if change.new == UNSET else "added" if change.old == UNSET else "changed"
 
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")

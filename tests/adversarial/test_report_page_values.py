@@ -20,7 +20,7 @@ REASON = '<img src=x onerror="document.title=1"> ]]> </title>'
 ENV = "</text></svg><b>x</b>&amp;"
 TAGS = {"html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "h3", "p", "code", "dl", "dt",
         "dd", "div", "span", "strong", "nav", "a", "section", "ul", "li", "table", "thead", "tbody", "tr", "th",
-        "td", "figure", "figcaption", "svg", "rect", "line", "g", "circle", "text", "br"}
+        "td", "figure", "figcaption", "svg", "rect", "line", "g", "circle", "text", "br", "details", "summary"}
 
 
 class _Tags(HTMLParser):

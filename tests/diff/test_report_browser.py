@@ -132,6 +132,11 @@ def test_a_block_size_change_shows_in_place_and_the_stale_description(pages: dic
     assert attrs["class"] == "value same"
     assert text == f"description {description} ⚠ {note.removeprefix('description ')} dsv41-4spark.yaml:{line}"
     assert any("→ --speculative-dspark-block-size 7" in text for text in changes[1:])  # the rendered files
+    # a longer block takes more KV per token: each node's token count moves, in the picture as in fleet.env
+    tokens = next(text for text in changes if text.startswith("fleet/fleet.env predicted_full_token: "))
+    before, after = (side.strip(" ()").split() for side in tokens.split(": ", 1)[1].split("→"))
+    assert [text for a, text in dom.select("text", "delta")] == [
+        f"KV cache: {int(new):,} tokens (full_token), was {int(old):,}" for old, new in zip(before, after, strict=True)]
 
 
 LAYOUT = """(() => {

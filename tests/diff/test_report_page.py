@@ -177,9 +177,9 @@ def test_every_value_on_the_page_is_redacted_and_escaped() -> None:
     page = Page(f"t <i>{token}", [Section("engine", bad, [value], [("engine.env", [row])])],
                 Picture("10", [shape, Shape("rect", bad, "1", "2", title=bad, data={"rank": bad})]), [],
                 [FindingLine(bad, bad, bad, bad, bad, bad)], [("description", token)], bad,
-                [ChangeLine(bad, bad, bad, bad, bad)], [(bad, bad)], [(bad, bad, bad)],
+                [ChangeLine(bad, bad, bad, bad, bad, bad)], [(bad, bad)], [(bad, bad, bad)],
                 {"ranks": [(bad, bad)], "rows": [{"side": bad, "label": bad, "css": bad, "gib": [bad],
-                                                  "sources": [bad]}]})
+                                                  "was": [bad], "sources": [bad]}]})
     html = render_page(page)
     assert "Z9y8X7w6V5" not in html and html.count("(redacted)") >= 30
     assert "<b>" not in html and "&lt;b&gt;(redacted)&lt;/b&gt;" in html and "<i>" not in html
@@ -211,7 +211,7 @@ def test_each_node_shows_its_memory_as_a_stacked_bar(dom: Elements) -> None:
     host = [(term, gib) for r, bar, term, gib, _ in segments if r == "1" and bar == "host"]
     assert host == [("nccl", "4.7"), ("engram", "3.7"), ("shm", "32.0")]
     table = {a["data-term"] + "/" + a["data-side"]: text for a, text in dom.select("tr") if "data-side" in a}
-    assert table["nccl/GPU"].startswith("GPU NCCL 4.7 4.7 4.7 4.7 NCCL's default buffers")
+    assert table["nccl/GPU"].startswith("GPU NCCL" + " 0.1 → 4.7" * 4 + " NCCL's default buffers")  # was the trim
     assert table["graphs/GPU"].startswith("GPU CUDA graphs ? ? ? ? not known before a boot")
 
 
