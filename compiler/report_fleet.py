@@ -85,13 +85,14 @@ def _ordinal(n: int) -> str:
 
 
 def _node(plan: LaunchPlan, rank: RankPlan, top: float, memory: tuple[RankCapacity | None, RankCapacity | None],
-          changed: str) -> list[Shape]:
+          notes: tuple[str, str]) -> list[Shape]:
     """One node's box: who it is, when it starts, what it reads from where, and (``memory``: now, before)
-    its memory."""
+    its memory; ``notes``: where its weights come from, and what changed on it."""
+    weights, changed = notes
     start = plan.start_order.index(rank.rank) + 1
     role = "head" if rank.is_head else "worker"
     last = " (last: the head)" if start == len(plan.ranks) and len(plan.ranks) > 1 else ""
-    engram = "-" if rank.engram is None else f"{rank.engram.source}: {rank.engram.directory}"
+    engram = "no tables" if rank.engram is None else f"{rank.engram.source}: {rank.engram.directory}"
     shapes = [Shape("rect", f"node {role}" + " changed" * bool(changed), _n(BOX_X), _n(top), _n(WIDTH - BOX_X - 2),
                     _n(NODE_H - 12), title=changed, data={"rank": str(rank.rank)}),
               Shape("line", "tap", "24", _n(top + 22), _n(BOX_X), _n(top + 22)),
@@ -99,7 +100,7 @@ def _node(plan: LaunchPlan, rank: RankPlan, top: float, memory: tuple[RankCapaci
                     title=f"starts {_ordinal(start)}{last}"),
               _text(BOX_X + 10, top + 20, "label", f"rank {rank.rank} \u00b7 {rank.node} \u00b7 {role}"),
               _text(BOX_X + 10, top + 38, "mono", f"{rank.fabric_ip} \u00b7 starts {_ordinal(start)}{last}"),
-              _text(BOX_X + 10, top + 56, "mono", f"weights: {plan.fleet.node_repos[rank.rank] or '-'}"),
+              _text(BOX_X + 10, top + 56, "mono", f"weights: {weights}"),
               _text(BOX_X + 10, top + 74, "mono", f"Engram: {engram}")]
     if changed:
         shapes.append(Shape("text", "tag", _n(WIDTH - 12), _n(top + 20), text="changed", title=changed))
@@ -109,7 +110,7 @@ def _node(plan: LaunchPlan, rank: RankPlan, top: float, memory: tuple[RankCapaci
 
 def _tokens(memory: RankCapacity | None) -> str:
     full = None if memory is None or memory.kv is None else memory.kv.full_token
-    return "not known" if full is None else f"{full:,}"
+    return "not known here" if full is None else f"{full:,}"
 
 
 def _bars(memory: RankCapacity, top: float, before: RankCapacity | None) -> list[Shape]:
@@ -125,7 +126,7 @@ def _bars(memory: RankCapacity, top: float, before: RankCapacity | None) -> list
     tokens, was = _tokens(memory), _tokens(before)
     moved = before is not None and was != tokens
     shapes.append(_text(BOX_X + 10, top + 86, "delta" if moved else "small",
-                        f"KV cache: {tokens} tokens (full_token)" + (f", was {was}" if moved else "")))
+                        f"KV cache tokens (full_token): {tokens}" + (f", was {was}" if moved else "")))
     return shapes
 
 
@@ -165,14 +166,16 @@ def host_amounts(rank: RankCapacity) -> dict[str, float]:
     return {name: rank.gib(name) for name, _, _ in HOST_SEGMENTS}
 
 
-def picture(plan: LaunchPlan, fabric: str, capacity: tuple[Capacity | None, Capacity | None],
+def picture(plan: LaunchPlan, fabric: str, weights: list[str], capacity: tuple[Capacity | None, Capacity | None],
             changed: dict[int, str]) -> Picture:
     """The fleet as an SVG: ``fabric`` is two lines (kind and interface; subnet and RDMA devices);
-    ``capacity`` the memory budget now and in the older profile; ``changed`` what changed on each rank."""
+    ``weights`` where each rank reads the checkpoint; ``capacity`` the memory budget now and in the older
+    profile; ``changed`` what changed on each rank."""
     now, before = ({m.rank: m for m in side.ranks} if side is not None else {} for side in capacity)
     height = TOP + len(plan.ranks) * NODE_H
     shapes = _fabric(plan, fabric)
     for index, rank in enumerate(plan.ranks):
         memory = (now.get(rank.rank), before.get(rank.rank))
-        shapes += _node(plan, rank, TOP + index * NODE_H, memory, changed.get(rank.rank, ""))
+        notes = (weights[rank.rank], changed.get(rank.rank, ""))
+        shapes += _node(plan, rank, TOP + index * NODE_H, memory, notes)
     return Picture(_n(height), shapes)

@@ -188,9 +188,16 @@ def _fabric_text(validated: Planned) -> str:
     fabric = validated.profile.fleet.fabric
     if fabric is None:
         return ""
-    devices = ", ".join(fabric.rdma_devices) or "no RDMA device"
-    return (f"fabric: {fabric.kind} on {fabric.interface}, {fabric.subnet}\n"
-            f"RDMA {devices} \u00b7 GID index {fabric.gid_index}")
+    gid = f" \u00b7 GID index {fabric.gid_index}" if fabric.kind == "roce" else ""
+    rdma = f"RDMA {', '.join(fabric.rdma_devices)}{gid}" if fabric.rdma_devices else "no RDMA device: NCCL over sockets"
+    return f"fabric: {fabric.kind} on {fabric.interface}, {fabric.subnet}\n{rdma}"
+
+
+def _weights(validated: Planned) -> list[str]:
+    """Where each rank reads the checkpoint: its folder on the node, or the hub (into the node's cache)."""
+    model = validated.profile.model
+    hub = f"hub {model.hub_id} (cached on the node)" if model.hub_id else "-"
+    return [repo or hub for repo in validated.plan.fleet.node_repos]
 
 
 def _node_facts(plan: LaunchPlan) -> dict[int, dict[str, str]]:
@@ -282,7 +289,7 @@ def build_page(new: Planned, old: Planned | None = None, against: str = "") -> P
     for section in sections:
         section.tables = tables.get(section.id, [])
     page = Page(f"{profile.name} ({profile.release or 'no release'})", sections,
-                picture(plan, _fabric_text(new), (new.capacity, old.capacity if old else None),
+                picture(plan, _fabric_text(new), _weights(new), (new.capacity, old.capacity if old else None),
                         _changed_nodes(plan, old.plan if old else None)),
                 _layers(plan), finding_lines(new.findings, sections), memory=_memory(new.capacity))
     page.facts = [("API", f"http://{plan.head_ip}:{plan.port}/v1 on the head"), ("unit", plan.unit_name),
