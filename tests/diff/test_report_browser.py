@@ -1,9 +1,9 @@
 """The review page as a reviewer sees it, in headless Chromium: the reference profile against production-1.7,
 and a DSpark block-size change 5 → 7. Each section and each highlighted change in the DOM; at 1400 px and at
-400 px, light and dark, no horizontal overflow, no identifier broken across lines or spilling out of its
-box, and no request beyond the file itself; and screenshots of each (the whole page, its first screen, the
-fleet picture) kept under tests/artifacts/report/ (ignored by git), copied to $SPARK_COMPILE_SCREENSHOTS
-when that names a folder, for a person to look at.
+400 px, light and dark, no horizontal overflow, no identifier or file:line broken across lines, no
+identifier spilling out of its box, and no request beyond the file itself; and screenshots of each (the
+whole page, its first screen, the fleet picture) kept under tests/artifacts/report/ (ignored by git), copied
+to $SPARK_COMPILE_SCREENSHOTS when that names a folder, for a person to look at.
 
 Expected values come from the profile files (their lines and values), not from the page's own code.
 """
@@ -142,11 +142,12 @@ def test_a_block_size_change_shows_in_place_and_the_stale_description(pages: dic
 LAYOUT = """(() => {
   const root = document.documentElement, width = innerWidth;
   const broken = [], outside = [], spilling = [];
-  for (const el of document.querySelectorAll('.id')) {
+  for (const el of document.querySelectorAll('.id, .src')) {
     const box = el.getBoundingClientRect(), cell = el.parentElement.getBoundingClientRect();
-    if (box.width && box.right > cell.right + 0.5) spilling.push(el.textContent);
+    if (el.matches('.id') && box.width && box.right > cell.right + 0.5) spilling.push(el.textContent);
     for (const node of el.childNodes) {
       if (node.nodeType !== Node.TEXT_NODE || !node.textContent.trim()) continue;
+      if (el.matches('.src') && / /.test(node.textContent.trim())) continue;  // only a bare file:line
       const range = document.createRange(); range.selectNodeContents(node);
       const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
       if (tops.size > 1) broken.push(node.textContent);
