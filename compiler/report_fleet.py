@@ -1,5 +1,6 @@
 """The review page's picture of the fleet: one inline SVG with the fabric, each node (rank, role, start
-order, address, what it reads from where) and, inside each node's box, its memory as two stacked bars.
+order, address, what it reads from where) and, inside each node's box, its memory as two stacked bars;
+beside it the memory terms per rank with where each figure comes from.
 
 Shapes are plain data (kind, coordinates, css class, text, title); the autoescaping template draws them,
 so every text reaches the SVG escaped by construction.
@@ -8,6 +9,7 @@ so every text reaches the SVG escaped by construction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from spark_compile.capacity import Capacity, RankCapacity
 from spark_compile.launch_plan import LaunchPlan, RankPlan
@@ -179,3 +181,35 @@ def picture(plan: LaunchPlan, fabric: str, weights: list[str], capacity: tuple[C
         notes = (weights[rank.rank], changed.get(rank.rank, ""))
         shapes += _node(plan, rank, TOP + index * NODE_H, memory, notes)
     return Picture(_n(height), shapes)
+
+
+def memory_terms(capacity: Capacity | None) -> dict[str, Any]:
+    """The memory terms beside the picture: one row per term (GPU side, then host side) with each rank's GiB
+    and where the figure comes from."""
+    ranks = capacity.ranks if capacity is not None else ()
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for column, rank in enumerate(ranks):
+        for side, parts, amounts in (("GPU", GPU_SEGMENTS, gpu_amounts(rank)), ("host", HOST_SEGMENTS,
+                                                                                host_amounts(rank))):
+            for name, label, css in parts:
+                term = rank.terms.get(name)
+                unknown = term is not None and term.gib is None
+                if amounts.get(name, 0.0) <= 0 and not unknown:
+                    continue
+                row = rows.setdefault((side, name), {"side": side, "label": label, "css": css, "sources": [],
+                                                     "gib": ["-"] * len(ranks), "was": [""] * len(ranks)})
+                row["gib"][column] = "?" if unknown else f"{amounts[name]:.1f}"
+                source = term.source if term is not None else "what the outside share has left"
+                if source not in row["sources"]:
+                    row["sources"].append(source)
+    return {"ranks": [(r.rank, r.node) for r in ranks], "rows": list(rows.values())}
+
+
+def mark_memory(new: dict[str, Any], old: dict[str, Any]) -> None:
+    """Each figure of the memory terms that differs from the older profile's keeps that one as ``was``."""
+    before = {(row["side"], row["css"], rank): gib for row in old["rows"]
+              for (rank, _), gib in zip(old["ranks"], row["gib"], strict=True)}
+    for row in new["rows"]:
+        for column, (rank, _) in enumerate(new["ranks"]):
+            was = before.get((row["side"], row["css"], rank), "-")
+            row["was"][column] = was if was != row["gib"][column] else ""

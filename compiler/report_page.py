@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from spark_compile.artifact_diff import ProfileDiff
-from spark_compile.capacity import Capacity
 from spark_compile.diff import diff_profiles, load_side
 from spark_compile.diff_format import ARROW, ranks_text, show
 from spark_compile.errors import EXIT_OK
 from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted
 from spark_compile.pipeline import Planned
-from spark_compile.report_fleet import GPU_SEGMENTS, HOST_SEGMENTS, LEGEND, Picture, gpu_amounts, host_amounts, picture
+from spark_compile.report_fleet import LEGEND, Picture, mark_memory, memory_terms, picture
 from spark_compile.report_values import (
     Anchors,
     ChangeLine,
@@ -178,7 +177,6 @@ def _layers(plan: LaunchPlan) -> list[dict[str, Any]]:
         total = max(row["hi"] for row in entry["rows"]) or 1
         entry["total"] = total
         for row in entry["rows"]:
-            row["left"] = f"{100 * row['lo'] / total:.3f}%"
             row["width"] = f"{100 * (row['hi'] - row['lo']) / total:.3f}%"
     return [layers[layer] for layer in sorted(layers)]
 
@@ -246,38 +244,6 @@ def _mark_layers(new: list[dict[str, Any]], old: list[dict[str, Any]]) -> None:
             row["was"] = f"[{previous['lo']}, {previous['hi']})" if moved and previous else ""
 
 
-def _memory(capacity: Capacity | None) -> dict[str, Any]:
-    """The memory terms beside the picture: one row per term (GPU side, then host side) with each rank's GiB
-    and where the figure comes from."""
-    ranks = capacity.ranks if capacity is not None else ()
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for column, rank in enumerate(ranks):
-        for side, parts, amounts in (("GPU", GPU_SEGMENTS, gpu_amounts(rank)), ("host", HOST_SEGMENTS,
-                                                                                host_amounts(rank))):
-            for name, label, css in parts:
-                term = rank.terms.get(name)
-                unknown = term is not None and term.gib is None
-                if amounts.get(name, 0.0) <= 0 and not unknown:
-                    continue
-                row = rows.setdefault((side, name), {"side": side, "label": label, "css": css, "sources": [],
-                                                     "gib": ["-"] * len(ranks), "was": [""] * len(ranks)})
-                row["gib"][column] = "?" if unknown else f"{amounts[name]:.1f}"
-                source = term.source if term is not None else "what the outside share has left"
-                if source not in row["sources"]:
-                    row["sources"].append(source)
-    return {"ranks": [(r.rank, r.node) for r in ranks], "rows": list(rows.values())}
-
-
-def _mark_memory(new: dict[str, Any], old: dict[str, Any]) -> None:
-    """Each figure of the memory terms that differs from the older profile's keeps that one as ``was``."""
-    before = {(row["side"], row["css"], rank): gib for row in old["rows"]
-              for (rank, _), gib in zip(old["ranks"], row["gib"], strict=True)}
-    for row in new["rows"]:
-        for column, (rank, _) in enumerate(new["ranks"]):
-            was = before.get((row["side"], row["css"], rank), "-")
-            row["was"][column] = was if was != row["gib"][column] else ""
-
-
 def build_page(new: Planned, old: Planned | None = None, against: str = "") -> Page:
     """The page's content (pure apart from rendering the two sides' files for the diff)."""
     profile, plan = new.profile, new.plan
@@ -288,15 +254,15 @@ def build_page(new: Planned, old: Planned | None = None, against: str = "") -> P
     tables = _tables(new, old)
     for section in sections:
         section.tables = tables.get(section.id, [])
+    facts = [("API", f"http://{plan.head_ip}:{plan.port}/v1 on the head"), ("unit", plan.unit_name),
+             ("image", plan.image)]
     page = Page(f"{profile.name} ({profile.release or 'no release'})", sections,
                 picture(plan, _fabric_text(new), _weights(new), (new.capacity, old.capacity if old else None),
                         _changed_nodes(plan, old.plan if old else None)),
-                _layers(plan), finding_lines(new.findings, sections), memory=_memory(new.capacity))
-    page.facts = [("API", f"http://{plan.head_ip}:{plan.port}/v1 on the head"), ("unit", plan.unit_name),
-                  ("image", plan.image)]
+                _layers(plan), finding_lines(new.findings, sections), facts, memory=memory_terms(new.capacity))
     if old is not None and result is not None:
         _mark_layers(page.layers, _layers(old.plan))
-        _mark_memory(page.memory, _memory(old.capacity))
+        mark_memory(page.memory, memory_terms(old.capacity))
         page.stale = mark_stale(sections, changes)
         _add_diff(page, result, against, anchors)
     return page

@@ -80,7 +80,7 @@ def _section(path: tuple[str | int, ...]) -> str:
 
 
 def _group(path: tuple[str | int, ...]) -> str:
-    """The sub-heading a row sits under: its second key when that holds a section, else the first."""
+    """The sub-heading a row sits under: the first two keys of a nested value, else its top-level key."""
     if len(path) > 2:
         return dotted(path[:2])
     return dotted(path[:1]) if path else ""
@@ -111,15 +111,17 @@ class Anchors:
     """Element ids for profile paths: readable, unique, and only characters that need no escaping."""
 
     def __init__(self) -> None:
-        self.taken: dict[str, str] = {}
+        self.ids: dict[str, str] = {}
+        self.used: set[str] = set()
 
     def __call__(self, path: str) -> str:
-        if path not in self.taken:
+        if path not in self.ids:
             slug = "v-" + re.sub(r"[^A-Za-z0-9_.-]", "-", path)[:120]
-            while slug in self.taken.values():
+            while slug in self.used:
                 slug += "-"
-            self.taken[path] = slug
-        return self.taken[path]
+            self.ids[path] = slug
+            self.used.add(slug)
+        return self.ids[path]
 
 
 def value_sections(new: Planned, old: Planned | None, changes: list[ProfileChange],

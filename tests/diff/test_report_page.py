@@ -230,3 +230,20 @@ def test_the_page_lists_engine_flags_and_docker_options_with_their_keys() -> Non
     assert rows["--device"].startswith("--device /dev/infiniband - fleet.fabric.kind ")
     assert rows["-v [engine.speculative.draft.repo]"].startswith(
         "-v [engine.speculative.draft.repo] /srv/models/Qwen3-235B-A22B-EAGLE3:/models/draft:ro - ")
+
+
+def test_a_stale_mention_is_a_word_of_the_key_right_before_its_old_value() -> None:
+    from spark_compile.artifact_diff import ProfileChange
+    from spark_compile.report_values import stale_mentions
+
+    def change(path: str, old: object, new: object) -> ProfileChange:
+        return ProfileChange(path, old, new, None, None)
+
+    text = "DSV4 on 4x Spark, TP4/EP4, DSpark block 5.5, mode: wide."
+    assert stale_mentions(text, [change("engine.parallel.tp", 4, 8)]) == [
+        "says “TP4” but engine.parallel.tp is now 8 (was 4)"]
+    assert stale_mentions(text, [change("overlay.lookup_mode", "wide", "replace")]) == [
+        "says “mode: wide” but overlay.lookup_mode is now replace (was wide)"]
+    assert stale_mentions(text, [change("engine.speculative.dspark_block_size", 5, 7),  # 5.5 is not 5
+                                 change("engine.parallel.ep", 4, 4), change("x.tp", True, False),
+                                 change("description", "a", "b")]) == []
