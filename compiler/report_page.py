@@ -41,13 +41,14 @@ OPTIONS = (("engine-flags", "engine"), ("docker-options", "docker"))
 
 @dataclass
 class SettingRow:
-    """One variable of the page's settings tables: its value on each rank, default, where it was set."""
+    """One variable of the page's settings tables: its value on each rank, default, where it was set (and
+    the section it is derived from, when no single line set it)."""
 
     name: str
     values: dict[int, str]
     default: str
     source: str
-    where: str
+    set_at: tuple[str, str]  # (derived from, file:line)
     status: str = "same"  # same, changed, added, removed
     old: str = ""
 
@@ -78,14 +79,14 @@ class Page:
     memory: dict[str, Any] = field(default_factory=dict)
 
 
-def where_set(validated: Planned, path: ProfilePath) -> str:
-    """``file:line`` of the profile value at ``path``; a value derived from a whole section (or the nearest
-    one that holds it) says so, since no single line set it; else the default."""
+def where_set(validated: Planned, path: ProfilePath) -> tuple[str, str]:
+    """``file:line`` of the profile value at ``path``, and the section it is derived from when no single
+    line set it (a whole section, or the nearest one that holds it); else the default."""
     origins = validated.resolved.origins
     while path and path not in origins:
         path = path[:-1]
     if not path:
-        return "not in the profile (default)"
+        return "", "not in the profile (default)"
     pos = origins[path].spot.value
     value: Any = validated.resolved.data
     for part in path:
@@ -93,8 +94,7 @@ def where_set(validated: Planned, path: ProfilePath) -> str:
             value = value.get(part)
         else:
             value = value[part] if isinstance(value, list) and isinstance(part, int) else None
-    where = f"{pos.file}:{pos.line}"
-    return f"derived from {dotted(path)} ({where})" if isinstance(value, dict | list) else where
+    return dotted(path) if isinstance(value, dict | list) else "", f"{pos.file}:{pos.line}"
 
 
 def _defaults(kind: str) -> dict[str, str]:

@@ -142,12 +142,12 @@ def test_a_block_size_change_shows_in_place_and_the_stale_description(pages: dic
 LAYOUT = """(() => {
   const root = document.documentElement, width = innerWidth;
   const broken = [], outside = [], spilling = [];
-  for (const el of document.querySelectorAll('.id, .src')) {
+  for (const el of document.querySelectorAll('.id, .src, .loc')) {
     const box = el.getBoundingClientRect(), cell = el.parentElement.getBoundingClientRect();
     if (el.matches('.id') && box.width && box.right > cell.right + 0.5) spilling.push(el.textContent);
     for (const node of el.childNodes) {
       if (node.nodeType !== Node.TEXT_NODE || !node.textContent.trim()) continue;
-      if (el.matches('.src') && / /.test(node.textContent.trim())) continue;  // only a bare file:line
+      if (!el.matches('.id') && / /.test(node.textContent.trim())) continue;  // only a bare file:line
       const range = document.createRange(); range.selectNodeContents(node);
       const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
       if (tops.size > 1) broken.push(node.textContent);

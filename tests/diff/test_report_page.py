@@ -171,7 +171,7 @@ def test_every_value_on_the_page_is_redacted_and_escaped() -> None:
 
     token = "hf_" + "Z9y8X7w6V5" * 4
     bad = f"<b>{token}</b>"
-    row = SettingRow("X", {0: bad}, token, "engine.env.X", "p.yaml:3")
+    row = SettingRow("X", {0: bad}, token, "engine.env.X", (bad, bad))
     value = ValueRow(bad, bad, bad, bad, bad, "changed", bad, [bad], [bad], [bad])
     shape = Shape("text", bad, "1", "2", text=bad, title=bad, data={"rank": bad})
     page = Page(f"t <i>{token}", [Section("engine", bad, [value], [("engine.env", [row])])],
