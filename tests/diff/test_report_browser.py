@@ -149,8 +149,11 @@ LAYOUT = """(() => {
       if (node.nodeType !== Node.TEXT_NODE || !node.textContent.trim()) continue;
       if (!el.matches('.id') && / /.test(node.textContent.trim())) continue;  // only a bare file:line
       const range = document.createRange(); range.selectNodeContents(node);
-      const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
-      if (tops.size > 1) broken.push(node.textContent);
+      const rects = [...range.getClientRects()], tops = new Set(rects.map(r => Math.round(r.top)));
+      // a file:line wider than its whole column may break; one that fits never does, an identifier never
+      const room = el.closest('td, th, li, dd, p, div').clientWidth;
+      const fits = el.matches('.id') || rects.reduce((sum, r) => sum + r.width, 0) < room - 16;
+      if (tops.size > 1 && fits) broken.push(node.textContent);
     }
   }
   for (const el of document.body.querySelectorAll('*')) {
@@ -203,3 +206,13 @@ def _png_size(shot: Path) -> tuple[int, int]:
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR", shot
     width, height = struct.unpack(">II", png[16:24])
     return int(width), int(height)
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (PROFILES / "examples").glob("*.yaml")))
+def test_every_shipped_example_reads_on_a_narrow_window(example: str, browser: Browser, tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    result = run_cli("report", f"spec/profiles/examples/{example}", "-o", str(page))
+    assert result.returncode == 0, result.stdout + result.stderr
+    for width in (400, 1400):
+        layout = browser.open(page.as_uri(), width).evaluate(LAYOUT)
+        assert (layout["scroll"], layout["outside"], layout["broken"], layout["spilling"]) == (width, [], [], [])
