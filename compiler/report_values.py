@@ -145,10 +145,28 @@ def value_sections(new: Planned, old: Planned | None, changes: list[ProfileChang
         if change is not None:
             row.status, row.old = _status(change), show(change.old)
         sections[_section(path)].rows.append(row)
+    for path, row in _engine_defaults(new.plan, set(paths), anchors):
+        sections[_section(path)].rows.append(row)
     for section in sections.values():
         order = list(dict.fromkeys(r.group for r in section.rows))
         section.rows.sort(key=lambda r: order.index(r.group))
     return list(sections.values())
+
+
+def _engine_defaults(plan: LaunchPlan, shown: set[tuple[str | int, ...]],
+                     anchors: Anchors) -> list[tuple[tuple[str | int, ...], ValueRow]]:
+    """A row for each key the profile leaves to the engine build (quantization, KV dtype, page size...):
+    the build's default and the flags the key would set."""
+    rows: dict[tuple[str | int, ...], ValueRow] = {}
+    for entry in plan.engine_defaults:
+        if entry.field in shown:
+            continue
+        text = dotted(entry.field)
+        default = "(unset: SGLang decides)" if entry.default is None else f"{show(entry.default)} (the build's default)"
+        row = rows.setdefault(entry.field, ValueRow(text, anchors(text), _group(entry.field), default,
+                                                    "not in the profile (default)", "default"))
+        row.renders.append(entry.flag)
+    return list(rows.items())
 
 
 def _findings_by_line(findings: list[Finding]) -> dict[tuple[str, int], list[str]]:

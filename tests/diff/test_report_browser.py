@@ -86,6 +86,11 @@ def test_the_reference_page_has_each_section_and_each_change_in_place(pages: dic
     assert rows["overlay.engram_mode"] == (
         "value same", f"overlay.engram_mode hostnode {reference.relative_to(ROOT)}:"
         f"{_line_of(reference, '  engram_mode:')} SPARK_ENGRAM_MODE")
+    # what the profile leaves to the engine build: its default, and the flag the key would set
+    assert rows["engine.kv_cache_dtype"] == ("value default", "engine.kv_cache_dtype auto (the build's default) "
+                                             "not in the profile (default) --kv-cache-dtype")
+    assert rows["model.quantization"] == ("value default", "model.quantization (unset: SGLang decides) "
+                                          "not in the profile (default) --quantization")
     sections = {a["id"]: text for a, text in dom.select("section")}
     for key, section in (("engine.parallel.tp", "engine"), ("container.memory", "container"),
                          ("fleet.fabric.interface", "fabric"), ("overlay.roce_ar", "overlay"),
@@ -119,7 +124,8 @@ def test_a_block_size_change_shows_in_place_and_the_stale_description(pages: dic
     rows = _rows(dom)
     assert rows["engine.speculative.dspark_block_size"] == (
         "value changed", "engine.speculative.dspark_block_size 5 → 7 block7.yaml:4 --speculative-dspark-block-size")
-    assert [r for r, (css, _) in rows.items() if css != "value same"] == ["engine.speculative.dspark_block_size"]
+    assert [r for r, (css, _) in rows.items() if css not in ("value same", "value default")] == [
+        "engine.speculative.dspark_block_size"]
     changes = [text for _, text in dom.select("li", "change")]
     assert changes[0] == "engine.speculative.dspark_block_size: 5 → 7 block7.yaml:4"
     description = yaml.safe_load((PROFILES / "dsv41-4spark.yaml").read_text())["description"]
