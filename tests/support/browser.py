@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import json
 import os
+import select
 import subprocess
 import time
 from pathlib import Path
@@ -67,8 +68,9 @@ class Browser:
 
     def _message(self, deadline: float) -> dict[str, Any]:
         while b"\0" not in self._buffer:
-            if time.monotonic() > deadline:
-                raise TimeoutError("chromium did not answer")
+            ready, _, _ = select.select([self._read], [], [], max(deadline - time.monotonic(), 0))
+            if not ready:
+                raise TimeoutError(f"chromium did not answer within {TIMEOUT:.0f} s")
             chunk = os.read(self._read, 1 << 20)
             if not chunk:
                 raise EOFError("chromium closed the pipe")
