@@ -80,10 +80,9 @@ def _section(path: tuple[str | int, ...]) -> str:
 
 
 def _group(path: tuple[str | int, ...]) -> str:
-    """The sub-heading a row sits under: the first two keys of a nested value, else its top-level key."""
-    if len(path) > 2:
-        return dotted(path[:2])
-    return dotted(path[:1]) if path else ""
+    """The sub-heading a row sits under: the first two keys of a nested value, its top-level key for one a
+    level down, none for a top-level value."""
+    return dotted(path[:2]) if len(path) > 2 else dotted(path[:1]) if len(path) == 2 else ""
 
 
 def _where(planned: Planned, path: tuple[str | int, ...]) -> tuple[str, str, int]:
