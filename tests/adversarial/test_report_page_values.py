@@ -18,6 +18,7 @@ from support.browser import Browser
 DESCRIPTION = 'block 5 <script>document.title="pwned"</script> "><svg onload=alert(1)>'
 REASON = '<img src=x onerror="document.title=1"> ]]> </title>'
 ENV = "</text></svg><b>x</b>&amp;"
+LONG = "SITE_" + "X" * 150  # an identifier wider than a narrow window
 TAGS = {"html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "h3", "p", "code", "dl", "dt",
         "dd", "div", "span", "strong", "nav", "a", "section", "ul", "li", "table", "thead", "tbody", "tr", "th",
         "td", "figure", "figcaption", "svg", "rect", "line", "g", "circle", "text", "br", "details", "summary"}
@@ -43,7 +44,8 @@ def test_hostile_values_in_the_new_places_stay_text(tmp_path: Path) -> None:
     shutil.copy(REFERENCE_PROFILE.parent / "dsv41-flash.config.json", tmp_path / "dsv41-flash.config.json")
     child = tmp_path / "child.yaml"
     child.write_text(f"extends: base.yaml\ndescription: {DESCRIPTION!r}\nrelease_notes:\n  reason: {REASON!r}\n"
-                     f"engine:\n  speculative:\n    dspark_block_size: 7\n  env:\n    EVIL_VAR: {ENV!r}\n")
+                     f"engine:\n  speculative:\n    dspark_block_size: 7\n  env:\n    EVIL_VAR: {ENV!r}\n"
+                     f"    {LONG}: '1'\n")
     page = tmp_path / "page.html"
     outcome = run_main("report", str(child), "--against", str(tmp_path / "base.yaml"), "-o", str(page))
     assert outcome.code == 0, outcome.err
@@ -60,3 +62,5 @@ def test_hostile_values_in_the_new_places_stay_text(tmp_path: Path) -> None:
         assert tab.evaluate("document.title") == "dsv41-4spark (production-1.7.1)"
         assert tab.evaluate("document.querySelectorAll('script, img, b, svg svg, [onload], [onerror]').length") == 0
         assert tab.requests() == [page.as_uri()]
+        narrow = browser.open(page.as_uri(), 400)
+        assert narrow.evaluate("document.documentElement.scrollWidth") == 400

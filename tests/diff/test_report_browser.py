@@ -156,9 +156,10 @@ LAYOUT = """(() => {
       if (!el.matches('.id') && / /.test(node.textContent.trim())) continue;  // only a bare file:line
       const range = document.createRange(); range.selectNodeContents(node);
       const rects = [...range.getClientRects()], tops = new Set(rects.map(r => Math.round(r.top)));
-      // a file:line wider than its whole column may break; one that fits never does, an identifier never
+      // a file:line or a very long identifier wider than its whole column may break; one that fits never
+      // does, and a usual identifier never
       const room = el.closest('td, th, li, dd, p, div').clientWidth;
-      const fits = el.matches('.id') || rects.reduce((sum, r) => sum + r.width, 0) < room - 16;
+      const fits = el.matches('.id:not(.long)') || rects.reduce((sum, r) => sum + r.width, 0) < room - 16;
       if (tops.size > 1 && fits) broken.push(node.textContent);
     }
   }
