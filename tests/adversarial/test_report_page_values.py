@@ -1,7 +1,7 @@
 """Hostile profile values on the review page: each new place the page shows a value (a value row, the
 "what changed" line, a stale-description note, a finding's inheritance, the settings tables) gets it as
 text (the fleet picture's shapes: test_report_page's redaction test). Python's parser and Chromium agree
-that no element or script came of it.
+that no element or script came of it; an identifier too long for a narrow window does not widen the page.
 """
 
 from __future__ import annotations

@@ -110,6 +110,9 @@ def test_the_reference_page_has_each_section_and_each_change_in_place(pages: dic
     for href in links:  # each link lands on its highlighted row
         tag, attrs, _ = dom.by_id(href[1:])
         assert tag == "tr" and attrs["class"] in ("value changed", "value added", "value removed"), href
+    for path, line in changes:  # which shows the same old → new in place
+        shown = line.removeprefix(f"{path}: ").rsplit(" ", 1)[0]
+        assert f"{path} {shown} " in rows[path][1] or f"{path} SC312 {shown} " in rows[path][1], (path, shown)
     findings = [(a["data-rule"], text) for a, text in dom.select("li", "finding")]
     assert findings == [("SC312", f"SC312 warning at {reference.relative_to(ROOT)}:{image}:10: "
                          f"{profile['engine']['image']} is pinned by tag only; the tag can move to another build "
