@@ -83,6 +83,10 @@ def test_each_rank_is_in_the_fleet_picture(dom: Elements) -> None:
     starts = [(a.get("class"), text) for a, text in dom.select("g", "start")]
     assert [text.split()[-1] for _, text in starts] == ["4", "3", "2", "1"]
     assert [a["class"] for a, _ in dom.select("text", "tag")] == ["tag"]  # one node changed
+    model = yaml.safe_load((RELEASES / "production-1.1.yaml").read_text())["model"]
+    holder = [n.get("holds_checkpoint", False) for n in nodes]
+    assert [t for t in lines if t.startswith("weights: ")] == [
+        f"weights: {model['holder_repo'] if held else model['repo']}" for held in holder]
     engram = [t for t in lines if t.startswith("Engram: ")]  # rank 1 reads the shards, the others a local copy
     assert engram[1].startswith("Engram: shards: /models/repo/") and engram[::2] == ["Engram: local: /engram-local"] * 2
 
