@@ -173,7 +173,10 @@ LAYOUT = """(() => {
   }
   return {scroll: root.scrollWidth, width, broken, spilling, outside: outside.slice(0, 5),
           dark: matchMedia('(prefers-color-scheme: dark)').matches,
-          background: getComputedStyle(root).backgroundColor, ids: document.querySelectorAll('.id').length};
+          background: getComputedStyle(root).backgroundColor, ids: document.querySelectorAll('.id').length,
+          text: getComputedStyle(document.body).color,
+          changed: [...document.querySelectorAll('tr.value.changed td')].map(td => getComputedStyle(td)
+            .backgroundColor).slice(0, 1)[0] || null};
 })()"""
 
 
@@ -201,7 +204,10 @@ def test_the_page_reads_at_each_width_in_each_scheme(pages: dict[str, Path], bro
     tab = browser.open(pages[which].as_uri(), width, scheme=scheme)
     layout = tab.evaluate(LAYOUT)
     assert layout["width"] == width and layout["dark"] == (scheme == "dark")
-    assert layout["background"] == ("rgb(13, 17, 23)" if scheme == "dark" else "rgb(255, 255, 255)")
+    dark = scheme == "dark"  # the page's own palette for each scheme (the template's :root variables)
+    assert (layout["background"], layout["text"], layout["changed"]) == (
+        ("rgb(13, 17, 23)", "rgb(230, 237, 243)", "rgb(59, 46, 0)") if dark else
+        ("rgb(255, 255, 255)", "rgb(27, 31, 36)", "rgb(255, 248, 197)"))
     assert layout["scroll"] <= width, layout["outside"]
     assert layout["outside"] == []
     assert layout["ids"] > 300 and layout["broken"] == [] and layout["spilling"] == []
