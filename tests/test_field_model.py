@@ -92,6 +92,20 @@ def test_the_three_model_path_forms(tmp_path: Path) -> None:
     assert plain_profile.model.snapshot is None
 
 
+def test_a_gguf_file_of_a_hub_repo(tmp_path: Path) -> None:
+    # SGLang 0.5.23 (arg_groups/model_path_hook.py) downloads owner/repo:TYPE as the repo's one *-TYPE.gguf
+    hub = "model:\n  repo: !delete\n  snapshot: !delete\n  hub_id: example-org/Qwen3-30B-A3B-GGUF\n"
+    profile, plan = _plan(tmp_path, hub + "  gguf: UD-Q4_K_XL\n", SINGLE)
+    assert plan.ranks[0].engine_argv[:2] == ("--model-path", "example-org/Qwen3-30B-A3B-GGUF:UD-Q4_K_XL")
+    assert profile.model.gguf == "UD-Q4_K_XL"
+    assert _findings(tmp_path, "model:\n  gguf: Q6_K\n", SINGLE) == [
+        "SC111 model: gguf picks the .gguf file of a hub repo (--model-path <hub_id>:<gguf>, which SGLang downloads); "
+        "a directory (repo) has no such form: give hub_id instead of repo, or remove gguf"]
+    assert _findings(tmp_path, hub + "  gguf: Q6_K.gguf\n", SINGLE) == [
+        "SC111 model.gguf: 'Q6_K.gguf' is not a GGUF quantization type: the end of a .gguf file name in the repo "
+        "(e.g. Q6_K, Q4_K_M, UD-Q4_K_XL), 1-64 letters, digits, '_' and '-'"]
+
+
 def test_model_path_form_errors_say_which_forms_exist(tmp_path: Path) -> None:
     forms = ("a model path takes one of three forms: an HF cache (repo + snapshot), a plain directory (repo alone) "
              "or a hub id (hub_id alone, resolved in the container's HF cache); give exactly one of repo or hub_id")

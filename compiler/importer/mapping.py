@@ -210,12 +210,16 @@ def _engine_option(draft: Draft, option: EngineOption, mounts: dict[str, tuple[s
 def _source(draft: Draft, at: tuple[str, ...], option: EngineOption, mounts: dict[str, tuple[str, bool, Origin]],
             default_target: str) -> bool:
     """A model path (target or draft) onto ``at``: an HF cache snapshot or a plain directory inside a mounted
-    directory (repo, container_repo, snapshot), or a hub id; False when the profile cannot say it."""
+    directory (repo, container_repo, snapshot), or a hub id (hub:TYPE: its GGUF file); False when the profile
+    cannot say it."""
     path = option.values[0] if option.values else ""
     if not path.startswith("/"):
         if not fields.exists((*at, "hub_id")):
             return False
-        put(draft, (*at, "hub_id"), str, path, option.origin, f"{option.flag} {path}")  # reports a refused id
+        hub, gguf = path.rsplit(":", 1) if ":" in path and fields.exists((*at, "gguf")) else (path, None)
+        put(draft, (*at, "hub_id"), str, hub, option.origin, f"{option.flag} {path}")  # reports a refused id
+        if gguf is not None:
+            put(draft, (*at, "gguf"), str, gguf, option.origin, f"{option.flag} {path}")
         return True
     match = _SNAPSHOT_PATH.match(path)
     if match is None and not fields.exists((*at, "hub_id")):
@@ -374,7 +378,10 @@ def environment(draft: Draft, launch: Launch, fabric_ip: str) -> None:
     if as_written:
         draft.set(("nccl", "preset"), "none", "the source sets NCCL's variables itself")
     for name, value, origin in launch.env:
-        if secret_name(name):
+        if secret_name(name) and not value.strip():
+            draft.notes.append(f"{origin}: -e {name} is set empty: no secret to carry, not imported (unset "
+                               "reads the same: huggingface_hub takes an empty token for none)")
+        elif secret_name(name):
             draft.leave(origin, f"-e {name}=(redacted)", "a secret's value is never copied into a profile; set "
                         f"secrets.env.{name} to a file or variable on the node")
         elif name in FABRIC_ENV and not as_written:
