@@ -246,6 +246,11 @@ class Parallel(Section):
         "default 1 (one GPU).",
     )
     ep: Positive = Field(1, description="Expert-parallel size (--ep-size); divides tp.")
+    pp: Positive | None = Field(
+        None,
+        description="Pipeline-parallel size (--pp-size): stages of layers, tp GPUs each, so tp x pp GPUs in all; "
+        "unset: not written, SGLang's default 1.",
+    )
     dp: Positive | None = Field(None, description="Data-parallel size (--dp-size); unset: SGLang's default 1.")
     dp_attention: bool = Field(False, description="--enable-dp-attention: attention data-parallel across dp.")
 

@@ -153,6 +153,24 @@ def test_typed_engine_settings_reach_the_argv_with_their_origin(tmp_path: Path) 
         "SC213 --page-size is written by the plan from engine.page_size"]
 
 
+def test_pipeline_stages_fill_the_fleet_with_tp(tmp_path: Path) -> None:
+    _, plan = _plan(tmp_path, "engine:\n  parallel: {tp: 1, pp: 2}\n", TCP)
+    options = {o.flag: (o.values, ".".join(str(p) for p in o.source)) for o in plan.ranks[1].engine_options}
+    assert (options["--tp-size"], options["--pp-size"]) == ((("1",), "engine.parallel.tp"),
+                                                            (("2",), "engine.parallel.pp"))
+    assert "--pp-size" not in _plan(tmp_path, "", TCP)[1].ranks[0].engine_argv  # unset: not written
+
+
+def test_an_unknown_nccl_variable_warns(tmp_path: Path) -> None:
+    # NCCL ignores a name it does not read (launchers pass NCCL_TIMEOUT): it starts all the same
+    from spark_compile.pipeline import Planned
+
+    outcome = _planned(tmp_path, "nccl:\n  extra: {NCCL_TIMEOUT: '1200000'}\n", TCP)
+    assert isinstance(outcome, Planned)
+    assert [(f.rule, f.severity, f.message) for f in outcome.findings if f.rule == "SC309"] == [
+        ("SC309", "warning", "NCCL does not read NCCL_TIMEOUT")]
+
+
 def test_flags_are_written_only_when_something_sets_them(tmp_path: Path) -> None:
     _, plan = _plan(tmp_path, "model:\n  served_name: !delete\nengine:\n  host: !delete\n  parallel: !delete\n",
                     SINGLE)

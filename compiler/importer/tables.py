@@ -20,6 +20,7 @@ ENGINE_FIELDS: dict[str, tuple[Path, Any]] = {
     "--load-format": (("engine", "load_format"), f.Word),
     "--tp-size": (("engine", "parallel", "tp"), f.Positive),
     "--ep-size": (("engine", "parallel", "ep"), f.Positive),
+    "--pp-size": (("engine", "parallel", "pp"), f.Positive),
     "--host": (("engine", "host"), f.IPv4),
     "--port": (("engine", "port"), f.Port),
     "--attention-backend": (("engine", "backends", "attention"), f.Word),
@@ -39,11 +40,8 @@ ENGINE_FIELDS: dict[str, tuple[Path, Any]] = {
     "--speculative-num-steps": (("engine", "speculative", "num_steps"), f.Positive),
     "--speculative-eagle-topk": (("engine", "speculative", "eagle_topk"), f.Positive),
     "--speculative-num-draft-tokens": (("engine", "speculative", "num_draft_tokens"), f.Positive),
-    "--speculative-draft-model-path": (("engine", "speculative", "draft_model"), f.AbsPath),
     "--tool-call-parser": (("engine", "chat", "tool_call_parser"), f.Word),
     "--reasoning-parser": (("engine", "chat", "reasoning_parser"), f.Word),
-    # Keys of issue 22's profile-model half: used once the model has them (importer/fields.py asks), raw
-    # engine.args until then.
     "--quantization": (("model", "quantization"), f.Word),
     "--kv-cache-dtype": (("engine", "kv_cache_dtype"), f.Word),
     "--page-size": (("engine", "page_size"), f.Positive),

@@ -29,18 +29,19 @@ def _duplicates(ctx: Context, field: str, what: str) -> Iterator[Hit]:
 
 
 @rule("SC401", "error", "TP ranks must fill the fleet's GPUs",
-      "One TP rank runs on each GPU: engine.parallel.tp must equal the number of nodes times the hardware's "
-      "GPUs per node, and SGLang requires tp divisible by the node count.",
+      "One rank runs on each GPU: engine.parallel.tp times pp (pipeline stages, 1 unless set) must equal the "
+      "number of nodes times the hardware's GPUs per node, and SGLang requires tp x pp divisible by the node count.",
       "# 4 GB10 nodes (1 GPU each)\nengine: {parallel: {tp: 8}}", "engine: {parallel: {tp: 4}}")
 def tp_fills_fleet(ctx: Context) -> Iterator[Hit]:
     hw = ctx.hardware
-    nodes = len(ctx.profile.fleet.nodes)
+    gpus = len(ctx.profile.fleet.nodes) * hw.gpus_per_node
     tp = ctx.profile.engine.parallel.tp or 1  # unset: SGLang's default
-    if tp % nodes != 0 or tp != nodes * hw.gpus_per_node:
+    pp = ctx.profile.engine.parallel.pp or 1
+    if tp * pp != gpus:
+        got, want = (f"tp {tp} x pp {pp}", f"tp x pp {gpus}") if pp > 1 else (f"tp {tp}", f"tp {gpus}")
         yield Hit(("engine", "parallel", "tp"),
-                  f"tp {tp} does not fit {nodes} node(s) x {hw.gpus_per_node} GPU(s) of {hw.name}: "
-                  f"expected tp {nodes * hw.gpus_per_node}",
-                  "set tp to nodes x GPUs per node, or change the node list")
+                  f"{got} does not fit {len(ctx.profile.fleet.nodes)} node(s) x {hw.gpus_per_node} GPU(s) of "
+                  f"{hw.name}: expected {want}", "set tp x pp to nodes x GPUs per node, or change the node list")
 
 
 @rule("SC402", "error", "node names unique", "Node names name generated folders and log lines; two nodes "
