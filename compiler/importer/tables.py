@@ -76,12 +76,9 @@ DOCKER_LISTS: dict[str, Path] = {"--cap-add": ("container", "cap_add"), "--devic
                                  "--security-opt": ("container", "security_opt")}
 DOCKER_SWITCHES: dict[str, Path] = {"--privileged": ("container", "privileged"), "--rm": ("container", "remove"),
                                     "-d": ("container", "detach"), "--detach": ("container", "detach")}
-# Options the generated systemd unit replaces: it runs the container in the foreground, removes it before and
-# after each run, and applies the restart policy itself.
+# Options the generated systemd unit replaces: it runs the container without a terminal (-d and --rm are
+# container.detach and container.remove).
 SUPERVISION: dict[str, str] = {
-    "-d": "the unit runs the container in the foreground (journald keeps its output)",
-    "--detach": "the unit runs the container in the foreground (journald keeps its output)",
-    "--rm": "the unit removes the container before and after each run (docker rm -f)",
     "-i": "no terminal: the unit runs the container", "--interactive": "no terminal: the unit runs the container",
     "-t": "no terminal: the unit runs the container", "--tty": "no terminal: the unit runs the container",
 }

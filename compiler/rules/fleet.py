@@ -312,13 +312,36 @@ def socket_ifname(ctx: Context) -> Iterator[Hit]:
 
 @rule("SC417", "error", "GID index only from the fleet",
       "NCCL_IB_GID_INDEX and B12X_ROCE_GID_INDEX must be the same index, never empty; they come from "
-      "fleet.fabric.gid_index (probe or a number), never from a hand-set variable.",
+      "fleet.fabric.gid_index (probe or a number), never from a hand-set variable. With nccl.preset none the "
+      "NCCL variables are the profile's own: a hand-pinned NCCL_IB_GID_INDEX is then NCCL's index, as long as it "
+      "is a number and agrees with the fleet's pinned one and with the overlay's b12x runtime.",
       "nccl: {extra: {NCCL_IB_GID_INDEX: ''}}", "fleet: {fabric: {gid_index: probe}}")
 def gid_from_fleet(ctx: Context) -> Iterator[Hit]:
-    for name in ("NCCL_IB_GID_INDEX", "B12X_ROCE_GID_INDEX"):
-        for value, path in _nccl_values(ctx, name):
-            yield Hit(path, f"{name} is set by hand ({value!r}); it must equal the other GID variable and "
-                      "come from the fleet", "use fleet.fabric.gid_index or a node's gid_index", at_key=True)
+    for value, path in _nccl_values(ctx, "B12X_ROCE_GID_INDEX"):
+        yield Hit(path, f"B12X_ROCE_GID_INDEX is set by hand ({value!r}); it must equal the other GID variable and "
+                  "come from the fleet", "use fleet.fabric.gid_index or a node's gid_index", at_key=True)
+    for value, path in _nccl_values(ctx, "NCCL_IB_GID_INDEX"):
+        if ctx.profile.nccl.preset != "none" or not value.isdigit():
+            yield Hit(path, f"NCCL_IB_GID_INDEX is set by hand ({value!r}); it must equal the other GID variable "
+                      "and come from the fleet", "use fleet.fabric.gid_index or a node's gid_index", at_key=True)
+        else:
+            yield from _hand_gid_conflicts(ctx, int(value), path)
+
+
+def _hand_gid_conflicts(ctx: Context, value: int, path: tuple[str | int, ...]) -> Iterator[Hit]:
+    """nccl.preset none: a hand-pinned NCCL GID against each node's pinned index and the overlay's probed one."""
+    ranks = ctx.plan.ranks if path[:2] != ("fleet", "nodes") else [ctx.plan.ranks[int(path[2])]]
+    for rank in ranks:
+        if rank.gid_index is not None and rank.gid_index != value:
+            yield Hit(path, f"NCCL_IB_GID_INDEX={value} by hand, but {rank.node}'s GID index is {rank.gid_index} "
+                      "(the fleet's)", f"make them equal: fleet.fabric.gid_index {value}, or NCCL_IB_GID_INDEX "
+                      f"{rank.gid_index}", at_key=True)
+            return
+        if "B12X_ROCE_GID_INDEX" in rank.runtime_env:
+            yield Hit(path, f"NCCL_IB_GID_INDEX={value} by hand, but the overlay's b12x runtime probes its GID index "
+                      f"on {rank.node} at start and may use another", f"pin fleet.fabric.gid_index: {value} (both "
+                      "then use it) and drop NCCL_IB_GID_INDEX", at_key=True)
+            return
 
 
 @rule("SC424", "warning", "the API reachable where its checks run",
