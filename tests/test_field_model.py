@@ -271,3 +271,16 @@ def test_a_hub_id_as_the_draft_model(tmp_path: Path) -> None:
     argv = list(plan.ranks[0].engine_argv)
     assert argv[argv.index("--speculative-draft-model-path") + 1] == "AngelSlim/Qwen3-1.7B_eagle3"
     assert [m.target for m in plan.ranks[0].mounts] == ["/models/repo", "/root/.cache"]
+
+
+def test_a_gpu_device_list_reaches_docker_as_one_request_for_those_devices(tmp_path: Path) -> None:
+    # Unquoted, docker's CSV reading of `device=0,1` is device 0 plus a count of 1, which its daemon refuses.
+    from spark_compile.audit_plan import gpu_request
+
+    rank = _plan(tmp_path, "container:\n  gpus: device=0,1\n", SINGLE)[1].ranks[0]
+    assert _host_config(rank)["DeviceRequests"] == [{"Driver": "", "Count": 0, "DeviceIDs": ["0", "1"],
+                                                     "Capabilities": [["gpu"]], "Options": {}}]
+    (value,) = [o.values[0] for o in rank.docker_options if o.flag == "--gpus"]
+    assert gpu_request(value) == _host_config(rank)["DeviceRequests"]  # what the audit expects docker to record
+    rank = _plan(tmp_path, "container:\n  gpus: device=0\n", SINGLE)[1].ranks[0]
+    assert _host_config(rank)["DeviceRequests"][0]["DeviceIDs"] == ["0"]

@@ -294,9 +294,12 @@ def docker(draft: Draft, launch: Launch, mounts: dict[str, tuple[str, bool, Orig
             draft.notes.append(f"{flag.origin}: {flag.text} replaced: {SUPERVISION[flag.text]}")
         elif flag.text == "--restart":
             _restart(draft, flag, value)
+        elif flag.text == "--gpus" and value is not None and _gpus_unquoted(value.text):
+            draft.leave(flag.origin, what, "docker reads an unquoted device list as separate fields (device 0 and a "
+                        "count of 1, which its daemon refuses); quote it: --gpus '\"device=0,1\"'")
         elif flag.text in DOCKER_FIELDS and value is not None and fields.exists(DOCKER_FIELDS[flag.text][0]):
             path, kind = DOCKER_FIELDS[flag.text]
-            put(draft, path, kind, value.text, flag.origin, what)
+            put(draft, path, kind, value.text.strip('"') if flag.text == "--gpus" else value.text, flag.origin, what)
         elif flag.text in DOCKER_LISTS and value is not None and fields.exists(DOCKER_LISTS[flag.text]):
             lists.setdefault(DOCKER_LISTS[flag.text], []).append(value.text)
         elif flag.text == "--ulimit" and value is not None:
@@ -309,6 +312,10 @@ def docker(draft: Draft, launch: Launch, mounts: dict[str, tuple[str, bool, Orig
     for path, items in lists.items():
         draft.set(path, items, launch.origin)
     _mounts(draft, mounts)
+
+
+def _gpus_unquoted(text: str) -> bool:
+    return "," in text and not (text.startswith('"') and text.endswith('"'))
 
 
 RDMA_ACCESS = ((("container", "devices"), "/dev/infiniband"), (("container", "cap_add"), "IPC_LOCK"))

@@ -72,6 +72,23 @@ def test_unmapped_docker_options_are_reported(capsys: pytest.CaptureFixture[str]
             "(container.network)") in err
 
 
+def test_a_gpu_device_list_is_imported_as_docker_reads_it(capsys: pytest.CaptureFixture[str],
+                                                          tmp_path: Path) -> None:
+    source = tmp_path / "run.sh"
+    launch = ("docker run --name web --gpus {} -v /srv/m:/models/repo img:1 python3 -m sglang.launch_server "
+              "--model-path /models/repo/snapshots/a --served-model-name m\n")
+    source.write_text(launch.format("'\"device=0,1\"'"))
+    assert main(["import", str(source), "--hosts", "192.0.2.1", "--architecture", "X",
+                 "-o", str(tmp_path / "web.yaml")]) == 0
+    assert yaml.safe_load((tmp_path / "web.yaml").read_text())["container"]["gpus"] == "device=0,1"
+    source.write_text(launch.format("device=0,1"))
+    assert main(["import", str(source), "--hosts", "192.0.2.1", "--architecture", "X",
+                 "-o", str(tmp_path / "web2.yaml")]) == 1
+    assert (f"left out: {source}:1: --gpus device=0,1: docker reads an unquoted device list as separate fields "
+            "(device 0 and a count of 1, which its daemon refuses); quote it: --gpus '\"device=0,1\"'"
+            in capsys.readouterr().err)
+
+
 def test_a_source_without_a_launch(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     source = tmp_path / "notes.sh"
     source.write_text("echo hello\ndocker ps\n")
