@@ -24,6 +24,7 @@ from spark_compile.importer.tables import (
     DOCKER_LISTS,
     DOCKER_SWITCHES,
     DOCKER_UNMAPPED,
+    EMPTY_IS_UNSET,
     ENGINE_FIELDS,
     ENGINE_LISTS,
     ENGINE_SWITCHES,
@@ -385,9 +386,8 @@ def environment(draft: Draft, launch: Launch, fabric_ip: str) -> None:
     if as_written:
         draft.set(("nccl", "preset"), "none", "the source sets NCCL's variables itself")
     for name, value, origin in launch.env:
-        if secret_name(name) and not value.strip():
-            draft.notes.append(f"{origin}: -e {name} is set empty: no secret to carry, not imported (unset "
-                               "reads the same: huggingface_hub takes an empty token for none)")
+        if name in EMPTY_IS_UNSET and not value.strip():
+            draft.notes.append(f"{origin}: -e {name} is set empty: not imported ({EMPTY_IS_UNSET[name]})")
         elif secret_name(name):
             draft.leave(origin, f"-e {name}=(redacted)", "a secret's value is never copied into a profile; set "
                         f"secrets.env.{name} to a file or variable on the node")

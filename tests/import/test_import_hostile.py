@@ -83,8 +83,8 @@ def test_an_empty_secret_is_noted_not_left_out(capsys: pytest.CaptureFixture[str
                  str(out)])
     err = capsys.readouterr().err
     assert code == 0, err
-    assert (f"spark-compile import: note: {source}:1: -e HF_TOKEN is set empty: no secret to carry, not imported "
-            "(unset reads the same: huggingface_hub takes an empty token for none)") in err.splitlines()
+    assert (f"spark-compile import: note: {source}:1: -e HF_TOKEN is set empty: not imported (huggingface_hub reads "
+            "an empty token as none, as if it were unset)") in err.splitlines()
     data = yaml.safe_load(out.read_text())
     assert data["engine"]["env"] == {"A": "1"} and "secrets" not in data
 
