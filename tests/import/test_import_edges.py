@@ -192,3 +192,14 @@ def test_a_fabric_variable_the_plan_would_write_otherwise(capsys: pytest.Capture
         assert yaml.safe_load(out.read_text())["nccl"]["extra"]["GLOO_SOCKET_IFNAME"] == "enP7s7"
     else:
         assert gloo in err
+
+
+def test_pipeline_stages_import_as_parallel_pp(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    source, out = tmp_path / "run.sh", tmp_path / "pp.yaml"
+    rank = ("docker run --name web -v /srv/m:/models/m:ro lmsysorg/sglang:v0.5.23 python3 -m sglang.launch_server "
+            "--model-path /models/m --tp 1 --pp-size 2 --nnodes 2 --node-rank {} --dist-init-addr 192.0.2.1:20000\n")
+    source.write_text(rank.format(1) + rank.format(0))
+    code = main(["import", str(source), "--hosts", "192.0.2.1,192.0.2.2", "--fabric", "tcp", "--interface", "eth0",
+                 "--architecture", "LlamaForCausalLM", "-o", str(out)])
+    assert code == 0, capsys.readouterr().err
+    assert yaml.safe_load(out.read_text())["engine"]["parallel"] == {"tp": 1, "pp": 2}
