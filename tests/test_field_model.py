@@ -159,6 +159,11 @@ def test_pipeline_stages_fill_the_fleet_with_tp(tmp_path: Path) -> None:
     assert (options["--tp-size"], options["--pp-size"]) == ((("1",), "engine.parallel.tp"),
                                                             (("2",), "engine.parallel.pp"))
     assert "--pp-size" not in _plan(tmp_path, "", TCP)[1].ranks[0].engine_argv  # unset: not written
+    # the stages' layer split is SGLang's: the TP split of the estimate would overstate a rank's weights
+    weights = _planned(tmp_path, "engine:\n  parallel: {tp: 2, ep: 2, pp: 2}\n").capacity.ranks[0].terms["weights"]
+    assert (weights.gib, weights.source) == (None, "unknown: no split for pipeline parallelism (pp 2); pin "
+                                             "model.weights_per_rank (`verify.sh --calibrate` measures it on a "
+                                             "booted fleet)")
 
 
 def test_an_unknown_nccl_variable_warns(tmp_path: Path) -> None:
