@@ -24,15 +24,12 @@ from spark_compile.importer.tables import (
     DOCKER_LISTS,
     DOCKER_SWITCHES,
     DOCKER_UNMAPPED,
-    EMPTY_IS_UNSET,
     ENGINE_FIELDS,
     ENGINE_LISTS,
     ENGINE_SWITCHES,
-    FABRIC_ENV,
     SUPERVISION,
 )
 from spark_compile.spec import fields as f
-from spark_compile.spec.secret_patterns import secret_name
 
 DEFAULT_LAUNCHER = ["python3", "-m", "sglang.launch_server"]
 _ARG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -372,36 +369,3 @@ def _mounts(draft: Draft, mounts: dict[str, tuple[str, bool, Origin]]) -> None:
 
 
 # -- environment ------------------------------------------------------------------------------------------
-
-
-def nccl_as_written() -> bool:
-    """The model can leave NCCL at the source's own variables (nccl.preset none): then every NCCL_/GLOO_ variable
-    is imported as written, and the fabric only describes the network."""
-    return fields.problem(("nccl", "preset"), "none") is None
-
-
-def environment(draft: Draft, launch: Launch, fabric_ip: str) -> None:
-    """The head's variables onto engine.env and nccl.extra (the fabric's own only with nccl.preset none)."""
-    as_written = nccl_as_written()
-    if as_written:
-        draft.set(("nccl", "preset"), "none", "the source sets NCCL's variables itself")
-    for name, value, origin in launch.env:
-        if name in EMPTY_IS_UNSET and not value.strip():
-            draft.notes.append(f"{origin}: -e {name} is set empty: not imported ({EMPTY_IS_UNSET[name]})")
-        elif secret_name(name):
-            draft.leave(origin, f"-e {name}=(redacted)", "a secret's value is never copied into a profile; set "
-                        f"secrets.env.{name} to a file or variable on the node")
-        elif name in FABRIC_ENV and not as_written:
-            continue  # the plan writes it from fleet.fabric
-        elif name == "HOST_IP" and value == fabric_ip:
-            continue  # the plan sets HOST_IP to each node's fabric address
-        elif fits(f.EnvName, name):
-            draft.leave(origin, f"-e {name}", "the profile's variable names are A-Z, 0-9 and '_'")
-        elif name.startswith(("SPARK_", "B12X_")):
-            draft.leave(origin, f"-e {name}={value}", "overlay variables are set through the overlay section")
-        else:
-            section = ("nccl", "extra") if name.startswith(("NCCL_", "GLOO_")) else ("engine", "env")
-            if not fits(f.EnvText, value):
-                draft.set((*section, name), value, origin)
-            else:
-                draft.leave(origin, f"-e {name}", "the value holds a line break or control character")

@@ -99,6 +99,6 @@ DOCKER_UNMAPPED: dict[str, str] = {
 # Secrets whose consumer reads an empty value as no value: a launcher's `-e HF_TOKEN=${HF_TOKEN:-}` carries none.
 _NO_TOKEN = "huggingface_hub reads an empty token as none, as if it were unset"
 EMPTY_IS_UNSET: dict[str, str] = {"HF_TOKEN": _NO_TOKEN, "HUGGING_FACE_HUB_TOKEN": _NO_TOKEN}
-# Variables the plan writes itself from the fabric (fleet.fabric): imported as that fabric, not as raw values.
+# Variables that describe the fabric: read to derive fleet.fabric (and kept as written: nccl.preset none).
 FABRIC_ENV = ("NCCL_NET", "NCCL_IB_DISABLE", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
               "NCCL_IB_GID_INDEX")
