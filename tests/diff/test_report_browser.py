@@ -70,6 +70,9 @@ def test_the_reference_page_has_each_section_and_each_change_in_place(pages: dic
                                                                       browser: Browser) -> None:
     dom = _dom(browser, pages["reference"])
     assert [a["id"] for a, _ in dom.select("section")] == [*SECTIONS, "rendered"]
+    assert [text for a, text in dom.select("a") if a.get("href") in [f"#{s}" for s in SECTIONS]] == [
+        "What changed", "Findings", "Engine (4 changed)", "Container", "Fabric and nodes", "Overlay (5 changed)",
+        "NCCL", "Model", "Profile and operations (4 changed)", "Engram partition"]
     reference, old = PROFILES / "dsv41-4spark.yaml", PROFILES / "releases" / "production-1.7.yaml"
     rows = _rows(dom)
     block = _line_of(reference, "    dspark_block_size:")
