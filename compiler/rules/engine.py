@@ -20,7 +20,7 @@ EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
 def ep_divides_tp(ctx: Context) -> Iterator[Hit]:
     par = ctx.profile.engine.parallel
     tp = par.tp or 1  # unset: SGLang's default
-    if tp != len(ctx.profile.fleet.nodes) * ctx.hardware.gpus_per_node:
+    if tp * (par.pp or 1) != len(ctx.profile.fleet.nodes) * ctx.hardware.gpus_per_node:
         return  # tp itself is wrong (SC401): a divisor of it would be the wrong ep
     if tp % par.ep:
         closest = min((d for d in range(1, tp + 1) if tp % d == 0), key=lambda d: (abs(d - par.ep), -d))
