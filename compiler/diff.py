@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from spark_compile.artifact_diff import UNSET, ProfileChange, ProfileDiff, Renamer, Side, compare
-from spark_compile.diff_sources import changed_inputs, plan_inputs, source
+from spark_compile.diff_sources import changed_inputs, known_sources, source
 from spark_compile.diff_stale import stale_mentions
 from spark_compile.errors import EXIT_FINDINGS, EXIT_OK, InputError, RejectedError
 from spark_compile.launch_plan import dotted
@@ -160,10 +160,7 @@ def diff_profiles(old: Planned, new: Planned, *, unified: bool = False) -> Profi
     """Compare two validated profiles (pure apart from rendering)."""
     changes = profile_changes(old.resolved, new.resolved, old.profile, new.profile)
     comparison = compare(_side(old), _side(new), _renamer(old.resolved, changes))
-    known = {rank: {name: path for name, (path, _) in names.items()} for rank, names in plan_inputs(old.plan).items()}
-    for rank, names in plan_inputs(new.plan).items():
-        known.setdefault(rank, {}).update({name: path for name, (path, _) in names.items()})
-    changed = changed_inputs(old.plan, new.plan)
+    known, changed = known_sources(old.plan, new.plan), changed_inputs(old.plan, new.plan)
     renders = [c for c in changes if c.path not in FOLDED]  # a rename is said once, as a fold
     sources = {g.change: s for g in comparison.changes if (s := source(g, known, changed, renders))}
     patch = unified_diff(old, new, dict(comparison.renamed)) if unified else ""

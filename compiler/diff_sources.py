@@ -18,7 +18,7 @@ _MIN_SPELLED = 6
 _DOCKER_SIZE = re.compile(r"^(\d+)([kmg])$")
 
 
-def plan_inputs(plan: LaunchPlan) -> dict[int, dict[str, tuple[ProfilePath, tuple[str, ...]]]]:
+def _plan_inputs(plan: LaunchPlan) -> dict[int, dict[str, tuple[ProfilePath, tuple[str, ...]]]]:
     """Per rank: flag or variable name → the profile path that set it, and its value."""
     found: dict[int, dict[str, tuple[ProfilePath, tuple[str, ...]]]] = {}
     for rank in plan.ranks:
@@ -29,6 +29,15 @@ def plan_inputs(plan: LaunchPlan) -> dict[int, dict[str, tuple[ProfilePath, tupl
         for var in rank.variables:
             mine.setdefault(var.name, (var.source, (var.value,)))
     return found
+
+
+def known_sources(old: LaunchPlan, new: LaunchPlan) -> Known:
+    """Per rank: every flag or variable of either plan → the profile path that set it (the new plan's wins)."""
+    known: Known = {}
+    for plan in (old, new):
+        for rank, names in _plan_inputs(plan).items():
+            known.setdefault(rank, {}).update({name: path for name, (path, _) in names.items()})
+    return known
 
 
 def _word_names(text: str) -> Iterator[str]:
@@ -95,7 +104,7 @@ def _derived(group: Grouped, changed: Known, profile: list[ProfileChange]) -> li
 
 def changed_inputs(old: LaunchPlan, new: LaunchPlan) -> Known:
     """Per rank: each flag or variable whose value differs between the two plans, with its source."""
-    before, after = plan_inputs(old), plan_inputs(new)
+    before, after = _plan_inputs(old), _plan_inputs(new)
     out: Known = {}
     for rank in sorted({*before, *after}):
         a, b = before.get(rank, {}), after.get(rank, {})
