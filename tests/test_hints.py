@@ -9,6 +9,7 @@ The hints are read as edits by tests/hint_edits.py (its grammar is the one the r
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -148,3 +149,16 @@ def test_one_root_cause_is_one_finding_with_a_hint_for_the_right_tp(tmp_path: Pa
                       "message": "tp 6 does not fit 4 node(s) x 1 GPU(s) of dgx-spark-gb10: expected tp 4",
                       "hint": "set engine.parallel.tp: 4 (nodes x GPUs per node), or change the node list",
                       "via": []}]
+
+
+def test_every_message_names_a_node_by_its_name(raised: Any) -> None:
+    """``fleet.nodes[3] (spark-3)``, ``rank 0 (spark-0)``: an index alone only where the name is the subject
+    (a name used twice, a name that is not valid)."""
+    bare = []
+    for cases in raised.values():
+        for path, finding in cases:
+            for text in (finding.message, finding.hint):
+                for found in re.finditer(r"fleet\.nodes\[\d+\](?!\.name)(?! \()|\brank \d+(?![ /]\(|/)", text):
+                    if finding.rule != "SC402":
+                        bare.append((path.name, finding.rule, text[max(0, found.start() - 20):found.end() + 20]))
+    assert bare == []
