@@ -58,8 +58,10 @@ def hints(path: str, rule: str) -> list[str]:
 
 def test_ep_hints_name_values_the_moe_runner_takes() -> None:
     # flashinfer_mxfp4 (the reference) takes any divisor; SGLang's flashinfer_cutlass for NVFP4 on GB10 only 1 or tp.
-    assert hints("tests/profiles/negative/ep-not-dividing.yaml", "SC201") == ["use a divisor of 4: 1, 2 or 4"]
-    assert hints("tests/profiles/negative/ep-not-dividing-nvfp4.yaml", "SC201") == ["use 1 or 4"]
+    assert hints("tests/profiles/negative/ep-not-dividing.yaml", "SC201") == [
+        "set engine.parallel.ep: 4 (the divisor of tp 4 closest to 3)"]
+    assert hints("tests/profiles/negative/ep-not-dividing-nvfp4.yaml", "SC201") == [
+        "set engine.parallel.ep: 4 (the MoE runner flashinfer_cutlass takes ep 1 or ep = tp)"]
     assert hints("tests/profiles/negative/ep-nvfp4-moe-runner.yaml", "SC243") == ["use ep: 4 (or 1)"]
 
 

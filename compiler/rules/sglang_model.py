@@ -39,8 +39,14 @@ if TYPE_CHECKING:
     from spark_compile.spec.checkpoint import Checkpoint
 
 
-def _divisors(n: int) -> str:
-    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+def divisors(n: int) -> tuple[int, ...]:
+    return tuple(d for d in range(1, n + 1) if n % d == 0)
+
+
+def tp_misses_fleet(ctx: Context) -> bool:
+    """tp x pp is not the fleet's GPU count (SC401 says so): what follows from tp is then the wrong question."""
+    par = ctx.profile.engine.parallel
+    return (par.tp or 1) * (par.pp or 1) != len(ctx.profile.fleet.nodes) * ctx.hardware.gpus_per_node
 
 
 def run_quantization(ctx: Context) -> str | None:
@@ -76,7 +82,7 @@ def ep_choices(ctx: Context) -> tuple[int, ...]:
     tp = ctx.profile.engine.parallel.tp or 1  # unset: SGLang's default
     if moe_runner(ctx)[0] in EP_ONE_OR_TP_RUNNERS:
         return (1, tp) if tp > 1 else (1,)
-    return tuple(d for d in range(1, tp + 1) if tp % d == 0)
+    return divisors(tp)
 
 
 @rule("SC240", "error", "EAGLE top-k 1 verifies num_steps + 1 tokens",
@@ -118,13 +124,13 @@ def needs_draft(ctx: Context) -> Iterator[Hit]:
       "engine: {parallel: {tp: 2}}")
 def heads_split(ctx: Context) -> Iterator[Hit]:
     cp, tp = ctx.checkpoint, ctx.profile.engine.parallel.tp or 1
-    if cp is None or cp.attention_heads is None:
+    if cp is None or cp.attention_heads is None or tp_misses_fleet(ctx):  # SC401 names the tp
         return
     at = ("engine", "parallel", "tp")
     if cp.attention_heads % tp:
+        named = ", ".join(map(str, divisors(cp.attention_heads)))
         yield Hit(at, f"tp {tp} does not divide the {cp.attention_heads} attention heads of {cp.file}",
-                  f"use a tp that divides {cp.attention_heads} ({_divisors(cp.attention_heads)}), with as many "
-                  "GPUs")
+                  f"use a tp that divides {cp.attention_heads} ({named}), with as many GPUs")
     elif not cp.mla and cp.kv_heads and (cp.kv_heads % tp if cp.kv_heads >= tp else tp % cp.kv_heads):
         yield Hit(at, f"tp {tp} and the {cp.kv_heads} KV heads of {cp.file} do not divide one another",
                   f"use a tp that divides {cp.kv_heads} or a multiple of it that divides {cp.attention_heads}")
@@ -210,7 +216,7 @@ def family_attention_backends(ctx: Context) -> Iterator[Hit]:
     yield Hit(("engine", "backends", "attention"),
               f"{family.architecture} runs attention backend {', '.join(family.attention_backends[:-1])} or "
               f"{family.attention_backends[-1]}, not {written}: SGLang refuses it at start",
-              f"write {choice}, or leave it unset")
+              f"set engine.backends.attention: {choice}, or leave it unset")
 
 
 @rule("SC250", "error", "max_bs_decode agrees with the captured batch sizes",
@@ -247,7 +253,9 @@ def kv_backend(ctx: Context) -> Iterator[Hit]:
                   "use another attention backend (unset: SGLang picks one that serves it)")
     elif pair in KV_BACKEND_REWRITES:
         yield Hit(dtype.path, f"with kv-cache-dtype {dtype.value} SGLang replaces attention backend "
-                  f"{backend} by {KV_BACKEND_REWRITES[pair]}", "use kv-cache-dtype fp8_e4m3 with fa3")
+                  f"{backend} by {KV_BACKEND_REWRITES[pair]}",
+                  f"set engine.kv_cache_dtype: fp8_e4m3 ({backend} serves it), or set engine.backends.attention: "
+                  f"{KV_BACKEND_REWRITES[pair]}")
     elif dtype.value == "fp4_mx_block16" and ctx.checkpoint is not None:
         allowed = KV4_MLA_BACKENDS if ctx.checkpoint.mla else KV4_MHA_BACKENDS
         if backend not in allowed:
