@@ -42,7 +42,8 @@ YamlPath = tuple[str | int, ...]
 # How SGLang's messages name some settings in words rather than by flag or field (moe_hook.py, model_config.py).
 SPOKEN = {"ep_size": ("expert parallel size",), "tp_size": ("tensor parallel size", "tensor_model_parallel_size"),
           "quantization": ("quantization method",), "speculative_algorithm": ("speculative decoding",),
-          "kv_cache_dtype": ("KV4 ",), "moe_runner_backend": ("FlashInfer Cutlass MOE",)}
+          "kv_cache_dtype": ("KV4 ",), "moe_runner_backend": ("FlashInfer Cutlass MOE",),
+          "dp_size": ("data-parallel",), "pp_size": ("pipeline parallelism", "Pipeline parallelism")}
 
 
 class NotRunError(Exception):

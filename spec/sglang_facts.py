@@ -71,6 +71,11 @@ DRAFT_MTP_ARCHITECTURES = (
 # arg_groups/deepseek_v4_hook.py validate_deepseek_v41_features: a checkpoint of this model_type refuses every
 # speculative algorithm but these.
 SPECULATIVE_BY_MODEL_TYPE: dict[str, tuple[str, ...]] = {"deepseek_v41": ("DSPARK",)}
+# The same function refuses pipeline parallelism for these model types; validation_hook.py
+# check_pipeline_parallel_compat refuses it with speculative decoding unless the deployment is disaggregated (a
+# prefill node) or this variable relays EAGLE's drafts between the stages.
+NO_PP_MODEL_TYPES = ("deepseek_v41",)
+PP_SPEC_ENV = "SGLANG_ENABLE_PP_SPEC"
 
 # arg_groups/kv_cache_hook.py handle_kv4_compatibility and attention_hook.py, on an SM12x GPU:
 # (kv-cache dtype, attention backend) -> what SGLang does, measured with tests/profiles/negative/kv-*.yaml.

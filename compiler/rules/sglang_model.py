@@ -1,4 +1,4 @@
-"""SC240-SC250: what SGLang 0.5.23 refuses or silently rewrites, judged from the profile and the checkpoint's
+"""SC240-SC253: what SGLang 0.5.23 refuses or silently rewrites, judged from the profile and the checkpoint's
 committed config.json (heads, context limit, quantization), without running SGLang.
 
 Each rule has a negative profile whose `# engine:` lines record SGLang's own verdict on the same command line,
@@ -32,6 +32,8 @@ from spark_compile.spec.sglang_facts import (
     KV_BACKEND_REFUSALS,
     KV_BACKEND_REWRITES,
     NEEDS_DRAFT_MODEL,
+    NO_PP_MODEL_TYPES,
+    PP_SPEC_ENV,
     REQUANTIZATION_METHODS,
 )
 
@@ -134,6 +136,38 @@ def heads_split(ctx: Context) -> Iterator[Hit]:
     elif not cp.mla and cp.kv_heads and (cp.kv_heads % tp if cp.kv_heads >= tp else tp % cp.kv_heads):
         yield Hit(at, f"tp {tp} and the {cp.kv_heads} KV heads of {cp.file} do not divide one another",
                   f"use a tp that divides {cp.kv_heads} or a multiple of it that divides {cp.attention_heads}")
+
+
+@rule("SC252", "error", "data-parallel replicas on one node",
+      "SGLang's check_server_args refuses --dp-size above 1 on more than one node: data-parallel replicas do not "
+      "span nodes (attention data parallelism does, --attn-dp-size).",
+      "fleet: {nodes: [spark-a, spark-b]}\nengine: {parallel: {tp: 2, dp: 2}}", "engine: {parallel: {tp: 2}}")
+def dp_one_node(ctx: Context) -> Iterator[Hit]:
+    par, nodes = ctx.profile.engine.parallel, len(ctx.profile.fleet.nodes)
+    if (par.dp or 1) > 1 and nodes > 1 and not par.dp_attention:  # with dp_attention SGLang makes it attention DP
+        yield Hit(("engine", "parallel", "dp"), f"dp {par.dp} asks for data-parallel replicas, which SGLang refuses "
+                  f"across {nodes} nodes", "remove dp (one replica per fleet)")
+
+
+@rule("SC253", "error", "pipeline parallelism SGLang serves",
+      "SGLang refuses --pp-size above 1 for a DeepSeek-V4.1 checkpoint (validate_deepseek_v41_features), and with "
+      "speculative decoding outside a disaggregated prefill node unless SGLANG_ENABLE_PP_SPEC=1 runs EAGLE "
+      "(check_pipeline_parallel_compat).",
+      "engine: {parallel: {tp: 2, pp: 2}, speculative: {algorithm: EAGLE3}}", "engine: {parallel: {tp: 4}}")
+def pp_served(ctx: Context) -> Iterator[Hit]:
+    eng = ctx.profile.engine
+    pp, algorithm = eng.parallel.pp or 1, eng.speculative.algorithm
+    if pp == 1:
+        return
+    at, model_type = ("engine", "parallel", "pp"), ctx.checkpoint.model_type if ctx.checkpoint else None
+    relayed = str(eng.env.get(PP_SPEC_ENV, "0")).lower() in ("1", "true") and algorithm in ("EAGLE", "NEXTN")
+    instead = f"remove pp and set engine.parallel.tp: {(eng.parallel.tp or 1) * pp}"
+    if model_type in NO_PP_MODEL_TYPES:
+        yield Hit(at, f"{ctx.profile.model.architecture} ({model_type}) refuses pipeline parallelism: SGLang stops "
+                  f"at start with pp {pp}", instead)
+    elif algorithm != "none" and not relayed:
+        yield Hit(at, f"pipeline parallelism with {algorithm} speculative decoding runs only on a disaggregated "
+                  f"prefill node (or EAGLE with {PP_SPEC_ENV}=1): SGLang stops at start with pp {pp}", instead)
 
 
 @rule("SC243", "error", "EP the MoE runner can serve",

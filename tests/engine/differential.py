@@ -27,6 +27,9 @@ RELEASE_SECTIONS = (("engine", "parallel"), ("engine", "speculative"))
 MUTATIONS: list[tuple[tuple[str, ...], list[Any]]] = [
     (("engine", "parallel", "tp"), [2, 3, 8]),
     (("engine", "parallel", "ep"), [1, 2, 3]),
+    (("engine", "parallel", "pp"), [2]),
+    (("engine", "parallel", "dp"), [2]),
+    (("engine", "parallel", "dp_attention"), [True]),
     (("engine", "speculative", "algorithm"), ["none", "EAGLE", "EAGLE3", "NEXTN", "NGRAM", "STANDALONE", "DSPARK"]),
     (("engine", "speculative", "num_steps"), [1, 3]),
     (("engine", "speculative", "eagle_topk"), [1, 4]),
@@ -35,6 +38,7 @@ MUTATIONS: list[tuple[tuple[str, ...], list[Any]]] = [
     (("engine", "backends", "attention"), ["flashinfer", "triton", "fa3", "trtllm_mha", "dsv4"]),
     (("engine", "backends", "moe_runner"), ["auto", "triton", "flashinfer_cutlass", "cutlass"]),
     (("engine", "backends", "fp8_gemm"), ["auto", "triton"]),
+    (("engine", "backends", "fp4_gemm"), ["auto", "flashinfer_cutlass", "marlin"]),
     (("engine", "cuda_graph", "enabled"), [False]),
     (("engine", "cuda_graph", "max_bs_decode"), [4]),
     (("engine", "cuda_graph", "batch_sizes"), [[1, 2, 4]]),
@@ -42,12 +46,15 @@ MUTATIONS: list[tuple[tuple[str, ...], list[Any]]] = [
     (("engine", "limits", "chunked_prefill_size"), [1000, 4096]),
     (("engine", "limits", "mem_fraction_static"), [0.5, 1.5]),
     (("engine", "limits", "max_running_requests"), [1]),
+    (("engine", "limits", "max_total_tokens"), [4096]),
+    (("engine", "limits", "random_seed"), [1]),
     (("engine", "chat", "tool_call_parser"), ["glm45", "qwen25", "deepseekv3"]),
     (("engine", "chat", "reasoning_parser"), ["qwen3"]),
     (("engine", "load_format"), ["dummy"]),
     (("engine", "trust_remote_code"), [True, False]),
     (("engine", "kv_cache_dtype"), ["fp8_e4m3", "fp8_e5m2", "bfloat16", "fp4_mx_block16"]),
     (("model", "quantization"), ["fp8", "modelopt_fp4"]),
+    (("engine", "speculative", "draft", "quantization"), ["unquant", "fp8"]),
     (("engine", "page_size"), [64]),
 ]
 
@@ -97,8 +104,8 @@ def mutants(where: Path) -> list[Mutant]:
             if parent in RELEASES and path[:2] not in RELEASE_SECTIONS:
                 continue
             for value in values:
-                if _get(resolved, path) == value:
-                    continue
+                if _get(resolved, path) == value or (len(path) > 3 and _get(resolved, path[:-1]) is None):
+                    continue  # the parent's own value, or a setting of a section it does not have (no draft)
                 body = yaml.safe_dump({"extends": extends, **_nest(path, value)}, sort_keys=False)
                 shown = str(value).lower() if isinstance(value, bool) else value
                 out.append(Mutant(f"{parent.stem}:{'.'.join(path)}={shown}", parent, body))

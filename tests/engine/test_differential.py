@@ -162,6 +162,9 @@ def test_check_and_sglang_agree_on_every_mutant(outcomes: list[Verdict], capsys:
               + ", ".join(f"{rule} x{n}" for rule, n in sorted(stricter.items())))
         for mutant, why in sorted(disagreements.items()):
             print(f"  {mutant}: {why}" + (f" — listed: {LISTED[mutant]}" if mutant in LISTED else ""))
+        for o in judged:
+            if not o.same_line:
+                print(f"  {o.mutant.id}: check's finding is not at SGLang's line")
     assert {m: why for m, why in disagreements.items() if m not in LISTED} == {}
     assert set(LISTED) <= set(disagreements), "a listed disagreement no longer happens"
     # SGLang's finding sits at the key that wrote the flag it names, where the static rule's does.

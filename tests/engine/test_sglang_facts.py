@@ -148,3 +148,12 @@ def test_draft_mtp_architectures(srt: Path) -> None:
                     continue
                 found += [named] if isinstance(named, str) else list(named)
     assert [n for n in found if n != "DSparkMiniMaxDraftModel"] == list(facts.DRAFT_MTP_ARCHITECTURES)
+
+
+def test_pipeline_parallelism_refusals(srt: Path) -> None:
+    text = ast.unparse(function(srt, "arg_groups/deepseek_v4_hook.py", "validate_deepseek_v41_features"))
+    assert "('pipeline parallelism', cfg.pp_size > 1)" in text and facts.NO_PP_MODEL_TYPES == ("deepseek_v41",)
+    compat = ast.unparse(function(srt, "arg_groups/validation_hook.py", "check_pipeline_parallel_compat"))
+    assert "cfg.speculative_algorithm.upper() == 'EAGLE' and (not cfg.enable_multi_layer_eagle)" in compat
+    assert f"if envs.{facts.PP_SPEC_ENV}.get():" in compat
+    assert "assert cfg.disaggregation_mode == 'prefill'" in compat
