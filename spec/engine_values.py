@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from spark_compile.spec.sglang_facts import DRAFT_MTP_ARCHITECTURES, MTP_DRAFT_ARCHITECTURES
 
 if TYPE_CHECKING:
-    from spark_compile.spec.model import Draft, Profile
+    from spark_compile.spec.engine_model import Draft
+    from spark_compile.spec.model import Profile
 
 
 YamlPath = tuple[str | int, ...]
