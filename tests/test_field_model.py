@@ -160,7 +160,10 @@ def test_pipeline_stages_fill_the_fleet_with_tp(tmp_path: Path) -> None:
                                                             (("2",), "engine.parallel.pp"))
     assert "--pp-size" not in _plan(tmp_path, "", TCP)[1].ranks[0].engine_argv  # unset: not written
     # the stages' layer split is SGLang's: the TP split of the estimate would overstate a rank's weights
-    weights = _planned(tmp_path, "engine:\n  parallel: {tp: 2, ep: 2, pp: 2}\n").capacity.ranks[0].terms["weights"]
+    # (the reference's DeepSeek-V4.1 refuses pipeline parallelism itself, SC253; its plan and budget are made)
+    outcome = _planned(tmp_path, "engine:\n  parallel: {tp: 2, ep: 2, pp: 2}\n")
+    assert [f.rule for f in outcome.findings if f.severity == "error"] == ["SC253"]
+    weights = outcome.planned.capacity.ranks[0].terms["weights"]
     assert (weights.gib, weights.source) == (None, "unknown: no split for pipeline parallelism (pp 2); pin "
                                              "model.weights_per_rank (`verify.sh --calibrate` measures it on a "
                                              "booted fleet)")
