@@ -3,7 +3,8 @@
 tests/engine/profiles/ holds one profile per setting SGLang rewrites or refuses during resolution. Each names
 what plain `check` reports (`# expect: L:C RULE text`) and what `check --engine` adds (`# expect-engine:`):
 the engine's finding must sit at the same profile line as the plain rule's, so these tests are also where
-the plain rules (SC202, SC204, SC205, SC207, SC211, SC217, SC218, SC219) and the engine are shown to agree.
+the plain rules (SC202, SC204, SC205, SC207, SC211, SC217, SC218, SC219, SC240, SC244, SC252) and the engine
+are shown to agree.
 
 spec/profiles/dsv41-flash.config.json, the model config the engine reads, is DeepSeek-V4.1-Flash's published
 config.json, assembled from public copies (its sources: spec/profiles/dsv41-flash.config.md).
