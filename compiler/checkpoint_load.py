@@ -46,9 +46,10 @@ def read_object(path: Path) -> dict[str, Any]:
     return data
 
 
-def read_config(path: Path) -> dict[str, Any]:
-    """A model config.json: a JSON object (read_object) naming its architectures."""
-    data = read_object(path)
+def read_config(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A model config.json: a JSON object (read_object, unless ``data`` is what it read) naming its
+    architectures."""
+    data = read_object(path) if data is None else data
     if not isinstance(data.get("architectures"), list):
         raise ConfigError(f"{path} is not a model config.json (a JSON object with 'architectures', under "
                           f"{MAX_CONFIG_BYTES // 1024} KiB)")
@@ -70,13 +71,15 @@ def committed_config(resolved: Resolved, profile: Profile) -> dict[str, Any] | N
         return None
 
 
-def committed_checkpoint(resolved: Resolved, profile: Profile) -> tuple[Checkpoint | None, str]:
-    """The committed config.json's facts, or (None, why it cannot be read); (None, "") when none is named."""
+def committed_checkpoint(resolved: Resolved, profile: Profile,
+                         data: dict[str, Any] | None = None) -> tuple[Checkpoint | None, str]:
+    """The committed config.json's facts (from ``data`` when committed_config already read it), or (None, why it
+    cannot be read); (None, "") when none is named."""
     if profile.model.config_json is None:
         return None, ""
     path = committed_path(resolved, str(profile.model.config_json), ("model", "config_json"))
     try:
-        return checkpoint(read_config(path), str(profile.model.config_json)), ""
+        return checkpoint(read_config(path, data), str(profile.model.config_json)), ""
     except ConfigError as why:
         return None, str(why)
 

@@ -70,7 +70,7 @@ class Context:
 
         if self.resolved is None:
             return None, None, ""
-        target, problem = committed_checkpoint(self.resolved, self.profile)
+        target, problem = committed_checkpoint(self.resolved, self.profile, self.model_config)
         draft, draft_problem = committed_draft(self.resolved, self.profile)
         return target, draft, "; ".join(p for p in (problem, draft_problem) if p)
 
