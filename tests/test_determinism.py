@@ -20,7 +20,8 @@ def _tree_digest(root: Path) -> dict[str, str]:
 
 
 def test_plan_json_is_identical_everywhere() -> None:
-    outputs = {run_cli_process("plan", "spec/profiles/dsv41-4spark.yaml", "--json", env=env).stdout for env in ENVIRONMENTS}
+    outputs = {run_cli_process("plan", "spec/profiles/dsv41-4spark.yaml", "--json", env=env).stdout
+               for env in ENVIRONMENTS}
     assert len(outputs) == 1
     assert '"profile": "dsv41-4spark"' in outputs.pop()
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import ROOT, run_cli, run_cli_process
+from conftest import ROOT, run_cli_process
 from k8s_support import K8S_PROFILE, compile_profile, kube_validate, lws_errors, objects, pod_template_errors
 from support.tools import require_tool, shellcheck
 
