@@ -46,6 +46,7 @@ def size_bytes(text: str) -> int:
 
 def gpu_request(spec: str) -> list[dict[str, Any]]:
     """--gpus as the CLI sends it: a count (-1 for all) or device ids, asking for the gpu capability."""
+    spec = spec.strip('"')  # the plan's CSV quoting of a device list
     count, ids = (-1, None) if spec == "all" else (0, spec.removeprefix("device=").split(",")) \
         if spec.startswith("device=") else (int(spec), None)
     return [{"Driver": "", "Count": count, "DeviceIDs": ids, "Capabilities": [["gpu"]], "Options": {}}]

@@ -108,6 +108,8 @@ CALIBRATE = "pin model.{name} (`verify.sh --calibrate` measures it on a booted f
 def _weights_source(profile: Profile, inputs: CapacityInputs) -> tuple[Split | None, str]:
     """The checkpoint's split with where it comes from, or None with why there is none."""
     tp, ep = profile.engine.parallel.tp or 1, profile.engine.parallel.ep
+    if (profile.engine.parallel.pp or 1) > 1:  # the stages' layer split is SGLang's own: not modelled here
+        return None, f"no split for pipeline parallelism (pp {profile.engine.parallel.pp})"
     if inputs.split is not None:
         return inputs.split, f"safetensors headers of {inputs.split_source}, split by TP {tp} / EP {ep}"
     if inputs.config is None:

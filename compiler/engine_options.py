@@ -141,6 +141,7 @@ TYPED: tuple[TypedFlag, ...] = (
     TypedFlag("--tp-size", ("engine", "parallel", "tp"), lambda p, _: p.engine.parallel.tp),
     TypedFlag("--ep-size", ("engine", "parallel", "ep"),
               lambda p, _: p.engine.parallel.ep if p.engine.parallel.ep > 1 else None),
+    TypedFlag("--pp-size", ("engine", "parallel", "pp"), lambda p, _: p.engine.parallel.pp),
     TypedFlag("--dp-size", ("engine", "parallel", "dp"), lambda p, _: p.engine.parallel.dp),
     TypedFlag("--enable-dp-attention", ("engine", "parallel", "dp_attention"),
               lambda p, _: p.engine.parallel.dp_attention or None),

@@ -62,9 +62,10 @@ def check_size(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
     if "workerTemplate" not in lwt:
         yield Problem(("kubernetes",), "the LeaderWorkerSet has no workerTemplate")
     gpus = HARDWARE[profile.hardware].gpus_per_node
-    tp, size = profile.engine.parallel.tp or 1, lwt.get("size")
-    if isinstance(size, int) and tp != size * gpus:
-        yield Problem(("engine", "parallel", "tp"), f"tp {tp} is not size {size} x {gpus} GPU(s) per pod")
+    tp, pp, size = profile.engine.parallel.tp or 1, profile.engine.parallel.pp or 1, lwt.get("size")
+    if isinstance(size, int) and tp * pp != size * gpus:
+        got = f"tp {tp} x pp {pp}" if pp > 1 else f"tp {tp}"
+        yield Problem(("engine", "parallel", "tp"), f"{got} is not size {size} x {gpus} GPU(s) per pod")
     for role, template in templates(lws):
         asked = _engine(template).get("resources", {}).get("limits", {}).get("nvidia.com/gpu")
         if asked != str(gpus):

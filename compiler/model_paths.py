@@ -20,6 +20,9 @@ class ModelSource(Protocol):
     def hub_id(self) -> str | None: ...
 
     @property
+    def gguf(self) -> str | None: ...
+
+    @property
     def snapshot(self) -> str | None: ...
 
     @property
@@ -34,7 +37,7 @@ def in_snapshot(directory: str, source: ModelSource) -> str:
 def container_path(source: ModelSource) -> str:
     """What --model-path (or --speculative-draft-model-path) names inside the container."""
     if source.hub_id is not None:
-        return source.hub_id
+        return source.hub_id if source.gguf is None else f"{source.hub_id}:{source.gguf}"
     return in_snapshot(source.container_repo, source)
 
 

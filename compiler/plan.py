@@ -100,6 +100,12 @@ def _docker(flag: str, value: object, *source: str | int) -> list[Option]:
     return [] if value is None else [Option(flag, (str(value),), source)]
 
 
+def docker_gpus(spec: str) -> str:
+    """--gpus as docker's CLI reads it, one CSV record: a device list is quoted, else `device=0,1` is device 0
+    and a count of 1, which the daemon refuses."""
+    return f'"{spec}"' if "," in spec else spec
+
+
 def _switch(flag: str, on: bool, *source: str | int) -> list[Option]:
     return [Option(flag, (), source)] if on else []
 
@@ -151,7 +157,7 @@ def _docker_options(profile: Profile, name: str, name_source: tuple[str | int, .
     options += [Option("--security-opt", (opt,), ("container", "security_opt", i))
                 for i, opt in enumerate(box.security_opt)]
     options += _capabilities(profile)
-    options += [*_docker("--gpus", box.gpus, "container", "gpus"),
+    options += [*_docker("--gpus", docker_gpus(box.gpus), "container", "gpus"),
                 *_docker("--shm-size", box.shm_size, "container", "shm_size"),
                 *_docker("--memory", box.memory, "container", "memory")]
     options += _docker("--memory-swap", box.memory_swap, "container", "memory_swap")

@@ -1,9 +1,10 @@
 """`spark-compile report PROFILE [--against OLD]`: one self-contained static HTML page to review a deployment.
 
-Topology, each node's memory as stacked bars (against what CUDA reports, and the host side against the
-container's limit), the Engram partition per rank, the overlay and NCCL settings with their defaults and where
-the profile set each one, and with --against the changes highlighted. The page's template loads with autoescape
-on (and redaction), so every value is HTML-escaped by construction; nothing on the page loads from the network.
+At the top what changed against OLD (each change linked to its row) and every finding of `check`; then the
+engine, container, fabric, overlay, NCCL and model sections, each value with its source line and its change in
+place, and the rendered settings each feeds; the fleet as a picture with each node's memory; the Engram
+partition. The template loads with autoescape on (and redaction), so every value is HTML-escaped by
+construction; nothing on the page loads from the network.
 """
 
 from __future__ import annotations
@@ -14,12 +15,22 @@ from pathlib import Path
 from typing import Any
 
 from spark_compile.artifact_diff import ProfileDiff
-from spark_compile.capacity import Capacity, RankCapacity
 from spark_compile.diff import diff_profiles, load_side
 from spark_compile.diff_format import ARROW, ranks_text, show
 from spark_compile.errors import EXIT_OK
 from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted
 from spark_compile.pipeline import Planned
+from spark_compile.report_fleet import LEGEND, Picture, mark_memory, memory_terms, picture
+from spark_compile.report_values import (
+    Anchors,
+    ChangeLine,
+    FindingLine,
+    Section,
+    change_lines,
+    finding_lines,
+    mark_stale,
+    value_sections,
+)
 
 TEMPLATE = "report.html.j2"
 # The env files whose variables the page lists, with where each variable's default comes from.
@@ -30,13 +41,14 @@ OPTIONS = (("engine-flags", "engine"), ("docker-options", "docker"))
 
 @dataclass
 class SettingRow:
-    """One variable of the page's settings tables: its value on each rank, default, where it was set."""
+    """One variable of the page's settings tables: its value on each rank, default, where it was set (and
+    the section it is derived from, when no single line set it)."""
 
     name: str
     values: dict[int, str]
     default: str
     source: str
-    where: str
+    set_at: tuple[str, str]  # (derived from, file:line)
     status: str = "same"  # same, changed, added, removed
     old: str = ""
 
@@ -55,24 +67,26 @@ class Page:
     """Everything the template formats (strings and numbers only)."""
 
     title: str
-    facts: list[tuple[str, str]]
-    ranks: list[dict[str, Any]]
+    sections: list[Section]
+    fleet: Picture
     layers: list[dict[str, Any]]
-    tables: list[tuple[str, list[SettingRow]]]
+    findings: list[FindingLine]
+    facts: list[tuple[str, str]] = field(default_factory=list)
     against: str = ""
-    profile_changes: list[tuple[str, str, str]] = field(default_factory=list)
+    changes: list[ChangeLine] = field(default_factory=list)
+    stale: list[tuple[str, str]] = field(default_factory=list)
     artifact_changes: list[tuple[str, str, str]] = field(default_factory=list)
-    memory: list[dict[str, Any]] = field(default_factory=list)
+    memory: dict[str, Any] = field(default_factory=dict)
 
 
-def where_set(validated: Planned, path: ProfilePath) -> str:
-    """``file:line`` of the profile value at ``path``; a value derived from a whole section (or the nearest
-    one that holds it) says so, since no single line set it; else the default."""
+def where_set(validated: Planned, path: ProfilePath) -> tuple[str, str]:
+    """``file:line`` of the profile value at ``path``, and the section it is derived from when no single
+    line set it (a whole section, or the nearest one that holds it); else the default."""
     origins = validated.resolved.origins
     while path and path not in origins:
         path = path[:-1]
     if not path:
-        return "not in the profile (default)"
+        return "", "not in the profile (default)"
     pos = origins[path].spot.value
     value: Any = validated.resolved.data
     for part in path:
@@ -80,8 +94,7 @@ def where_set(validated: Planned, path: ProfilePath) -> str:
             value = value.get(part)
         else:
             value = value[part] if isinstance(value, list) and isinstance(part, int) else None
-    where = f"{pos.file}:{pos.line}"
-    return f"derived from {dotted(path)} ({where})" if isinstance(value, dict | list) else where
+    return dotted(path) if isinstance(value, dict | list) else "", f"{pos.file}:{pos.line}"
 
 
 def _defaults(kind: str) -> dict[str, str]:
@@ -164,82 +177,60 @@ def _layers(plan: LaunchPlan) -> list[dict[str, Any]]:
         total = max(row["hi"] for row in entry["rows"]) or 1
         entry["total"] = total
         for row in entry["rows"]:
-            row["left"] = f"{100 * row['lo'] / total:.3f}%"
             row["width"] = f"{100 * (row['hi'] - row['lo']) / total:.3f}%"
     return [layers[layer] for layer in sorted(layers)]
 
 
-RANK_FIELDS = ("rank", "node", "role", "fabric_ip", "ssh", "start", "gid", "engram")
-# The memory bars' segments, in order: (term, label, css class). The GPU bar: the static pool's share, then
-# what lives outside it; headroom is what the outside share has left after graphs and the prefill transient.
-# The host bar: what the container holds in host memory, against its --memory limit.
-GPU_SEGMENTS = (("weights", "weights", "weights"), ("draft", "draft", "draft"), ("kv_pool", "KV pool", "kv"),
-                ("cuda_graphs", "CUDA graphs", "graphs"), ("nccl", "NCCL", "nccl"),
-                ("head_share", "HTTP/tokenizer", "http"), ("prefill_transient", "prefill transient", "transient"),
-                ("headroom", "headroom", "headroom"))
-HOST_SEGMENTS = (("head_share", "HTTP/tokenizer", "http"), ("nccl", "NCCL", "nccl"),
-                 ("engram_host", "Engram rows", "engram"), ("shm", "shm", "shm"))
+def _fabric_text(validated: Planned) -> str:
+    """The fleet picture's two fabric lines: kind, interface and subnet; RDMA devices and GID index."""
+    fabric = validated.profile.fleet.fabric
+    if fabric is None:
+        return ""
+    gid = f" \u00b7 GID index {fabric.gid_index}" if fabric.kind == "roce" else ""
+    rdma = f"RDMA {', '.join(fabric.rdma_devices)}{gid}" if fabric.rdma_devices else "no RDMA device: NCCL over sockets"
+    return f"fabric: {fabric.kind} on {fabric.interface}, {fabric.subnet}\n{rdma}"
 
 
-def _bar(rank: RankCapacity, parts: tuple[tuple[str, str, str], ...], amounts: dict[str, float],
-         total: float) -> dict[str, Any]:
-    scale = max(total, sum(amounts.values())) or 1.0
-    at, segments = 0.0, []
-    for name, label, css in parts:
-        gib = amounts.get(name, 0.0)
-        if gib <= 0:
-            continue
-        term = rank.terms.get(name)
-        source = term.source if term is not None else "what the outside share has left"
-        segments.append({"label": label, "css": css, "gib": f"{gib:.1f}", "left": f"{100 * at / scale:.3f}%",
-                         "width": f"{100 * gib / scale:.3f}%", "source": source})
-        at += gib
-    return {"segments": segments, "used": f"{at:.1f}", "total": f"{total:.1f}", "over": at > total + 0.05,
-            "limit": f"{100 * total / scale:.3f}%"}
+def _weights(validated: Planned) -> list[str]:
+    """Where each rank reads the checkpoint: its folder on the node, or the hub (into the node's cache)."""
+    model = validated.profile.model
+    hub = f"hub {model.hub_id} (cached on the node)" if model.hub_id else "-"
+    return [repo or hub for repo in validated.plan.fleet.node_repos]
 
 
-def _memory(capacity: Capacity | None) -> list[dict[str, Any]]:
-    """Each rank's memory as two stacked bars: the GPU's (against what CUDA reports) and the host side's
-    (against the container's --memory limit, when it has one)."""
-    out: list[dict[str, Any]] = []
-    for rank in capacity.ranks if capacity is not None else ():
-        amounts = {name: rank.gib(name) for name, _, _ in GPU_SEGMENTS if name in rank.terms}
-        outside = rank.terms.get("outside_static")
-        if outside is not None and outside.gib is not None:
-            amounts["headroom"] = max(outside.gib - rank.gib("cuda_graphs") - rank.gib("prefill_transient"), 0.0)
-        host = {name: rank.gib(name) for name, _, _ in HOST_SEGMENTS}
-        limit = rank.terms["container_limit"].gib
-        unknown = [name for name in ("weights", "kv_pool", "cuda_graphs") if name in rank.terms
-                   and rank.terms[name].gib is None]
-        out.append({"rank": rank.rank, "node": rank.node, "gpu": _bar(rank, GPU_SEGMENTS, amounts,
-                                                                     rank.gib("cuda_total")),
-                    "host": _bar(rank, HOST_SEGMENTS, host, limit or sum(host.values())),
-                    "limited": limit is not None, "unknown": ", ".join(unknown),
-                    "full_token": "-" if rank.kv is None or rank.kv.full_token is None else f"{rank.kv.full_token:,}"})
+def _node_facts(plan: LaunchPlan) -> dict[int, dict[str, str]]:
+    order = plan.start_order
+    return {r.rank: {"node": r.node, "fabric address": r.fabric_ip, "ssh": r.ssh,
+                     "start": str(order.index(r.rank) + 1), "weights": plan.fleet.node_repos[r.rank],
+                     "Engram": "-" if r.engram is None else f"{r.engram.source}: {r.engram.directory}"}
+            for r in plan.ranks}
+
+
+def _changed_nodes(new: LaunchPlan, old: LaunchPlan | None) -> dict[int, str]:
+    """Per rank of the new plan: what changed on it (``fabric address 192.0.2.13 → 192.0.2.23``)."""
+    if old is None:
+        return {}
+    before, after = _node_facts(old), _node_facts(new)
+    out = {}
+    for rank, facts in after.items():
+        was = before.get(rank)
+        diffs = ["new rank"] if was is None else [f"{k} {was[k]} {ARROW} {v}" for k, v in facts.items() if was[k] != v]
+        if diffs:
+            out[rank] = "; ".join(diffs)
     return out
 
 
-def _ranks(plan: LaunchPlan) -> list[dict[str, Any]]:
-    order = plan.start_order
-    return [{"rank": str(r.rank), "node": r.node, "role": "head" if r.is_head else "worker",
-             "fabric_ip": r.fabric_ip, "ssh": r.ssh, "start": str(order.index(r.rank) + 1),
-             "gid": str(r.gid_index) if r.gid_index is not None else
-             "probed at start" if "NCCL_IB_GID_INDEX" in r.runtime_env else "-",
-             "engram": "-" if r.engram is None else f"{r.engram.source}: {r.engram.directory}",
-             "status": "same", "was": {}} for r in plan.ranks]
+def _tables(new: Planned, old: Planned | None) -> dict[str, list[tuple[str, list[SettingRow]]]]:
+    """The rendered settings per section: the engine's flags, docker's options and the env files."""
+    def listed(rows: dict[str, SettingRow], before: dict[str, SettingRow] | None) -> list[SettingRow]:
+        return _compare(rows, before) if before is not None else list(rows.values())
 
-
-def _mark_ranks(new: list[dict[str, Any]], old: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each rank's status against the old plan, and the old value of each field that changed."""
-    before = {r["rank"]: r for r in old}
-    for rank in new:
-        previous = before.pop(rank["rank"], None)
-        if previous is None:
-            rank["status"] = "added"
-            continue
-        rank["was"] = {f: previous[f] for f in RANK_FIELDS if previous[f] != rank[f]}
-        rank["status"] = "changed" if rank["was"] else "same"
-    return new + [{**r, "status": "removed"} for r in before.values()]
+    out: dict[str, list[tuple[str, list[SettingRow]]]] = {}
+    for (title, kind), section in zip(OPTIONS, ("engine", "container"), strict=True):
+        out[section] = [(title, listed(_options(new, kind), _options(old, kind) if old else None))]
+    for (file, kind), section in zip(SETTINGS, ("overlay", "nccl"), strict=True):
+        out[section] = [(file, listed(_settings(new, file, kind), _settings(old, file, kind) if old else None))]
+    return out
 
 
 def _mark_layers(new: list[dict[str, Any]], old: list[dict[str, Any]]) -> None:
@@ -256,32 +247,30 @@ def _mark_layers(new: list[dict[str, Any]], old: list[dict[str, Any]]) -> None:
 def build_page(new: Planned, old: Planned | None = None, against: str = "") -> Page:
     """The page's content (pure apart from rendering the two sides' files for the diff)."""
     profile, plan = new.profile, new.plan
-    order = ", ".join(f"rank {r}" for r in plan.start_order)
-    facts = [("profile", profile.name), ("release", profile.release or "-"),
-             ("description", profile.description or "-"), ("image", plan.image),
-             ("API", f"http://{plan.head_ip}:{plan.port}/v1 on the head"), ("unit", plan.unit_name),
-             ("start order", f"{order} (workers first, the head last)")]
-    tables = []
-    for file, kind in SETTINGS:
-        rows = _settings(new, file, kind)
-        listed = _compare(rows, _settings(old, file, kind)) if old is not None else list(rows.values())
-        tables.append((file, listed))
-    for title, kind in OPTIONS:
-        rows = _options(new, kind)
-        tables.append((title, _compare(rows, _options(old, kind)) if old is not None else list(rows.values())))
-    page = Page(f"{profile.name} ({profile.release or 'no release'})", facts, _ranks(plan), _layers(plan), tables,
-                memory=_memory(new.capacity))
-    if old is not None:
-        old_plan = old.plan
-        page.ranks = _mark_ranks(page.ranks, _ranks(old_plan))
-        _mark_layers(page.layers, _layers(old_plan))
-        _add_diff(page, diff_profiles(old, new), against)
+    result = diff_profiles(old, new) if old is not None else None
+    changes = result.profile if result is not None else []
+    anchors = Anchors()
+    sections = value_sections(new, old, changes, anchors)
+    tables = _tables(new, old)
+    for section in sections:
+        section.tables = tables.get(section.id, [])
+    facts = [("API", f"http://{plan.head_ip}:{plan.port}/v1 on the head"), ("unit", plan.unit_name),
+             ("image", plan.image)]
+    page = Page(f"{profile.name} ({profile.release or 'no release'})", sections,
+                picture(plan, _fabric_text(new), _weights(new), (new.capacity, old.capacity if old else None),
+                        _changed_nodes(plan, old.plan if old else None)),
+                _layers(plan), finding_lines(new.findings, sections), facts, memory=memory_terms(new.capacity))
+    if old is not None and result is not None:
+        _mark_layers(page.layers, _layers(old.plan))
+        mark_memory(page.memory, memory_terms(old.capacity))
+        page.stale = mark_stale(sections, changes)
+        _add_diff(page, result, against, anchors)
     return page
 
 
-def _add_diff(page: Page, result: ProfileDiff, against: str) -> None:
+def _add_diff(page: Page, result: ProfileDiff, against: str, anchors: Anchors) -> None:
     page.against = against
-    page.profile_changes = [(c.path, show(c.old), show(c.new)) for c in result.profile]
+    page.changes = change_lines(result.profile, anchors)
     for group in result.artifacts.changes:
         where = " ".join(x for x in (ranks_text(group.ranks), group.change.file) if x)
         key = group.change.key or "lines"
@@ -294,7 +283,7 @@ def render_page(page: Page) -> str:
     """The HTML text: deterministic for the same page."""
     from spark_compile.render import environment
 
-    return environment(autoescape=True).get_template(TEMPLATE).render(page=page, arrow=ARROW)
+    return environment(autoescape=True).get_template(TEMPLATE).render(page=page, arrow=ARROW, legend=LEGEND)
 
 
 def run_report(profile: str, against: str | None, output: Path | None) -> int:

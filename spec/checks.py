@@ -54,6 +54,8 @@ _SNAPSHOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _CONTAINER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{1,127}$")
 # A Hugging Face hub repo id: owner/name, each 1-96 letters, digits and . _ - (no '--' or '..').
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+# A GGUF quantization type as the file names of a GGUF repo end in it (-Q6_K.gguf, -UD-Q4_K_XL.gguf).
+_GGUF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 # docker --user: a name or uid, optionally :group or :gid.
 _USER_PART = r"(?:[A-Za-z_][A-Za-z0-9_.-]{0,31}|[0-9]{1,10})"
 _USER = re.compile(rf"^{_USER_PART}(?::{_USER_PART})?$")
@@ -290,6 +292,13 @@ def hub_id(value: str) -> str:
     return value
 
 
+def gguf(value: str) -> str:
+    if not _GGUF.match(value):
+        raise _err("gguf", "{value} is not a GGUF quantization type: the end of a .gguf file name in the repo "
+                   "(e.g. Q6_K, Q4_K_M, UD-Q4_K_XL), 1-64 letters, digits, '_' and '-'", value=_shown(value))
+    return value
+
+
 def docker_user(value: str) -> str:
     if not _USER.match(value):
         raise _err("docker_user", "{value} is not a docker --user value: name or uid, optionally :group or :gid",
@@ -394,6 +403,10 @@ def check_model_source(source: _Source) -> _Source:
         raise PydanticCustomError(
             "model_source", "snapshot names a directory under <repo>/snapshots/ of an HF cache; a hub id "
             "(hub_id) has no repo: remove snapshot, or give repo + snapshot instead of hub_id")
+    if source.gguf is not None and source.hub_id is None:
+        raise PydanticCustomError(
+            "model_source", "gguf picks the .gguf file of a hub repo (--model-path <hub_id>:<gguf>, which SGLang "
+            "downloads); a directory (repo) has no such form: give hub_id instead of repo, or remove gguf")
     return source
 
 

@@ -26,6 +26,7 @@ from spark_compile.spec.fields import (
     EnvName,
     EnvText,
     FreeText,
+    GgufType,
     GpuSpec,
     HomePath,
     HubId,
@@ -172,6 +173,11 @@ class Model(Section):
         "container's HF cache (/root/.cache/huggingface, under container.cache_dir or a mount there). Exactly one "
         "of repo or hub_id.",
     )
+    gguf: GgufType | None = Field(
+        None,
+        description="With hub_id: the model is the repo's one GGUF file of this quantization type (e.g. Q6_K, the "
+        "file ending -Q6_K.gguf); --model-path <hub_id>:<gguf>, which SGLang downloads and loads as GGUF.",
+    )
     holder_repo: AbsPath | None = Field(
         None,
         description="With model.engram: the repo directory on the node that holds the checkpoint; defaults to "
@@ -240,6 +246,11 @@ class Parallel(Section):
         "default 1 (one GPU).",
     )
     ep: Positive = Field(1, description="Expert-parallel size (--ep-size); divides tp.")
+    pp: Positive | None = Field(
+        None,
+        description="Pipeline-parallel size (--pp-size): stages of layers, tp GPUs each, so tp x pp GPUs in all; "
+        "unset: not written, SGLang's default 1.",
+    )
     dp: Positive | None = Field(None, description="Data-parallel size (--dp-size); unset: SGLang's default 1.")
     dp_attention: bool = Field(False, description="--enable-dp-attention: attention data-parallel across dp.")
 
@@ -254,6 +265,9 @@ class Draft(Section):
     )
     hub_id: HubId | None = Field(
         None, description="A hub id (owner/name) of the draft model, resolved in the container's HF cache.",
+    )
+    gguf: GgufType | None = Field(
+        None, description="With hub_id: the draft is the repo's GGUF file of this quantization type (<hub_id>:<gguf>).",
     )
     snapshot: Snapshot | None = Field(
         None, description="HF cache form: the draft's snapshot under <repo>/snapshots/; unset: a plain directory.",

@@ -47,6 +47,13 @@ def test_the_stand_in_builds_the_request_the_docker_cli_sends(profile: str, rank
     assert (name, body) == (real["name"], real["body"])
 
 
+@pytest.mark.parametrize("gpus", ["all", "1", "device=0", '"device=0,1"', "device=0,1"])
+def test_the_stand_in_reads_gpus_as_the_docker_cli_does(gpus: str) -> None:
+    argv = ["docker", "run", "--name", "x", "--gpus", gpus, "img"]
+    real = docker_create_request(argv)
+    assert create_request(argv[2:], env_file_lines) == (real["name"], real["body"])
+
+
 def section(name: str, text: str, status: int = 0) -> bytes:
     return f"{name} {status} {len(text.encode())}\n".encode() + text.encode() + b"\n"
 

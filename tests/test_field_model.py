@@ -92,6 +92,20 @@ def test_the_three_model_path_forms(tmp_path: Path) -> None:
     assert plain_profile.model.snapshot is None
 
 
+def test_a_gguf_file_of_a_hub_repo(tmp_path: Path) -> None:
+    # SGLang 0.5.23 (arg_groups/model_path_hook.py) downloads owner/repo:TYPE as the repo's one *-TYPE.gguf
+    hub = "model:\n  repo: !delete\n  snapshot: !delete\n  hub_id: example-org/Qwen3-30B-A3B-GGUF\n"
+    profile, plan = _plan(tmp_path, hub + "  gguf: UD-Q4_K_XL\n", SINGLE)
+    assert plan.ranks[0].engine_argv[:2] == ("--model-path", "example-org/Qwen3-30B-A3B-GGUF:UD-Q4_K_XL")
+    assert profile.model.gguf == "UD-Q4_K_XL"
+    assert _findings(tmp_path, "model:\n  gguf: Q6_K\n", SINGLE) == [
+        "SC111 model: gguf picks the .gguf file of a hub repo (--model-path <hub_id>:<gguf>, which SGLang downloads); "
+        "a directory (repo) has no such form: give hub_id instead of repo, or remove gguf"]
+    assert _findings(tmp_path, hub + "  gguf: Q6_K.gguf\n", SINGLE) == [
+        "SC111 model.gguf: 'Q6_K.gguf' is not a GGUF quantization type: the end of a .gguf file name in the repo "
+        "(e.g. Q6_K, Q4_K_M, UD-Q4_K_XL), 1-64 letters, digits, '_' and '-'"]
+
+
 def test_model_path_form_errors_say_which_forms_exist(tmp_path: Path) -> None:
     forms = ("a model path takes one of three forms: an HF cache (repo + snapshot), a plain directory (repo alone) "
              "or a hub id (hub_id alone, resolved in the container's HF cache); give exactly one of repo or hub_id")
@@ -137,6 +151,29 @@ def test_typed_engine_settings_reach_the_argv_with_their_origin(tmp_path: Path) 
         ('{"thinking":false,"enable_thinking":false,"reasoning_effort":"low"}',), "engine.chat.thinking")
     assert _findings(tmp_path, "engine:\n  args: {page-size: 64}\n", TCP) == [
         "SC213 --page-size is written by the plan from engine.page_size"]
+
+
+def test_pipeline_stages_fill_the_fleet_with_tp(tmp_path: Path) -> None:
+    _, plan = _plan(tmp_path, "engine:\n  parallel: {tp: 1, pp: 2}\n", TCP)
+    options = {o.flag: (o.values, ".".join(str(p) for p in o.source)) for o in plan.ranks[1].engine_options}
+    assert (options["--tp-size"], options["--pp-size"]) == ((("1",), "engine.parallel.tp"),
+                                                            (("2",), "engine.parallel.pp"))
+    assert "--pp-size" not in _plan(tmp_path, "", TCP)[1].ranks[0].engine_argv  # unset: not written
+    # the stages' layer split is SGLang's: the TP split of the estimate would overstate a rank's weights
+    weights = _planned(tmp_path, "engine:\n  parallel: {tp: 2, ep: 2, pp: 2}\n").capacity.ranks[0].terms["weights"]
+    assert (weights.gib, weights.source) == (None, "unknown: no split for pipeline parallelism (pp 2); pin "
+                                             "model.weights_per_rank (`verify.sh --calibrate` measures it on a "
+                                             "booted fleet)")
+
+
+def test_an_unknown_nccl_variable_warns(tmp_path: Path) -> None:
+    # NCCL ignores a name it does not read (launchers pass NCCL_TIMEOUT): it starts all the same
+    from spark_compile.pipeline import Planned
+
+    outcome = _planned(tmp_path, "nccl:\n  extra: {NCCL_TIMEOUT: '1200000'}\n", TCP)
+    assert isinstance(outcome, Planned)
+    assert [(f.rule, f.severity, f.message) for f in outcome.findings if f.rule == "SC309"] == [
+        ("SC309", "warning", "NCCL does not read NCCL_TIMEOUT")]
 
 
 def test_flags_are_written_only_when_something_sets_them(tmp_path: Path) -> None:
@@ -239,3 +276,16 @@ def test_a_hub_id_as_the_draft_model(tmp_path: Path) -> None:
     argv = list(plan.ranks[0].engine_argv)
     assert argv[argv.index("--speculative-draft-model-path") + 1] == "AngelSlim/Qwen3-1.7B_eagle3"
     assert [m.target for m in plan.ranks[0].mounts] == ["/models/repo", "/root/.cache"]
+
+
+def test_a_gpu_device_list_reaches_docker_as_one_request_for_those_devices(tmp_path: Path) -> None:
+    # Unquoted, docker's CSV reading of `device=0,1` is device 0 plus a count of 1, which its daemon refuses.
+    from spark_compile.audit_plan import gpu_request
+
+    rank = _plan(tmp_path, "container:\n  gpus: device=0,1\n", SINGLE)[1].ranks[0]
+    assert _host_config(rank)["DeviceRequests"] == [{"Driver": "", "Count": 0, "DeviceIDs": ["0", "1"],
+                                                     "Capabilities": [["gpu"]], "Options": {}}]
+    (value,) = [o.values[0] for o in rank.docker_options if o.flag == "--gpus"]
+    assert gpu_request(value) == _host_config(rank)["DeviceRequests"]  # what the audit expects docker to record
+    rank = _plan(tmp_path, "container:\n  gpus: device=0\n", SINGLE)[1].ranks[0]
+    assert _host_config(rank)["DeviceRequests"][0]["DeviceIDs"] == ["0"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,6 +83,25 @@ def _changed_lines(old: bytes, new: bytes) -> list[str]:
     return [line for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---"))]
 
 
+def _diff_is_the_node_and_the_fleet(diff: Any, node_files: set[str]) -> None:
+    """What `diff` reports of the rendered files: the removed rank's files gone, the fleet data (README, fleet/,
+    plan.json) and, on the other ranks, only what the node count and tp are written into."""
+    gone = [g for g in diff.artifacts.changes if g.ranks == (3,)]
+    assert all(g.change.new is None for g in gone)
+    assert {g.change.file for g in gone if not g.shared} == node_files
+    others = [g for g in diff.artifacts.changes if g.ranks and g.ranks != (3,)]
+    assert sorted((g.ranks, g.change.file, diff.sources.get(g.change)) for g in others) == [
+        ((0,), "sglang-qwen3-235b-4spark.service", None),
+        ((0, 1, 2), "docker-run.sh", "engine.parallel.tp, fleet.nodes"),
+        ((0, 1, 2), "fleet/fleet.env", "engine.parallel.tp"), ((0, 1, 2), "fleet/fleet.env", "fleet.nodes"),
+        ((0, 1, 2), "plan.json", "engine.parallel.tp"), ((0, 1, 2), "plan.json", "fleet.nodes"),
+        ((1,), "sglang-qwen3-235b-4spark.service", None), ((2,), "sglang-qwen3-235b-4spark.service", None)]
+    assert all(g.change.key.startswith("[Unit] Description") for g in others if g.change.file.endswith(".service"))
+    shared = {g.change.file for g in diff.artifacts.changes if not g.ranks}
+    assert shared == {"README.md", "fleet/README.md", "fleet/fleet.env", "plan.json"}
+    assert diff.artifacts.renamed == [] and diff.artifacts.folds == []
+
+
 def test_removing_an_inherited_node_compiles_the_fleet_without_it(tmp_path: Path) -> None:
     from spark_compile.diff import diff_profiles
 
@@ -90,7 +110,9 @@ def test_removing_an_inherited_node_compiles_the_fleet_without_it(tmp_path: Path
     new, after = _files(child)
     assert [r.node for r in new.plan.ranks] == ["spark-a", "spark-b", "spark-c"]  # type: ignore[attr-defined]
     # The profile diff names the node's fields and the one value that follows from the node count.
-    changes = diff_profiles(old, new).profile  # type: ignore[arg-type]
+    diff = diff_profiles(old, new)  # type: ignore[arg-type]
+    changes = diff.profile
+    _diff_is_the_node_and_the_fleet(diff, {p.split("/", 1)[1] for p in before if p.startswith("3-spark-d/")})
     assert sorted((c.path, c.old, str(c.new)) for c in changes) == [
         ("engine.parallel.tp", 4, "3"), ("fleet.nodes[3].fabric_ip", "192.168.100.14", "(unset)"),
         ("fleet.nodes[3].home", "/home/ops", "(unset)"), ("fleet.nodes[3].name", "spark-d", "(unset)"),

@@ -27,11 +27,9 @@ from spark_compile.importer.tables import (
     ENGINE_FIELDS,
     ENGINE_LISTS,
     ENGINE_SWITCHES,
-    FABRIC_ENV,
     SUPERVISION,
 )
 from spark_compile.spec import fields as f
-from spark_compile.spec.secret_patterns import secret_name
 
 DEFAULT_LAUNCHER = ["python3", "-m", "sglang.launch_server"]
 _ARG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -210,12 +208,16 @@ def _engine_option(draft: Draft, option: EngineOption, mounts: dict[str, tuple[s
 def _source(draft: Draft, at: tuple[str, ...], option: EngineOption, mounts: dict[str, tuple[str, bool, Origin]],
             default_target: str) -> bool:
     """A model path (target or draft) onto ``at``: an HF cache snapshot or a plain directory inside a mounted
-    directory (repo, container_repo, snapshot), or a hub id; False when the profile cannot say it."""
+    directory (repo, container_repo, snapshot), or a hub id (hub:TYPE: its GGUF file); False when the profile
+    cannot say it."""
     path = option.values[0] if option.values else ""
     if not path.startswith("/"):
         if not fields.exists((*at, "hub_id")):
             return False
-        put(draft, (*at, "hub_id"), str, path, option.origin, f"{option.flag} {path}")  # reports a refused id
+        hub, gguf = path.rsplit(":", 1) if ":" in path and fields.exists((*at, "gguf")) else (path, None)
+        put(draft, (*at, "hub_id"), str, hub, option.origin, f"{option.flag} {path}")  # reports a refused id
+        if gguf is not None:
+            put(draft, (*at, "gguf"), str, gguf, option.origin, f"{option.flag} {path}")
         return True
     match = _SNAPSHOT_PATH.match(path)
     if match is None and not fields.exists((*at, "hub_id")):
@@ -290,9 +292,12 @@ def docker(draft: Draft, launch: Launch, mounts: dict[str, tuple[str, bool, Orig
             draft.notes.append(f"{flag.origin}: {flag.text} replaced: {SUPERVISION[flag.text]}")
         elif flag.text == "--restart":
             _restart(draft, flag, value)
+        elif flag.text == "--gpus" and value is not None and _gpus_unquoted(value.text):
+            draft.leave(flag.origin, what, "docker reads an unquoted device list as separate fields (device 0 and a "
+                        "count of 1, which its daemon refuses); quote it: --gpus '\"device=0,1\"'")
         elif flag.text in DOCKER_FIELDS and value is not None and fields.exists(DOCKER_FIELDS[flag.text][0]):
             path, kind = DOCKER_FIELDS[flag.text]
-            put(draft, path, kind, value.text, flag.origin, what)
+            put(draft, path, kind, value.text.strip('"') if flag.text == "--gpus" else value.text, flag.origin, what)
         elif flag.text in DOCKER_LISTS and value is not None and fields.exists(DOCKER_LISTS[flag.text]):
             lists.setdefault(DOCKER_LISTS[flag.text], []).append(value.text)
         elif flag.text == "--ulimit" and value is not None:
@@ -305,6 +310,10 @@ def docker(draft: Draft, launch: Launch, mounts: dict[str, tuple[str, bool, Orig
     for path, items in lists.items():
         draft.set(path, items, launch.origin)
     _mounts(draft, mounts)
+
+
+def _gpus_unquoted(text: str) -> bool:
+    return "," in text and not (text.startswith('"') and text.endswith('"'))
 
 
 RDMA_ACCESS = ((("container", "devices"), "/dev/infiniband"), (("container", "cap_add"), "IPC_LOCK"))
@@ -360,34 +369,3 @@ def _mounts(draft: Draft, mounts: dict[str, tuple[str, bool, Origin]]) -> None:
 
 
 # -- environment ------------------------------------------------------------------------------------------
-
-
-def nccl_as_written() -> bool:
-    """The model can leave NCCL at the source's own variables (nccl.preset none): then every NCCL_/GLOO_ variable
-    is imported as written, and the fabric only describes the network."""
-    return fields.problem(("nccl", "preset"), "none") is None
-
-
-def environment(draft: Draft, launch: Launch, fabric_ip: str) -> None:
-    """The head's variables onto engine.env and nccl.extra (the fabric's own only with nccl.preset none)."""
-    as_written = nccl_as_written()
-    if as_written:
-        draft.set(("nccl", "preset"), "none", "the source sets NCCL's variables itself")
-    for name, value, origin in launch.env:
-        if secret_name(name):
-            draft.leave(origin, f"-e {name}=(redacted)", "a secret's value is never copied into a profile; set "
-                        f"secrets.env.{name} to a file or variable on the node")
-        elif name in FABRIC_ENV and not as_written:
-            continue  # the plan writes it from fleet.fabric
-        elif name == "HOST_IP" and value == fabric_ip:
-            continue  # the plan sets HOST_IP to each node's fabric address
-        elif fits(f.EnvName, name):
-            draft.leave(origin, f"-e {name}", "the profile's variable names are A-Z, 0-9 and '_'")
-        elif name.startswith(("SPARK_", "B12X_")):
-            draft.leave(origin, f"-e {name}={value}", "overlay variables are set through the overlay section")
-        else:
-            section = ("nccl", "extra") if name.startswith(("NCCL_", "GLOO_")) else ("engine", "env")
-            if not fits(f.EnvText, value):
-                draft.set((*section, name), value, origin)
-            else:
-                draft.leave(origin, f"-e {name}", "the value holds a line break or control character")

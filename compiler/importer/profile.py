@@ -14,7 +14,7 @@ from spark_compile.importer import fields, mapping
 from spark_compile.importer.draft import Draft
 from spark_compile.importer.mapping import Rank
 from spark_compile.importer.source import Launch, Origin
-from spark_compile.importer.tables import FABRIC_ENV
+from spark_compile.importer.tables import EMPTY_IS_UNSET, FABRIC_ENV
 from spark_compile.spec import fields as f
 from spark_compile.spec.secret_patterns import secret_name
 
@@ -117,10 +117,6 @@ def _fleet(draft: Draft, found: list[Rank], request: Request, fabric_env: dict[s
         mapping.put(draft, ("engine", "dist_init_port"), f.Port, port, origin, f"--dist-init-addr {host}:{port}")
     if nnodes > 1:
         _fabric(draft, fabric_env, ips, request, head.launch.origin)
-        _fabric_agrees(draft, fabric_env)
-    elif not mapping.nccl_as_written():
-        for name, (value, origin) in fabric_env.items():
-            draft.set(("nccl", "extra", name), value, origin)
     return ips[0]
 
 
@@ -160,27 +156,6 @@ def _fabric(draft: Draft, env: dict[str, tuple[str, Origin]], ips: list[str], re
     gid = env.get("NCCL_IB_GID_INDEX")
     if gid and kind[0] == "roce":
         mapping.put(draft, (*at, "gid_index"), int, gid[0], gid[1], f"NCCL_IB_GID_INDEX={gid[0]}")
-
-
-def _fabric_agrees(draft: Draft, env: dict[str, tuple[str, Origin]]) -> None:
-    """Where the plan writes the fabric's variables itself, a source value it would write differently is reported."""
-    if mapping.nccl_as_written():
-        return  # every NCCL_/GLOO_ variable is kept as written
-    at = ("fleet", "fabric")
-    value = {str(path[-1]): v for path, (v, _) in draft.values.items() if path[:2] == at}
-    tcp = value.get("kind") == "tcp"
-    devices = value.get("rdma_devices", [])
-    interface = value.get("interface")
-    derived = {"NCCL_SOCKET_IFNAME": None if interface is None else str(interface),
-               "GLOO_SOCKET_IFNAME": None if interface is None else str(interface),
-               "NCCL_NET": "Socket" if tcp else "IB", "NCCL_IB_DISABLE": "1" if tcp else "0",
-               "NCCL_IB_HCA": None if tcp or not isinstance(devices, list) else ",".join(map(str, devices)),
-               "NCCL_IB_GID_INDEX": None if tcp or "gid_index" not in value else str(value["gid_index"])}
-    for name, (given, origin) in env.items():
-        if given != derived.get(name):
-            wrote = derived.get(name)
-            draft.leave(origin, f"-e {name}={given}", "the plan writes the fabric's variables from fleet.fabric: "
-                        + (f"{name}={wrote}" if wrote is not None else f"no {name}"))
 
 
 def _compare(draft: Draft, head: Rank, other: Rank) -> None:
@@ -251,7 +226,7 @@ def build(launches: list[Launch], request: Request) -> Draft:
         draft.set(("engine", "container_name"), request.container_name, "assumed: the source names no container")
     if request.description and not fields.problem(("description",), request.description):
         draft.set(("description",), request.description, "from the recipe's metadata.description")
-    mapping.environment(draft, head.launch, head_ip)
+    environment(draft, head.launch, head_ip)
     if head.launch.own_container:  # sparkrun's own containers get RDMA access by its detection, as the plan's do
         mapping.rdma_access(draft)
     container = draft.values.get(("engine", "container_name"))
@@ -278,3 +253,27 @@ def subnet_of(addresses: list[str]) -> str:
     while prefix > 0 and len({ip >> (32 - prefix) for ip in ips}) > 1:
         prefix -= 1
     return str(ipaddress.IPv4Network((min(ips), prefix), strict=False))
+
+
+def environment(draft: Draft, launch: Launch, fabric_ip: str) -> None:
+    """The head's variables onto engine.env and nccl.extra, NCCL's and gloo's as written (nccl.preset none: the
+    fabric only describes the network)."""
+    draft.set(("nccl", "preset"), "none", "the source sets NCCL's variables itself")
+    for name, value, origin in launch.env:
+        if name in EMPTY_IS_UNSET and not value.strip():
+            draft.notes.append(f"{origin}: -e {name} is set empty: not imported ({EMPTY_IS_UNSET[name]})")
+        elif secret_name(name):
+            draft.leave(origin, f"-e {name}=(redacted)", "a secret's value is never copied into a profile; set "
+                        f"secrets.env.{name} to a file or variable on the node")
+        elif name == "HOST_IP" and value == fabric_ip:
+            continue  # the plan sets HOST_IP to each node's fabric address
+        elif mapping.fits(f.EnvName, name):
+            draft.leave(origin, f"-e {name}", "the profile's variable names are A-Z, 0-9 and '_'")
+        elif name.startswith(("SPARK_", "B12X_")):
+            draft.leave(origin, f"-e {name}={value}", "overlay variables are set through the overlay section")
+        else:
+            section = ("nccl", "extra") if name.startswith(("NCCL_", "GLOO_")) else ("engine", "env")
+            if not mapping.fits(f.EnvText, value):
+                draft.set((*section, name), value, origin)
+            else:
+                draft.leave(origin, f"-e {name}", "the value holds a line break or control character")

@@ -20,6 +20,7 @@ ENGINE_FIELDS: dict[str, tuple[Path, Any]] = {
     "--load-format": (("engine", "load_format"), f.Word),
     "--tp-size": (("engine", "parallel", "tp"), f.Positive),
     "--ep-size": (("engine", "parallel", "ep"), f.Positive),
+    "--pp-size": (("engine", "parallel", "pp"), f.Positive),
     "--host": (("engine", "host"), f.IPv4),
     "--port": (("engine", "port"), f.Port),
     "--attention-backend": (("engine", "backends", "attention"), f.Word),
@@ -39,11 +40,8 @@ ENGINE_FIELDS: dict[str, tuple[Path, Any]] = {
     "--speculative-num-steps": (("engine", "speculative", "num_steps"), f.Positive),
     "--speculative-eagle-topk": (("engine", "speculative", "eagle_topk"), f.Positive),
     "--speculative-num-draft-tokens": (("engine", "speculative", "num_draft_tokens"), f.Positive),
-    "--speculative-draft-model-path": (("engine", "speculative", "draft_model"), f.AbsPath),
     "--tool-call-parser": (("engine", "chat", "tool_call_parser"), f.Word),
     "--reasoning-parser": (("engine", "chat", "reasoning_parser"), f.Word),
-    # Keys of issue 22's profile-model half: used once the model has them (importer/fields.py asks), raw
-    # engine.args until then.
     "--quantization": (("model", "quantization"), f.Word),
     "--kv-cache-dtype": (("engine", "kv_cache_dtype"), f.Word),
     "--page-size": (("engine", "page_size"), f.Positive),
@@ -78,12 +76,9 @@ DOCKER_LISTS: dict[str, Path] = {"--cap-add": ("container", "cap_add"), "--devic
                                  "--security-opt": ("container", "security_opt")}
 DOCKER_SWITCHES: dict[str, Path] = {"--privileged": ("container", "privileged"), "--rm": ("container", "remove"),
                                     "-d": ("container", "detach"), "--detach": ("container", "detach")}
-# Options the generated systemd unit replaces: it runs the container in the foreground, removes it before and
-# after each run, and applies the restart policy itself.
+# Options the generated systemd unit replaces: it runs the container without a terminal (-d and --rm are
+# container.detach and container.remove).
 SUPERVISION: dict[str, str] = {
-    "-d": "the unit runs the container in the foreground (journald keeps its output)",
-    "--detach": "the unit runs the container in the foreground (journald keeps its output)",
-    "--rm": "the unit removes the container before and after each run (docker rm -f)",
     "-i": "no terminal: the unit runs the container", "--interactive": "no terminal: the unit runs the container",
     "-t": "no terminal: the unit runs the container", "--tty": "no terminal: the unit runs the container",
 }
@@ -101,6 +96,9 @@ DOCKER_UNMAPPED: dict[str, str] = {
     "-w": "the profile has no working directory", "--workdir": "the profile has no working directory",
     "--init": "the profile has no init switch",
 }
-# Variables the plan writes itself from the fabric (fleet.fabric): imported as that fabric, not as raw values.
+# Secrets whose consumer reads an empty value as no value: a launcher's `-e HF_TOKEN=${HF_TOKEN:-}` carries none.
+_NO_TOKEN = "huggingface_hub reads an empty token as none, as if it were unset"
+EMPTY_IS_UNSET: dict[str, str] = {"HF_TOKEN": _NO_TOKEN, "HUGGING_FACE_HUB_TOKEN": _NO_TOKEN}
+# Variables that describe the fabric: read to derive fleet.fabric (and kept as written: nccl.preset none).
 FABRIC_ENV = ("NCCL_NET", "NCCL_IB_DISABLE", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
               "NCCL_IB_GID_INDEX")

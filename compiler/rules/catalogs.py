@@ -211,8 +211,9 @@ def catalog_name(ctx: Context) -> str:
     return ctx.profile.engine.catalog
 
 
-@rule("SC309", "error", "unknown NCCL variable",
-      "NCCL reads fixed names and ignores any other without a word: a misspelt NCCL_* does nothing.",
+@rule("SC309", "warning", "unknown NCCL variable",
+      "NCCL reads fixed names and ignores any other without a word: a misspelt NCCL_* does nothing (a warning: "
+      "NCCL starts all the same).",
       "nccl: {extra: {NCCL_IB_GID_INDX: '3'}}", "nccl: {extra: {NCCL_DEBUG: WARN}}")
 def nccl_names(ctx: Context) -> Iterator[Hit]:
     catalog = nccl_catalog()

@@ -29,18 +29,19 @@ def _duplicates(ctx: Context, field: str, what: str) -> Iterator[Hit]:
 
 
 @rule("SC401", "error", "TP ranks must fill the fleet's GPUs",
-      "One TP rank runs on each GPU: engine.parallel.tp must equal the number of nodes times the hardware's "
-      "GPUs per node, and SGLang requires tp divisible by the node count.",
+      "One rank runs on each GPU: engine.parallel.tp times pp (pipeline stages, 1 unless set) must equal the "
+      "number of nodes times the hardware's GPUs per node, and SGLang requires tp x pp divisible by the node count.",
       "# 4 GB10 nodes (1 GPU each)\nengine: {parallel: {tp: 8}}", "engine: {parallel: {tp: 4}}")
 def tp_fills_fleet(ctx: Context) -> Iterator[Hit]:
     hw = ctx.hardware
-    nodes = len(ctx.profile.fleet.nodes)
+    gpus = len(ctx.profile.fleet.nodes) * hw.gpus_per_node
     tp = ctx.profile.engine.parallel.tp or 1  # unset: SGLang's default
-    if tp % nodes != 0 or tp != nodes * hw.gpus_per_node:
+    pp = ctx.profile.engine.parallel.pp or 1
+    if tp * pp != gpus:
+        got, want = (f"tp {tp} x pp {pp}", f"tp x pp {gpus}") if pp > 1 else (f"tp {tp}", f"tp {gpus}")
         yield Hit(("engine", "parallel", "tp"),
-                  f"tp {tp} does not fit {nodes} node(s) x {hw.gpus_per_node} GPU(s) of {hw.name}: "
-                  f"expected tp {nodes * hw.gpus_per_node}",
-                  "set tp to nodes x GPUs per node, or change the node list")
+                  f"{got} does not fit {len(ctx.profile.fleet.nodes)} node(s) x {hw.gpus_per_node} GPU(s) of "
+                  f"{hw.name}: expected {want}", "set tp x pp to nodes x GPUs per node, or change the node list")
 
 
 @rule("SC402", "error", "node names unique", "Node names name generated folders and log lines; two nodes "
@@ -311,13 +312,36 @@ def socket_ifname(ctx: Context) -> Iterator[Hit]:
 
 @rule("SC417", "error", "GID index only from the fleet",
       "NCCL_IB_GID_INDEX and B12X_ROCE_GID_INDEX must be the same index, never empty; they come from "
-      "fleet.fabric.gid_index (probe or a number), never from a hand-set variable.",
+      "fleet.fabric.gid_index (probe or a number), never from a hand-set variable. With nccl.preset none the "
+      "NCCL variables are the profile's own: a hand-pinned NCCL_IB_GID_INDEX is then NCCL's index, as long as it "
+      "is a number and agrees with the fleet's pinned one and with the overlay's b12x runtime.",
       "nccl: {extra: {NCCL_IB_GID_INDEX: ''}}", "fleet: {fabric: {gid_index: probe}}")
 def gid_from_fleet(ctx: Context) -> Iterator[Hit]:
-    for name in ("NCCL_IB_GID_INDEX", "B12X_ROCE_GID_INDEX"):
-        for value, path in _nccl_values(ctx, name):
-            yield Hit(path, f"{name} is set by hand ({value!r}); it must equal the other GID variable and "
-                      "come from the fleet", "use fleet.fabric.gid_index or a node's gid_index", at_key=True)
+    for value, path in _nccl_values(ctx, "B12X_ROCE_GID_INDEX"):
+        yield Hit(path, f"B12X_ROCE_GID_INDEX is set by hand ({value!r}); it must equal the other GID variable and "
+                  "come from the fleet", "use fleet.fabric.gid_index or a node's gid_index", at_key=True)
+    for value, path in _nccl_values(ctx, "NCCL_IB_GID_INDEX"):
+        if ctx.profile.nccl.preset != "none" or not value.isdigit():
+            yield Hit(path, f"NCCL_IB_GID_INDEX is set by hand ({value!r}); it must equal the other GID variable "
+                      "and come from the fleet", "use fleet.fabric.gid_index or a node's gid_index", at_key=True)
+        else:
+            yield from _hand_gid_conflicts(ctx, int(value), path)
+
+
+def _hand_gid_conflicts(ctx: Context, value: int, path: tuple[str | int, ...]) -> Iterator[Hit]:
+    """nccl.preset none: a hand-pinned NCCL GID against each node's pinned index and the overlay's probed one."""
+    ranks = ctx.plan.ranks if path[:2] != ("fleet", "nodes") else [ctx.plan.ranks[int(path[2])]]
+    for rank in ranks:
+        if rank.gid_index is not None and rank.gid_index != value:
+            yield Hit(path, f"NCCL_IB_GID_INDEX={value} by hand, but {rank.node}'s GID index is {rank.gid_index} "
+                      "(the fleet's)", f"make them equal: fleet.fabric.gid_index {value}, or NCCL_IB_GID_INDEX "
+                      f"{rank.gid_index}", at_key=True)
+            return
+        if "B12X_ROCE_GID_INDEX" in rank.runtime_env:
+            yield Hit(path, f"NCCL_IB_GID_INDEX={value} by hand, but the overlay's b12x runtime probes its GID index "
+                      f"on {rank.node} at start and may use another", f"pin fleet.fabric.gid_index: {value} (both "
+                      "then use it) and drop NCCL_IB_GID_INDEX", at_key=True)
+            return
 
 
 @rule("SC424", "warning", "the API reachable where its checks run",

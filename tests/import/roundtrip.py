@@ -7,19 +7,18 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from spark_compile.importer import fields
 from spark_compile.importer.argv import parse_engine, resolve_flag
 from spark_compile.importer.shell import ShellWord
 from spark_compile.importer.source import Launch, Origin
-from spark_compile.importer.tables import DOCKER_SWITCHES, SUPERVISION
+from spark_compile.importer.tables import SUPERVISION
 from spark_compile.pipeline import Planned, Rejected, run
 
 NORMALISATIONS = (
     "engine flags: SGLang's aliases and argparse abbreviations read as the flag they stand for (--tp: --tp-size)",
     "engine and docker options: `--flag=value` read as `--flag value`",
     "engine and docker options compared as multisets: order is not compared",
-    "docker: -i/-t (and -d/--rm where the profile model has no key for them) dropped from the source (the systemd "
-    "unit supervises the container); `--restart no`, --entrypoint and the generated --env-file options dropped "
+    "docker: -i/-t dropped from the source (the systemd unit runs the container without a terminal); "
+    "`--restart no`, --entrypoint and the generated --env-file options dropped "
     "from the compiled line (the entrypoint is compared as the launcher, the variables as environment)",
     "docker -v: compared as (host, container, read-only)",
     "values of SGLang's float flags compared as numbers (the plan writes fractions with two decimals: 0.8 as 0.80)",
@@ -65,13 +64,9 @@ def _engine(words: list[str]) -> Counter[tuple[str, tuple[str, ...]]]:
     return +found
 
 
-def _supervised() -> set[str]:
-    return {f for f in SUPERVISION if f not in DOCKER_SWITCHES or not fields.exists(DOCKER_SWITCHES[f])}
-
-
 def _docker(launch: Launch) -> Counter[tuple[str, str | None]]:
     found: Counter[tuple[str, str | None]] = Counter()
-    dropped = _supervised()
+    dropped = set(SUPERVISION)
     for flag, value in launch.options:
         name = {"--volume": "-v", "--net": "--network", "--detach": "-d"}.get(flag.text, flag.text)
         if name in dropped or (name, value.text if value else None) == ("--restart", "no"):

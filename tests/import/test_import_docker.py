@@ -10,7 +10,6 @@ import yaml
 from roundtrip import compare, compiled
 
 from spark_compile.cli import main
-from spark_compile.importer import fields
 from spark_compile.importer.docker_run import launches
 from spark_compile.importer.mapping import ranks
 
@@ -45,25 +44,14 @@ def test_one_node_nvfp4_profile(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     data = yaml.safe_load(out.read_text())
     model = {"architecture": "Qwen3ForCausalLM", "repo": "/srv/hf/hub/models--nvidia--Qwen3-32B-FP4",
              "container_repo": "/models/qwen3", "snapshot": "0123abcd", "served_name": "qwen3-32b"}
-    if FIELD_MODEL:
-        assert "args" not in data["engine"]
-        assert (data["engine"]["kv_cache_dtype"], data["engine"]["cuda_graph"]) == \
-            ("fp8_e4m3", {"batch_sizes": [1, 2, 4, 8]})
-        assert data["model"] == {**model, "quantization": "modelopt_fp4"}
-    else:
-        assert data["engine"]["args"] == {"quantization": "modelopt_fp4", "kv-cache-dtype": "fp8_e4m3",
-                                          "cuda-graph-bs-decode": [1, 2, 4, 8]}
-        assert data["model"] == model
+    assert "args" not in data["engine"]
+    assert (data["engine"]["kv_cache_dtype"], data["engine"]["cuda_graph"]) == \
+        ("fp8_e4m3", {"batch_sizes": [1, 2, 4, 8]})
+    assert data["model"] == {**model, "quantization": "modelopt_fp4"}
     assert data["engine"]["env"] == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False",
                                      "SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
     line = next(t for t in out.read_text().splitlines() if "fp8_e4m3" in t)
     assert line.endswith(f"# from {FIXTURES / 'one-node-nvfp4.sh'}:18")
-    replaced = [] if FIELD_MODEL else [  # the field model has -d and --rm as typed keys
-        f"spark-compile import: note: {FIXTURES}/one-node-nvfp4.sh:4: -d replaced: the unit runs the container "
-        "in the foreground (journald keeps its output)",
-        f"spark-compile import: note: {FIXTURES}/one-node-nvfp4.sh:4: --rm replaced: the unit removes the container "
-        "before and after each run (docker rm -f)",
-    ]
     assert err.splitlines() == [
         f"spark-compile import: note: {FIXTURES}/one-node-nvfp4.sh:19: --tp is argparse's abbreviation of --tp-size "
         "(the compiled command spells it so)",
@@ -73,25 +61,13 @@ def test_one_node_nvfp4_profile(capsys: pytest.CaptureFixture[str], tmp_path: Pa
         "(the source mounts it read-write)",
         f"spark-compile import: note: {FIXTURES}/one-node-nvfp4.sh:19: --tp 1 is SGLang's default; kept so the "
         "command stays the source's (it may go)",
-        *replaced,
     ]
 
 
-# The profile model of issue 22's model half (hub ids, typed quantization/KV cache/graph sizes, nccl preset none,
-# RDMA access from the fabric, optional --host, docker switches) is on this branch once main has it; until then
-# the expectations of today's model apply. Every gap below is something the plan writes whatever the profile
-# says, or does differently on purpose (the model directory mounted read-only).
-FIELD_MODEL = fields.exists(("model", "hub_id"))
-TAILS = {"NCCL_CUMEM_ENABLE": "0", "NCCL_DEBUG": "WARN", "NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1",
-         "NCCL_BUFFSIZE": "1048576", "NCCL_LL128_BUFFSIZE": "262144", "NCCL_PROTO": "^LL128",
-         "NCCL_MAX_NCHANNELS": "8"}
-ROCE = {"NCCL_NET": "IB", "NCCL_IB_ROCE_VERSION_NUM": "2", "NCCL_IB_ADDR_FAMILY": "AF_INET",
-        "NCCL_IB_ADDR_RANGE": "10.10.0.0/30", "NCCL_IB_SUBNET_PREFIX_LEN": "30", "NCCL_CROSS_NIC": "1",
-        "NCCL_IB_MERGE_NICS": "0", "NCCL_IB_SUBNET_AWARE_ROUTING": "1"}
+# Every gap below is something the plan writes whatever the profile says, or does differently on purpose (the
+# model directory mounted read-only).
 CACHE = {("-v", "/home/ops/.cache:/root/.cache:rw"): 1}  # the plan always mounts the node's cache
-HOST = {} if FIELD_MODEL else {("--host", ("0.0.0.0",)): 1}
 PORT = {("--port", ("30000",)): 1}  # the plan always writes the port
-PLAN_NCCL = {} if FIELD_MODEL else TAILS
 
 
 def _host_ip(rank: int) -> dict[str, str]:
@@ -100,16 +76,13 @@ def _host_ip(rank: int) -> dict[str, str]:
 
 MULTI_NODE: list[tuple[str, str, str, list[str], list[dict[str, object]]]] = [
     ("two-node-roce-eagle3.sh", "ops@10.10.0.1,ops@10.10.0.2", "Qwen3MoeForCausalLM",
-     # SC417: the source pins NCCL_IB_GID_INDEX by hand, which the field model's rules refuse even with preset none
-     # SC445: the source leaves NCCL's default buffers on unified memory (a warning naming the trim).
-     ["SC412", "SC424", "SC312", "SC445", "SC417"] if FIELD_MODEL else ["SC412", "SC312"],
-     [{"engine": ({}, {**HOST, **PORT}), "env": ({}, {} if FIELD_MODEL else {**ROCE, **TAILS}),
-       "docker": ({}, CACHE)}] * 2),
+     # SC445: the source leaves NCCL's default buffers on unified memory (a warning naming the trim); its
+     # hand-pinned NCCL_IB_GID_INDEX agrees with the fleet's gid_index import derived from it (no SC417)
+     ["SC412", "SC424", "SC312", "SC445"],
+     [{"engine": ({}, PORT), "env": ({}, {}), "docker": ({}, CACHE)}] * 2),
     ("two-node-tcp.sh", "ops@198.51.100.1,ops@198.51.100.2", "Glm4MoeForCausalLM",
-     ["SC424", "SC312", "SC412", "SC445"] if FIELD_MODEL else ["SC312", "SC412"],
-     [{"engine": ({}, HOST),
-       "env": ({}, {**_host_ip(rank), **({} if FIELD_MODEL else {"NCCL_NET": "Socket", **TAILS})}),
-       "docker": ({}, CACHE)} for rank in range(2)]),
+     ["SC424", "SC312", "SC412", "SC445"],
+     [{"engine": ({}, {}), "env": ({}, _host_ip(rank)), "docker": ({}, CACHE)} for rank in range(2)]),
 ]
 
 
@@ -129,8 +102,8 @@ def test_multi_node_round_trip(capsys: pytest.CaptureFixture[str], tmp_path: Pat
 
 
 ONE_NODE_GAPS = {
-    "engine": ({}, HOST),
-    "env": ({}, {"HOST_IP": "198.51.100.7", **PLAN_NCCL}),
+    "engine": ({}, {}),
+    "env": ({}, {"HOST_IP": "198.51.100.7"}),
     "docker": ({("-v", "/srv/hf/hub/models--nvidia--Qwen3-32B-FP4:/models/qwen3:rw"): 1},
                {("-v", "/srv/hf/hub/models--nvidia--Qwen3-32B-FP4:/models/qwen3:ro"): 1}),
 }
@@ -143,7 +116,7 @@ def test_one_node_round_trip(capsys: pytest.CaptureFixture[str], tmp_path: Path)
         == 0
     validated = compiled(out)
     # the tag-only image as the source has it; SC424: the source leaves --host to SGLang (127.0.0.1)
-    assert [f.rule for f in validated.findings] == (["SC424", "SC312"] if FIELD_MODEL else ["SC312"])
+    assert [f.rule for f in validated.findings] == ["SC424", "SC312"]
     (rank,) = ranks(launches(source.read_text(), str(source), source.parent, []))
     sides = compare(rank.launch, validated, 0)
     assert {"engine": sides.engine, "env": sides.env, "docker": sides.docker} == ONE_NODE_GAPS

@@ -72,6 +72,23 @@ def test_unmapped_docker_options_are_reported(capsys: pytest.CaptureFixture[str]
             "(container.network)") in err
 
 
+def test_a_gpu_device_list_is_imported_as_docker_reads_it(capsys: pytest.CaptureFixture[str],
+                                                          tmp_path: Path) -> None:
+    source = tmp_path / "run.sh"
+    launch = ("docker run --name web --gpus {} -v /srv/m:/models/repo img:1 python3 -m sglang.launch_server "
+              "--model-path /models/repo/snapshots/a --served-model-name m\n")
+    source.write_text(launch.format("'\"device=0,1\"'"))
+    assert main(["import", str(source), "--hosts", "192.0.2.1", "--architecture", "X",
+                 "-o", str(tmp_path / "web.yaml")]) == 0
+    assert yaml.safe_load((tmp_path / "web.yaml").read_text())["container"]["gpus"] == "device=0,1"
+    source.write_text(launch.format("device=0,1"))
+    assert main(["import", str(source), "--hosts", "192.0.2.1", "--architecture", "X",
+                 "-o", str(tmp_path / "web2.yaml")]) == 1
+    assert (f"left out: {source}:1: --gpus device=0,1: docker reads an unquoted device list as separate fields "
+            "(device 0 and a count of 1, which its daemon refuses); quote it: --gpus '\"device=0,1\"'"
+            in capsys.readouterr().err)
+
+
 def test_a_source_without_a_launch(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     source = tmp_path / "notes.sh"
     source.write_text("echo hello\ndocker ps\n")
@@ -157,9 +174,8 @@ def test_recipe_values_are_split_as_sparkruns_shell_splits_them(tmp_path: Path) 
     assert node_commands(recipe, ["192.0.2.1"]) == [[w.text for w in launch.command]]  # as sparkrun splits them
 
 
-def test_a_fabric_variable_the_plan_would_write_otherwise(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from spark_compile.importer.mapping import nccl_as_written
-
+def test_a_fabric_variable_is_kept_as_written(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # nccl.preset none: the source's NCCL and gloo variables stay its own, even one the fabric would set otherwise
     source = tmp_path / "run.sh"
     line = ("docker run --name web -e NCCL_SOCKET_IFNAME=enp1s0f0np0 -e GLOO_SOCKET_IFNAME=enP7s7 -e "
             "NCCL_IB_DISABLE=1 img:1 python3 -m sglang.launch_server --model-path /m --dist-init-addr "
@@ -167,11 +183,18 @@ def test_a_fabric_variable_the_plan_would_write_otherwise(capsys: pytest.Capture
     source.write_text(line.format(rank=1) + line.format(rank=0))
     out = tmp_path / "web.yaml"
     main(["import", str(source), "--hosts", "192.0.2.1,192.0.2.2", "-o", str(out)])
-    err = capsys.readouterr().err
-    gloo = (f"left out: {source}:2: -e GLOO_SOCKET_IFNAME=enP7s7: the plan writes the fabric's variables from "
-            "fleet.fabric: GLOO_SOCKET_IFNAME=enp1s0f0np0")
-    if nccl_as_written():  # nccl.preset none: the source's variables are kept as written
-        assert gloo not in err
-        assert yaml.safe_load(out.read_text())["nccl"]["extra"]["GLOO_SOCKET_IFNAME"] == "enP7s7"
-    else:
-        assert gloo in err
+    assert "GLOO_SOCKET_IFNAME" not in capsys.readouterr().err
+    data = yaml.safe_load(out.read_text())
+    assert data["nccl"] == {"preset": "none", "extra": {"NCCL_SOCKET_IFNAME": "enp1s0f0np0",
+                                                       "GLOO_SOCKET_IFNAME": "enP7s7", "NCCL_IB_DISABLE": "1"}}
+
+
+def test_pipeline_stages_import_as_parallel_pp(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    source, out = tmp_path / "run.sh", tmp_path / "pp.yaml"
+    rank = ("docker run --name web -v /srv/m:/models/m:ro lmsysorg/sglang:v0.5.23 python3 -m sglang.launch_server "
+            "--model-path /models/m --tp 1 --pp-size 2 --nnodes 2 --node-rank {} --dist-init-addr 192.0.2.1:20000\n")
+    source.write_text(rank.format(1) + rank.format(0))
+    code = main(["import", str(source), "--hosts", "192.0.2.1,192.0.2.2", "--fabric", "tcp", "--interface", "eth0",
+                 "--architecture", "LlamaForCausalLM", "-o", str(out)])
+    assert code == 0, capsys.readouterr().err
+    assert yaml.safe_load(out.read_text())["engine"]["parallel"] == {"tp": 1, "pp": 2}

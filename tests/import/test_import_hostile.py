@@ -74,6 +74,21 @@ def test_a_secret_is_never_echoed(capsys: pytest.CaptureFixture[str], tmp_path: 
             "profile; set secrets.env.HF_TOKEN to a file or variable on the node") in err
 
 
+def test_an_empty_secret_is_noted_not_left_out(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # launchers pass `-e HF_TOKEN=${HF_TOKEN:-}`: with no token set it is empty, which reads as no token at all
+    source, out = tmp_path / "run.sh", tmp_path / "web.yaml"
+    source.write_text("docker run --name web -e HF_TOKEN= -e A=1 -v /srv/m:/models/m:ro lmsysorg/sglang:v0.5.23 "
+                      "python3 -m sglang.launch_server --model-path /models/m\n")
+    code = main(["import", str(source), "--hosts", "192.0.2.1", "--architecture", "LlamaForCausalLM", "-o",
+                 str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert (f"spark-compile import: note: {source}:1: -e HF_TOKEN is set empty: not imported (huggingface_hub reads "
+            "an empty token as none, as if it were unset)") in err.splitlines()
+    data = yaml.safe_load(out.read_text())
+    assert data["engine"]["env"] == {"A": "1"} and "secrets" not in data
+
+
 def test_words_the_shell_would_expand_are_reported(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     source = tmp_path / "run.sh"
     source.write_text('docker run --name web -e "A=$B" -v "$DIR:/data" lmsysorg/sglang:v0.5.23 python3 -m '

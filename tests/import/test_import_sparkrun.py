@@ -19,6 +19,8 @@ RECIPES = [
      ["--fabric", "roce", "--interface", "enp1s0f0np0", "--rdma-devices", "rocep1s0f0,roceP2p1s0f0"]),
     ("llama-nvfp4-defaults.yaml", ["192.0.2.21"], "LlamaForCausalLM", []),
     ("llama-eagle3-tcp.yaml", ["192.0.2.31", "192.0.2.32"], "LlamaForCausalLM", []),
+    ("qwen3-gguf-tp2.yaml", ["192.0.2.41", "192.0.2.42"], "Qwen3MoeForCausalLM",
+     ["--fabric", "roce", "--interface", "enp1s0f0np0", "--rdma-devices", "rocep1s0f0"]),
 ]
 MULTI_NODE_FLAGS = ("--dist-init-addr", "--nnodes", "--node-rank")
 
@@ -95,3 +97,15 @@ def test_recipe_profile_values_and_lines(capsys: pytest.CaptureFixture[str], tmp
     assert f"max_total_tokens: 262144  # from {FIXTURES}/llama-nvfp4-defaults.yaml:21" in text
     assert f"note: {FIXTURES}/llama-nvfp4-defaults.yaml:10: metadata.model_dtype is information for sparkrun's " \
         "catalog; not imported" in err
+
+
+def test_a_gguf_recipe_imports_as_hub_id_and_gguf(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "gguf.yaml"
+    code = main(["import", str(FIXTURES / "qwen3-gguf-tp2.yaml"), "--hosts", "192.0.2.41,192.0.2.42",
+                 "--architecture", "Qwen3MoeForCausalLM", "--fabric", "tcp", "--interface", "enp1s0f0np0", "-o",
+                 str(out)])
+    assert code == 0, capsys.readouterr().err
+    data = yaml.safe_load(out.read_text())
+    assert data["model"] == {"architecture": "Qwen3MoeForCausalLM", "hub_id": "example-org/Qwen3-30B-A3B-GGUF",
+                             "gguf": "Q4_K_M", "served_name": "qwen3-30b-gguf"}
+    assert data["engine"]["args"] == {"tokenizer-path": "Qwen/Qwen3-30B-A3B"}

@@ -66,7 +66,7 @@ def test_traced_round_trip(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
         sides = compare(rank.launch, validated, rank.rank)
         assert sides.engine[0] == {}  # every flag the launcher passes reaches the compiled command
         assert sides.env[0] == {}  # and every variable
-        assert sides.docker[0] == {}  # and every docker option (-d aside: the unit supervises)
+        assert sides.docker[0] == {}  # and every docker option
 
 
 @pytest.mark.parametrize(("script", "why"), [

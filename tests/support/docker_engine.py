@@ -17,6 +17,7 @@ Two halves, as in Docker:
 from __future__ import annotations
 
 import copy
+import csv
 import hashlib
 import json
 from collections.abc import Callable
@@ -66,8 +67,16 @@ def _device(text: str) -> dict[str, str]:
 
 
 def _gpus(text: str) -> list[dict[str, Any]]:
-    count = -1 if text == "all" else int(text)
-    return [{"Driver": "", "Count": count, "DeviceIDs": None, "Capabilities": [["gpu"]], "Options": {}}]
+    """docker's GpuOpts: one CSV record of fields `all`, a count, count=N or device=IDS."""
+    count, ids = 0, None
+    for field in next(csv.reader([text])):
+        key, _, value = field.partition("=")
+        if key == "device":
+            ids = value.split(",")
+        else:
+            given = value if key == "count" else field
+            count = -1 if given == "all" else int(given)
+    return [{"Driver": "", "Count": count, "DeviceIDs": ids, "Capabilities": [["gpu"]], "Options": {}}]
 
 
 def _cap(text: str) -> str:
