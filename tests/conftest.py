@@ -13,6 +13,7 @@ import pytest
 # Hooks, registered by being names of this module: under CI a skip fails the run unless explicitly allowed.
 from support.ci_skips import pytest_configure, pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401
 from support.cli_runner import run_in_process
+from support.precommit import HookRepo, snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_PROFILE = ROOT / "spec" / "profiles" / "dsv41-4spark.yaml"
@@ -43,3 +44,10 @@ def reference_plan() -> object:
     validated = validate(resolve(REFERENCE_PROFILE))
     assert [f.rule for f in validated.findings] == ["SC312"], validated.findings  # its tag-only image
     return build_plan(planned(validated).profile)
+
+
+@pytest.fixture(scope="session")
+def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> HookRepo:
+    """This checkout as a pre-commit hook repository, with one hook environment for the session."""
+    base = tmp_path_factory.mktemp("hooks")
+    return snapshot(ROOT, base / "spark-compile", base / "pre-commit-home")
