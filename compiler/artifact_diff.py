@@ -382,8 +382,9 @@ class ProfileDiff:
     new_name: str
     profile: list[ProfileChange]
     artifacts: Comparison
-    sources: dict[Change, str]  # the profile key behind an artifact change, where the plan records one
+    sources: dict[Change, str]  # the profile key behind an artifact change
     unified: str = ""
+    stale: tuple[str, ...] = ()  # free text still stating a value that changed (diff_stale)
 
     @property
     def identical(self) -> bool:

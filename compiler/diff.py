@@ -15,9 +15,11 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from spark_compile.artifact_diff import UNSET, Change, Grouped, ProfileChange, ProfileDiff, Renamer, Side, compare
+from spark_compile.artifact_diff import UNSET, ProfileChange, ProfileDiff, Renamer, Side, compare
+from spark_compile.diff_sources import changed_inputs, known_sources, source
+from spark_compile.diff_stale import stale_mentions
 from spark_compile.errors import EXIT_FINDINGS, EXIT_OK, InputError, RejectedError
-from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted, field_name
+from spark_compile.launch_plan import dotted
 from spark_compile.load import Document, parse_text
 from spark_compile.pipeline import Planned, planned, run
 from spark_compile.resolve import Resolved
@@ -154,55 +156,16 @@ def _side(validated: Planned) -> Side:
                 {rank.directory: rank.rank for rank in plan.ranks})
 
 
-def _plan_sources(plan: LaunchPlan) -> dict[int, dict[str, ProfilePath]]:
-    """Per rank: flag or variable name → the profile path that set it."""
-    found: dict[int, dict[str, ProfilePath]] = {}
-    for rank in plan.ranks:
-        mine = found.setdefault(rank.rank, {})
-        for option in (*rank.docker_options, *rank.engine_options):
-            if option.source:
-                mine.setdefault(option.flag, option.source)
-        for var in rank.variables:
-            mine.setdefault(var.name, var.source)
-    return found
-
-
-def _names(change: Change) -> list[str]:
-    """What a change may be about: a variable named by the key's last part, flags by the first word of each
-    line (or the first flag of a slice of words)."""
-    last = change.key.rsplit(".", 1)[-1]
-    names = [last] if last and not change.key.startswith("[") else []
-    for text in (change.new, change.old):
-        for line in (text or "").split("\n"):
-            words = line.split()
-            flag = next((w for w in words if w.startswith("-") and len(w) > 1), None) if change.key else \
-                (words[0] if words else None)
-            if flag and flag not in names:
-                names.append(flag)
-    return names
-
-
-def _source(group: Grouped, known: dict[int, dict[str, ProfilePath]]) -> str | None:
-    """The profile key behind a change; ``fleet.nodes[].x`` when each rank's comes from its own node."""
-    found = []
-    for name in _names(group.change):
-        paths = {known[r][name] for r in (group.ranks or (0,)) if r in known and name in known[r]}
-        text = (dotted(paths.pop()) if len(paths) == 1 else field_name(min(paths, key=str))) if paths else None
-        if text and text not in found:
-            found.append(text)
-    return ", ".join(found) or None
-
-
 def diff_profiles(old: Planned, new: Planned, *, unified: bool = False) -> ProfileDiff:
     """Compare two validated profiles (pure apart from rendering)."""
     changes = profile_changes(old.resolved, new.resolved, old.profile, new.profile)
     comparison = compare(_side(old), _side(new), _renamer(old.resolved, changes))
-    known = _plan_sources(old.plan)
-    for rank, names in _plan_sources(new.plan).items():
-        known.setdefault(rank, {}).update(names)
-    sources = {g.change: s for g in comparison.changes if (s := _source(g, known))}
+    known, changed = known_sources(old.plan, new.plan), changed_inputs(old.plan, new.plan)
+    renders = [c for c in changes if c.path not in FOLDED]  # a rename is said once, as a fold
+    sources = {g.change: s for g in comparison.changes if (s := source(g, known, changed, renders))}
     patch = unified_diff(old, new, dict(comparison.renamed)) if unified else ""
-    return ProfileDiff(old.resolved.path, new.resolved.path, changes, comparison, sources, patch)
+    stale = tuple(stale_mentions(new.resolved, changes))
+    return ProfileDiff(old.resolved.path, new.resolved.path, changes, comparison, sources, patch, stale)
 
 
 def unified_diff(old: Planned, new: Planned, renamed: dict[str, str] | None = None) -> str:

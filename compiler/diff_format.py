@@ -60,7 +60,7 @@ def _profile_lines(result: ProfileDiff) -> list[str]:
         origin = _origin(c)
         lines.append(f"  {c.path}: {show(c.old)} {ARROW} {show(c.new)}" + (f"  ({origin})" if origin else "")
                      + ("  no effect" if result.identical else ""))
-    return lines
+    return lines + [f"  stale: {redact(line)}" for line in result.stale]
 
 
 def _artifact_lines(result: ProfileDiff) -> list[str]:
@@ -104,6 +104,7 @@ def as_json(result: ProfileDiff) -> str:
         "folded": [{"path": f.path, "old": value(f.old), "new": value(f.new), "lines": f.lines, "files": f.files,
                     "renamed": f.renamed} for f in result.artifacts.folds],
         "renamed": [{"old": a, "new": b} for a, b in result.artifacts.renamed],
+        "stale": [redact(line) for line in result.stale],
         "artifacts": [{"ranks": list(g.ranks), "file": g.change.file, "name": redact(g.change.key),
                        "old": value(g.change.old), "new": value(g.change.new),
                        "source": result.sources.get(g.change)} for g in result.artifacts.changes],
@@ -130,9 +131,12 @@ def markdown(result: ProfileDiff) -> str:
     if result.identical:
         out += ["**The rendered files are byte-identical**: the profile changes below have no effect.", ""]
     if result.profile:
-        out += ["| profile key | old | new | set at |", "|---|---|---|---|"]
-        out += [f"| {md(c.path)} | {md(c.old)} | {md(c.new)} | {md(_origin(c) or '')} |" for c in result.profile]
+        out += ["| profile key | old | old set at | new | new set at |", "|---|---|---|---|---|"]
+        out += [f"| {md(c.path)} | {md(c.old)} | {md(c.old_origin or '')} | {md(c.new)} | {md(c.new_origin or '')} |"
+                for c in result.profile]
         out.append("")
+    out += [f"- stale: {md(line)}" for line in result.stale]
+    out += [""] if result.stale else []
     out += [f"- {md(fold_text(fold))}" for fold in result.artifacts.folds]
     out += [""] if result.artifacts.folds else []
     changes = result.artifacts.changes

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import LaunchPlan, RankPlan
@@ -95,6 +96,21 @@ def armed_hooks(rank: RankPlan) -> list[str]:
     if not spark.get("SPARK_ENGRAM_DIR"):
         return []
     return enabled_hooks(parse_environment(spark).values)
+
+
+@dataclass(frozen=True)
+class Derived:
+    """What a derived fleet.env value is computed from: flags or variables (by name prefix) and profile keys."""
+
+    inputs: tuple[str, ...]
+    fields: tuple[str, ...] = ()
+
+
+# fleet.env keys (by prefix) that no single profile key sets: a diff names the changed inputs behind them.
+DERIVED_FROM: dict[str, Derived] = {
+    "rank_hooks": Derived(("SPARK_",), ("operations.verify.hooks_armed",)),  # hooks_expected
+    "predicted_": Derived(("--",), ("model.",)),  # _predicted: the capacity stage reads the engine's flags
+}
 
 
 def hooks_expected(profile: Profile, rank: RankPlan) -> int:

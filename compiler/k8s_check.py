@@ -31,6 +31,7 @@ class Problem:
 
     path: tuple[str | int, ...]
     message: str
+    hint: str = ""  # when this problem's fix is not the rule's own hint
 
 
 def quantity_bytes(text: Any) -> int | None:
@@ -91,7 +92,8 @@ def check_leader(lws: dict[str, Any], profile: Profile) -> Iterator[Problem]:
     if ipaddress.IPv4Address(bind).is_loopback:
         unset = " (engine.host unset: SGLang's default)" if profile.engine.host is None else ""
         yield Problem(("engine", "host"), f"the API binds "
-                      f"{bind}{unset}: the kubelet's probes and the Service reach the pod's own address")
+                      f"{bind}{unset}: the kubelet's probes and the Service reach the pod's own address",
+                      "set engine.host: 0.0.0.0 (the pod's own address is where the probes call)")
     ports = {p.get("name"): p.get("containerPort") for p in container.get("ports", []) if isinstance(p, dict)}
     if ports.get(API_PORT_NAME) != profile.engine.port:
         yield Problem(("engine", "port"), f"the leader does not expose the API port {profile.engine.port} "
@@ -141,7 +143,8 @@ def check_uniform(lws: dict[str, Any], plan: LaunchPlan, profile: Profile) -> It
         fabric.gid_index != "probe" or any(n.gid_index not in (None, "probe") for n in profile.fleet.nodes))
     if pinned:
         yield Problem(("fleet", "fabric", "gid_index"), "a pinned RoCE GID index is per node and drifts: "
-                      "the Kubernetes target probes it on each node at start")
+                      "the Kubernetes target probes it on each node at start",
+                      "set fleet.fabric.gid_index: probe (and remove the nodes' own gid_index)")
     pattern, meaning = _node_words(profile)
     for role, template in templates(lws):
         spec = template.get("spec", {})

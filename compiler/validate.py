@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import ValidationError
@@ -103,7 +104,8 @@ VALUE_HINTS = {
 
 
 def _range_hint(kind: str, ctx: dict[str, Any]) -> str:
-    return "use a value that " + _RANGE_TEXT[kind].format(**ctx).replace("needs", "has").replace("takes", "has")
+    return "use a value that " + _RANGE_TEXT[kind].format(**ctx).replace("must be", "is").replace(
+        "needs", "has").replace("takes", "has")
 
 
 def _type_word(kind: str) -> str:
@@ -125,12 +127,12 @@ def _message(err: Any, where: str, model: type[BaseModel]) -> tuple[str, str, st
         parent, key = dotted(loc[:-1]), str(loc[-1])
         what = _description_at(model, loc)
         return "SC103", f"{parent} is missing required key {key!r}", \
-            f"add {key}: under {parent}" + (f" ({what})" if what else ""), True
+            f"under {parent}, add the key {key}" + (f" ({what})" if what else ""), True
     if kind in _RANGE:
         message = f"{where}: {_RANGE_TEXT[kind].format(**err['ctx'])}, got {_show(value)}"
         return "SC109", message, _range_hint(kind, err["ctx"]), False
     if kind == "unknown_choice":
-        return "SC110", f"{where}: {err['msg']}", f"use one of {err['ctx']['known']}", False
+        return "SC110", f"{where}: {err['msg']}", err["ctx"].get("hint") or f"use one of {err['ctx']['known']}", False
     if kind in _CHOICE:
         expected = err["ctx"]["expected"]
         choices = [c.strip(" '") for c in expected.replace(" or ", ",").split(",")]
@@ -140,6 +142,8 @@ def _message(err: Any, where: str, model: type[BaseModel]) -> tuple[str, str, st
         word = _type_word(kind)
         hint = f"write {word}" + (" without quotes" if word in ("a whole number", "a number", "true or false")
                                   else "")
+        if word == "a list" and isinstance(value, str | int):  # one item written bare: the list of it
+            hint = f"write it as a list: [{json.dumps(value)}]"
         return "SC102", f"{where}: expected {word}, got {_show(value)}", hint, False
     return "SC111", f"{where}: {err['msg']}", VALUE_HINTS.get(kind, ""), False
 
@@ -186,6 +190,17 @@ def _error_path(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
     return tuple(path)
 
 
+def _node_named(text: str, path: tuple[str | int, ...], data: Any) -> str:
+    """``fleet.nodes[3]`` in a message followed by the node's name, as the rules name nodes."""
+    if len(path) < 4 or path[:2] != ("fleet", "nodes") or not isinstance(path[2], int) or path[3] == "name":
+        return text
+    nodes = data.get("fleet", {}).get("nodes") if isinstance(data, dict) else None
+    node = nodes[path[2]] if isinstance(nodes, list) and path[2] < len(nodes) else None
+    name = node.get("name") if isinstance(node, dict) else None
+    index = f"fleet.nodes[{path[2]}]"
+    return text.replace(index, f"{index} ({name})", 1) if isinstance(name, str) and name else text
+
+
 def schema_findings(resolved: Resolved, exc: ValidationError, model: type[BaseModel]) -> list[Finding]:
     """Positioned findings for every schema error, one per location."""
     findings: dict[tuple[str | int, ...], Finding] = {}
@@ -194,6 +209,7 @@ def schema_findings(resolved: Resolved, exc: ValidationError, model: type[BaseMo
         rule, message, hint, at_key = _message(err, dotted(path), model)
         if not hint and rule != "SC101":
             hint = _description_at(model, path)
+        message, hint = (_node_named(text, path, resolved.data) for text in (message, hint))
         if path in findings and _SPECIFIC.get(findings[path].rule, 5) <= _SPECIFIC.get(rule, 5):
             continue
         findings[path] = locate(resolved, path, rule, "error", message, hint, at_key=at_key)

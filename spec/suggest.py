@@ -19,5 +19,5 @@ def unknown_choice(what: str, value: str, choices: list[str]) -> PydanticCustomE
     return PydanticCustomError(
         "unknown_choice",
         "unknown {what} {value}; known: {known}" + (f"; {hint}" if hint else ""),
-        {"what": what, "value": repr(value), "known": ", ".join(choices)},
+        {"what": what, "value": repr(value), "known": ", ".join(choices), "hint": hint},
     )

@@ -41,11 +41,13 @@ def test_check_json_and_github_formats() -> None:
     assert body["errors"] == 1 and body["warnings"] == 1 and body["profiles"] == 1  # the warning: SC312
     assert [f for f in body["findings"] if f["rule"] != "SC312"] == [{
         "rule": "SC201", "severity": "error", "file": path, "line": 3, "column": 18,
-        "message": "ep 3 does not divide tp 4", "hint": "use a divisor of 4", "via": [],
+        "message": "ep 3 does not divide tp 4",
+        "hint": "set engine.parallel.ep: 4 (the divisor of tp 4 closest to 3)", "via": [],
     }]
     github = run_cli("check", path, "--format", "github")
     assert [line for line in github.stdout.splitlines() if "title=SC312" not in line] == [
-        f"::error file={path},line=3,col=18,title=SC201::ep 3 does not divide tp 4 (use a divisor of 4)"]
+        f"::error file={path},line=3,col=18,title=SC201::ep 3 does not divide tp 4 "
+        "(set engine.parallel.ep: 4 (the divisor of tp 4 closest to 3))"]
 
 
 def test_warnings_fail_only_with_strict() -> None:

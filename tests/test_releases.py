@@ -74,13 +74,17 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
           for name, value in (("DRAFT", 1), ("MODE", "wide"), ("SYNC_GATE", 1), ("NARROW_SLOTS", 1), ("FUSED_C2", 1))),
         "  ranks 0-3 plan.json: ranks[].docker_argv --speculative-dspark-block-size 15 → "
         "--speculative-dspark-block-size 5  (from engine.speculative.dspark_block_size)\n",
-        "  README.md:\n    - | `SPARK_LOOKUP_DRAFT` | `1` (differs) | `0` |\n",
+        "  README.md:  (from overlay.lookup_draft, overlay.lookup_mode, overlay.lookup_sync_gate, "
+        "overlay.lookup_narrow_slots, overlay.lookup_fused_c2)\n    - | `SPARK_LOOKUP_DRAFT` | `1` (differs) | `0` |\n",
         "  ranks 0-3 fleet/fleet.env: rank_docker --speculative-dspark-block-size 15 → "
         "--speculative-dspark-block-size 5  (from engine.speculative.dspark_block_size)\n",
     ):
         assert expected in artifacts
     # The hooks 1.7 arms by its flags (the overlay's own count) → the 21 that 1.7.1 records for every rank.
-    assert re.search(r"\n  fleet/fleet\.env: rank_hooks \((\d+) \1 \1 \1\) → \(21 21 21 21\)\n", artifacts)
+    assert re.search(r"\n  fleet/fleet\.env: rank_hooks \((\d+) \1 \1 \1\) → \(21 21 21 21\)  "
+                     r"\(from overlay\.lookup_draft, overlay\.lookup_mode, overlay\.lookup_sync_gate, "
+                     r"overlay\.lookup_narrow_slots, overlay\.lookup_fused_c2, "
+                     r"operations\.verify\.hooks_armed\)\n", artifacts)
 
 
 def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
@@ -100,7 +104,7 @@ def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
         f"streams: 1.9x the decode ceiling; Engram gathers early  ({r}1.2.yaml:14)\n"
         "artifacts: 17 changes besides 1 rename\n"
         "  release: production-1.1 → production-1.2; every mention follows (14 lines in 13 files)\n"
-        "  ranks 0-3 docker-run.sh:\n"
+        "  ranks 0-3 docker-run.sh:  (from engine.image)\n"
         "    -   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1 \\\n"
         "    +   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2 \\\n"
         "  ranks 0-3 docker-run.sh:  (from engine.limits.max_running_requests, engine.cuda_graph.max_bs_decode)\n"
@@ -109,16 +113,17 @@ def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
         "    +   --max-running-requests 16 \\\n"
         "    +   --cuda-graph-max-bs-decode 16 \\\n"
         "  ranks 0-3 overlay.env: SPARK_ENGRAM_EARLY (unset) → 1  (from overlay.engram_early)\n"
-        "  README.md:\n"
+        "  README.md:  (from engine.image)\n"
         "    - - Image: `aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1`\n"
         "    + - Image: `aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2`\n"
-        "  README.md:\n"
+        "  README.md:  (from overlay.engram_early)\n"
         "    + | `SPARK_ENGRAM_EARLY` | `1` | `1` |\n"
     )
     assert "SPARK_ENGRAM_MAX_IDS 65536 →" not in result.stdout
     # Twice the request slots cost KV pool: SGLang's SWA pool is sized per request (the memory budget).
     assert ("  fleet/fleet.env: predicted_full_token (15625984 16293376 16293376 16293376) → "
-            "(15317248 15984640 15984640 15984640)\n") in result.stdout
+            "(15317248 15984640 15984640 15984640)  (from engine.limits.max_running_requests, "
+            "engine.cuda_graph.max_bs_decode)\n") in result.stdout
 
 
 def test_identical_profiles_diff_empty_with_exit_0() -> None:
@@ -256,6 +261,8 @@ def test_diff_1_6_to_1_7_lists_each_real_change_once() -> None:
     ]
     # fleet.env's per-rank flag lists compare name by name, not as one 2,000-character line.
     assert ("  fleet/fleet.env: rank_flags SPARK_LATE_TAIL_SKIP_ALL → SPARK_LATE_TAIL_SKIP_ALL SPARK_LOOKUP_DRAFT "
-            "SPARK_LOOKUP_FUSED_C2 SPARK_LOOKUP_MODE SPARK_LOOKUP_NARROW_SLOTS SPARK_LOOKUP_SYNC_GATE\n"
-            ) in result.stdout
+            "SPARK_LOOKUP_FUSED_C2 SPARK_LOOKUP_MODE SPARK_LOOKUP_NARROW_SLOTS SPARK_LOOKUP_SYNC_GATE  (from "
+            "overlay.lookup_draft, overlay.lookup_fused_c2, overlay.lookup_mode, overlay.lookup_narrow_slots, "
+            "overlay.lookup_sync_gate)\n") in result.stdout
     assert "artifacts: 27 changes besides 1 rename\n" in result.stdout
+    # Every artifact change, by file, key and profile key: tests/diff/test_release_diff_counts.py

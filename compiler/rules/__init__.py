@@ -120,6 +120,26 @@ def env_settings(ctx: Context) -> Iterator[tuple[Path, str, object]]:
         for name, value in node.env.items():
             yield ("fleet", "nodes", index, "env", name), name, value
 
+# Set per rank by the plan from model.engram, never by hand (SC408 says so; SC214 leaves them to it).
+PLAN_ENGRAM_VARIABLES = ("SPARK_ENGRAM_DIR", "SPARK_ENGRAM_ROWS")
+
+# The GID index variables the plan writes from the fleet (SC417), never by hand.
+GID_VARIABLES = ("NCCL_IB_GID_INDEX", "B12X_ROCE_GID_INDEX")
+
+
+def gid_hint(ctx: Context, path: Path, value: object) -> str:
+    """Where a hand-set GID index belongs: the node's gid_index for a node's variable, else the fabric's."""
+    fabric = ctx.profile.fleet.fabric
+    if fabric is None or fabric.kind != "roce":
+        return f"remove it: {'a ' + fabric.kind + ' fabric' if fabric else 'a fleet without a fabric'} has no GID index"
+    text = str(value).strip()
+    shown = text if text.isdigit() else "probe"
+    if path[:2] == ("fleet", "nodes") and isinstance(path[2], int):
+        name = ctx.profile.fleet.nodes[path[2]].name
+        return f"move it to fleet.nodes[{path[2]}].gid_index: {shown} (node {name}; the plan writes both GID variables)"
+    return f"move it to fleet.fabric.gid_index: {shown} (the plan writes both GID variables from it)"
+
+
 RULES: dict[str, Rule] = {}
 CHECKS: list[tuple[str, Check]] = []
 

@@ -9,12 +9,17 @@ from typing import TYPE_CHECKING
 from spark_compile.rules import Context, Hit, Path, rule
 
 if TYPE_CHECKING:
-    from spark_compile.capacity import Kv
+    from spark_compile.capacity import Kv, RankCapacity
 
 LABELS = {"weights": "weights", "draft": "draft", "nccl": "NCCL", "head_share": "HTTP/tokenizer",
           "cuda_graphs": "CUDA graphs", "engram_host": "Engram rows",
           "shm": "shm"}
 TRIM = "NCCL_BUFFSIZE=1048576 NCCL_LL128_BUFFSIZE=262144 NCCL_PROTO=^LL128 NCCL_MAX_NCHANNELS=8"
+
+
+def _who(budget: RankCapacity) -> str:
+    """``rank 0 (spark-0)``: the rank and its node, by name."""
+    return f"rank {budget.rank} ({budget.node})"
 
 
 def _more(count: int) -> str:
@@ -48,7 +53,7 @@ def rank_fits(ctx: Context) -> Iterator[Hit]:
     room = total - worst.gib("nccl") - worst.gib("head_share")
     nodes = math.ceil((worst.gib("weights") + worst.gib("draft")) * tp / max(room, 1e-9))
     yield Hit(_weights_path(ctx),
-              f"rank {worst.rank} needs {parts} = {needs:.1f} GiB of {total:.1f} GiB{_more(len(over) - 1)}",
+              f"{_who(worst)} needs {parts} = {needs:.1f} GiB of {total:.1f} GiB{_more(len(over) - 1)}",
               f"spread the model over more nodes: its weights need at least {nodes} of {ctx.profile.hardware} "
               f"(fleet.nodes and engine.parallel.tp)")
 
@@ -71,11 +76,11 @@ def static_pool_leaves_kv(ctx: Context) -> Iterator[Hit]:
     minimum = (worst.gib("weights") + worst.gib("draft")) / pre
     fraction = math.ceil((minimum + _kv_share(ctx, worst.kv, pre)) * 100) / 100
     yield Hit(("engine", "limits", "mem_fraction_static"),
-              f"rank {worst.rank}'s static pool ({pool.formula} = {pool.gib:.1f} GiB) holds "
+              f"{_who(worst)}'s static pool ({pool.formula} = {pool.gib:.1f} GiB) holds "
               f"{worst.gib('weights'):.1f} GiB weights + {worst.gib('draft'):.1f} GiB draft and leaves no KV "
               f"cache ({worst.gib('available'):.1f} GiB){_more(len(short) - 1)}",
-              f"raise mem_fraction_static above {minimum:.3f}; {min(fraction, 0.95):.2f} leaves room for "
-              "max_running_requests at context_length")
+              f"set mem_fraction_static to {min(fraction, 0.95):.2f} (above {minimum:.3f}: room for "
+              "max_running_requests at context_length)")
 
 
 def _kv_share(ctx: Context, kv: Kv | None, pre: float) -> float:
@@ -109,7 +114,7 @@ def kv_holds_the_requests(ctx: Context) -> Iterator[Hit]:
     assert kv is not None and kv.full_token is not None and context is not None
     held = kv.requests_at_context or 0
     yield Hit(("engine", "limits", "max_running_requests"),
-              f"rank {worst.rank}'s KV pool holds full_token={kv.full_token} ({kv.bytes_per_full_token:.2f} "
+              f"{_who(worst)}'s KV pool holds full_token={kv.full_token} ({kv.bytes_per_full_token:.2f} "
               f"bytes_per_full_token over {kv.available_gib:.1f} GiB): {held} requests at context_length "
               f"{context}, fewer than max_running_requests {cap}",
               f"set max_running_requests to {max(held, 1)}, or lower context_length to "
@@ -139,7 +144,7 @@ def transient_fits(ctx: Context) -> Iterator[Hit]:
     fix = f"lower chunked_prefill_size to {chunk}" if chunk >= 256 else "lower context_length"
     yield Hit(("engine", "limits", "chunked_prefill_size"),
               f"the prefill transient ({transient.formula} = {transient.gib:.1f} GiB) exceeds the {room:.1f} GiB "
-              f"outside rank {worst.rank}'s static pool ({outside.formula}{graphs}){_more(len(over) - 1)}",
+              f"outside {_who(worst)}'s static pool ({outside.formula}{graphs}){_more(len(over) - 1)}",
               f"{fix}, or lower mem_fraction_static")
 
 
@@ -162,9 +167,11 @@ def container_covers_host(ctx: Context) -> Iterator[Hit]:
                        if worst.gib(n) > 0)
     needs = worst.gib("host_needs")
     yield Hit(("container", "memory"),
-              f"rank {worst.rank}'s container is limited to {worst.gib('container_limit'):.1f} GiB but holds "
+              f"{_who(worst)}'s container is limited to {worst.gib('container_limit'):.1f} GiB but holds "
               f"{parts} = {needs:.1f} GiB in host memory{_more(len(over) - 1)}",
-              f"raise container.memory (and memory_swap) to at least {math.ceil(needs)}g, or lower shm_size")
+              f"set container.memory: {math.ceil(needs)}g"
+              + (f" and container.memory_swap: {math.ceil(needs)}g" if ctx.profile.container.memory_swap else "")
+              + " (what it holds in host memory, at least), or lower shm_size")
 
 
 @rule("SC445", "warning", "NCCL's buffers are trimmed on unified memory",
@@ -182,7 +189,7 @@ def nccl_trimmed(ctx: Context) -> Iterator[Hit]:
         yield Hit(path,
                   f"NCCL's default connection buffers pin about {NCCL_DEFAULT_PINNED_GIB} GiB per node of host "
                   f"memory, which on {hardware.name} is GPU memory",
-                  f"set nccl.preset: trim ({TRIM}: 0.14 GB measured), and keep nccl.extra from overriding it")
+                  f"set nccl.preset: trim ({TRIM}: 0.14 GB measured; nccl.extra must not override it)")
 
 
 PINS = ("weights_per_rank", "draft_weights_per_rank", "available_per_rank", "cuda_graph_per_rank")

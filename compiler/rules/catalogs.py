@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from spark_compile.overlay.registry import FLAGS_BY_NAME
-from spark_compile.rules import Context, Hit, env_settings, rule
+from spark_compile.rules import GID_VARIABLES, Context, Hit, env_settings, gid_hint, rule
 from spark_compile.spec.catalog import (
     EngineFlag,
     EnvCatalog,
@@ -218,11 +218,13 @@ def catalog_name(ctx: Context) -> str:
 def nccl_names(ctx: Context) -> Iterator[Hit]:
     catalog = nccl_catalog()
     suggest = _budgeted(catalog.suggest)
-    for path, name, _ in _nccl_settings(ctx):
+    for path, name, value in _nccl_settings(ctx):
         if catalog.lookup(name) is None:
-            yield Hit(path, f"NCCL does not read {name}",
-                      _suggestion(suggest(name)) or f"remove {name}: NCCL ignores names it does not know",
-                      at_key=True)
+            close = suggest(name)
+            # A near miss of a variable the fleet owns: renamed, it would be SC417's hand-set GID index.
+            hint = (f"{gid_hint(ctx, path, value)}; {name} reads like {close[0]}" if close and close[0] in GID_VARIABLES
+                    else _suggestion(close) or f"remove {name}: NCCL ignores names it does not know")
+            yield Hit(path, f"NCCL does not read {name}", hint, at_key=True)
 
 
 @rule("SC310", "error", "NCCL value NCCL would misread",
@@ -235,8 +237,10 @@ def nccl_values(ctx: Context) -> Iterator[Hit]:
         var = catalog.lookup(name)
         problem = catalog.check_value(name, value) if var is not None else None
         if problem:
-            default = f"; NCCL's default is {var.default}" if var is not None and var.default is not None else ""
-            yield Hit(path, problem.rstrip("."), f"write the value in the form the message names{default}")
+            hint = "write the value in the form the message names"
+            if var is not None and var.default is not None:
+                hint = f"write {var.default} (NCCL's default), or another value in the form the message names"
+            yield Hit(path, problem.rstrip("."), hint)
 
 
 def _nccl_settings(ctx: Context) -> Iterator[tuple[tuple[str | int, ...], str, str]]:

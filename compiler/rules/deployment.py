@@ -141,6 +141,10 @@ def unique_entries(ctx: Context) -> Iterator[Hit]:
             seen.setdefault(item, index)
 
 
+# The limits production runs with (the releases' 1.2 onwards), a starting point for a profile that has none.
+_PRODUCTION_LIMITS = {"chunked_prefill_size": 2048, "max_running_requests": 16}
+
+
 @rule("SC423", "warning", "Engram's id batch needs the limits it derives from",
       "SPARK_ENGRAM_MAX_IDS is derived from chunked_prefill_size and max_running_requests; with either left to "
       "SGLang the plan cannot derive it and the hook's default (262144) applies.",
@@ -153,7 +157,8 @@ def engram_limits(ctx: Context) -> Iterator[Hit]:
     missing = [name for name in ("chunked_prefill_size", "max_running_requests") if getattr(limits, name) is None]
     if missing:
         yield Hit(("engine", "limits"), f"Engram's id batch cannot be derived: {' and '.join(missing)} "
-                  "unset", f"set engine.limits.{missing[0]}, or pin overlay.engram_max_ids", at_key=True)
+                  "unset", " and ".join(f"set engine.limits.{name}: {_PRODUCTION_LIMITS[name]}" for name in missing)
+                  + " (as production runs), or pin overlay.engram_max_ids", at_key=True)
 
 
 def _reaches_devices(ctx: Context) -> bool:

@@ -8,7 +8,7 @@ from spark_compile.engine_options import TYPED_FLAG_SYNONYMS, TYPED_FLAGS
 from spark_compile.launch_plan import dotted, field_name
 from spark_compile.model_paths import served_id
 from spark_compile.overlay.registry import FLAGS_BY_NAME
-from spark_compile.rules import Context, Hit, rule
+from spark_compile.rules import PLAN_ENGRAM_VARIABLES, Context, Hit, rule
 from spark_compile.spec.envfile import env_value_problem
 
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
@@ -20,9 +20,12 @@ EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
 def ep_divides_tp(ctx: Context) -> Iterator[Hit]:
     par = ctx.profile.engine.parallel
     tp = par.tp or 1  # unset: SGLang's default
+    if tp * (par.pp or 1) != len(ctx.profile.fleet.nodes) * ctx.hardware.gpus_per_node:
+        return  # tp itself is wrong (SC401): a divisor of it would be the wrong ep
     if tp % par.ep:
+        closest = min((d for d in range(1, tp + 1) if tp % d == 0), key=lambda d: (abs(d - par.ep), -d))
         yield Hit(("engine", "parallel", "ep"), f"ep {par.ep} does not divide tp {tp}",
-                  f"use a divisor of {tp}")
+                  f"set engine.parallel.ep: {closest} (the divisor of tp {tp} closest to {par.ep})")
 
 
 @rule("SC202", "error", "speculative algorithm accepted by the model",
@@ -74,7 +77,7 @@ def dspark_draft_tokens(ctx: Context) -> Iterator[Hit]:
             and spec.num_draft_tokens != block + 1:
         yield Hit(("engine", "speculative", "num_draft_tokens"),
                   f"num_draft_tokens {spec.num_draft_tokens} must be dspark_block_size + 1 = {block + 1}",
-                  "fix it or leave it unset")
+                  f"set engine.speculative.num_draft_tokens: {block + 1}, or remove it (SGLang derives it)")
 
 
 @rule("SC227", "warning", "DSPARK's block size known",
@@ -143,7 +146,8 @@ def mem_fraction(ctx: Context) -> Iterator[Hit]:
     value = ctx.profile.engine.limits.mem_fraction_static
     if value is not None and not 0 < value < 1:
         yield Hit(("engine", "limits", "mem_fraction_static"), f"mem_fraction_static {value} is not in (0, 1)",
-                  "write it as a fraction, e.g. 0.80")
+                  f"write {value / 100:g} (a fraction of the GPU's memory, not a percentage)" if 1 < value <= 100
+                  else "write a fraction of the GPU's memory between 0 and 1, e.g. 0.80")
 
 
 @rule("SC209", "error", "context length within the model's",
@@ -202,7 +206,7 @@ def per_rank_restart(ctx: Context) -> Iterator[Hit]:
     if len(ctx.profile.fleet.nodes) > 1 and ctx.profile.container.restart != "no":
         yield Hit(("container", "restart"),
                   f"restart {ctx.profile.container.restart} restarts ranks one by one in a "
-                  f"{len(ctx.profile.fleet.nodes)}-node fleet", "use 'no' and let the watchdog relaunch the fleet")
+                  f"{len(ctx.profile.fleet.nodes)}-node fleet", "use 'no': the watchdog relaunches the whole fleet")
 
 
 @rule("SC213", "error", "a flag set both ways",
@@ -236,7 +240,8 @@ def env_section(ctx: Context) -> Iterator[Hit]:
                       "set nccl.debug instead" if name == "NCCL_DEBUG" else "move it to nccl.extra", at_key=True)
         elif name.startswith("SPARK_"):
             flag = FLAGS_BY_NAME.get(name)
-            if flag is not None:  # a SPARK_* name the overlay does not know is SC311's finding, not a second one
+            # A SPARK_* name the overlay does not know is SC311's finding, one the plan derives SC408's.
+            if flag is not None and name not in PLAN_ENGRAM_VARIABLES:
                 yield Hit(("engine", "env", name), f"{name} is an overlay flag in engine.env",
                           f"set overlay.{flag.key} instead", at_key=True)
 
@@ -276,7 +281,8 @@ def chat_defaults(ctx: Context) -> Iterator[Hit]:
     chat = ctx.profile.engine.chat
     if chat.thinking and chat.reasoning_parser is None:
         yield Hit(("engine", "chat", "thinking"), "thinking is on by default but no reasoning_parser is set",
-                  "set engine.chat.reasoning_parser")
+                  "set engine.chat.reasoning_parser (the model's own parser, e.g. deepseek-v41), or set "
+                  "engine.chat.thinking: false")
     family = ctx.family
     if chat.reasoning_effort is not None and not (family and family.reasoning_effort_env):
         yield Hit(("engine", "chat", "reasoning_effort"),

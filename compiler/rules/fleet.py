@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 from spark_compile.engine_options import api_bind
-from spark_compile.rules import Context, Hit, env_settings, rule
+from spark_compile.rules import PLAN_ENGRAM_VARIABLES, Context, Hit, env_settings, gid_hint, rule
 from spark_compile.spec.checks import docker_size_bytes
 
 ENGRAM_ROW_BYTES = 264  # F8_E4M3 [N,256] weight + F8_E8M0 [N,8] scale
@@ -39,9 +39,12 @@ def tp_fills_fleet(ctx: Context) -> Iterator[Hit]:
     pp = ctx.profile.engine.parallel.pp or 1
     if tp * pp != gpus:
         got, want = (f"tp {tp} x pp {pp}", f"tp x pp {gpus}") if pp > 1 else (f"tp {tp}", f"tp {gpus}")
+        per_stage = f" / pp {pp}" if pp > 1 else ""
+        fix = (f"set engine.parallel.tp: {gpus // pp} (nodes x GPUs per node{per_stage})" if gpus % pp == 0
+               else "set tp x pp to nodes x GPUs per node")
         yield Hit(("engine", "parallel", "tp"),
                   f"{got} does not fit {len(ctx.profile.fleet.nodes)} node(s) x {hw.gpus_per_node} GPU(s) of "
-                  f"{hw.name}: expected {want}", "set tp x pp to nodes x GPUs per node, or change the node list")
+                  f"{hw.name}: expected {want}", f"{fix}, or change the node list")
 
 
 @rule("SC402", "error", "node names unique", "Node names name generated folders and log lines; two nodes "
@@ -99,7 +102,8 @@ def one_holder(ctx: Context) -> Iterator[Hit]:
     for index in holders[1:]:
         yield Hit(("fleet", "nodes", index, "holds_checkpoint"),
                   f"{ctx.profile.fleet.nodes[index].name} is a second checkpoint holder "
-                  f"(first: {ctx.profile.fleet.nodes[holders[0]].name})", "mark only one node")
+                  f"(first: {ctx.profile.fleet.nodes[holders[0]].name})",
+                  f"remove {ctx.profile.fleet.nodes[index].name}'s holds_checkpoint (mark only one node)")
     if not holders:
         yield Hit(("fleet", "nodes"), "model.engram is set but no node holds the checkpoint",
                   "set holds_checkpoint: true on the node that has the checkpoint on local disk")
@@ -135,10 +139,11 @@ def engram_tiles(ctx: Context) -> Iterator[Hit]:
       "SPARK_ENGRAM_ROWS, every other rank from its node-local copy (whose manifest names the rows).",
       "engine: {env: {SPARK_ENGRAM_ROWS: '1:0:10'}}", "(leave SPARK_ENGRAM_* to the plan)")
 def one_engram_source(ctx: Context) -> Iterator[Hit]:
-    by_hand = [(path, name) for path, name, _ in env_settings(ctx) if name in ("SPARK_ENGRAM_DIR", "SPARK_ENGRAM_ROWS")]
+    by_hand = [(path, name) for path, name, _ in env_settings(ctx) if name in PLAN_ENGRAM_VARIABLES]
     for path, name in by_hand:
         yield Hit(path, f"{name} is derived per rank by the plan and cannot be set",
-                  "mark the holder with holds_checkpoint and set model.engram.local_dir", at_key=True)
+                  "remove it: the plan derives it for each rank from model.engram (the holder marked with "
+                  "holds_checkpoint reads the shards)", at_key=True)
     engram = None if by_hand else ctx.profile.model.engram
     for rank in ctx.plan.ranks:
         if engram is None:
@@ -147,7 +152,7 @@ def one_engram_source(ctx: Context) -> Iterator[Hit]:
         from_copy = any(m.target == engram.container_dir for m in rank.mounts)
         if from_shards == from_copy:
             where = "both shards and a local copy" if from_shards else "nowhere"
-            yield Hit(("fleet", "nodes", rank.rank), f"rank {rank.rank} reads Engram rows from {where}",
+            yield Hit(("fleet", "nodes", rank.rank), f"rank {rank.rank} ({rank.node}) reads Engram rows from {where}",
                       "one holder reads the shards, the others a local copy")
 
 
@@ -177,7 +182,8 @@ def shm_within_memory(ctx: Context) -> Iterator[Hit]:
                   "docker needs --memory with --memory-swap")
     elif box.memory_swap and box.memory and size_gib(box.memory_swap) < size_gib(box.memory):
         yield Hit(("container", "memory_swap"),
-                  f"memory_swap {box.memory_swap} is below memory {box.memory}", "docker refuses it; make them equal")
+                  f"memory_swap {box.memory_swap} is below memory {box.memory}",
+                  f"set container.memory_swap: {box.memory} (docker refuses less than memory)")
 
 
 @rule("SC411", "error", "stock Engram host table would not fit",
@@ -319,11 +325,11 @@ def socket_ifname(ctx: Context) -> Iterator[Hit]:
 def gid_from_fleet(ctx: Context) -> Iterator[Hit]:
     for value, path in _nccl_values(ctx, "B12X_ROCE_GID_INDEX"):
         yield Hit(path, f"B12X_ROCE_GID_INDEX is set by hand ({value!r}); it must equal the other GID variable and "
-                  "come from the fleet", "use fleet.fabric.gid_index or a node's gid_index", at_key=True)
+                  "come from the fleet", gid_hint(ctx, path, value), at_key=True)
     for value, path in _nccl_values(ctx, "NCCL_IB_GID_INDEX"):
         if ctx.profile.nccl.preset != "none" or not value.isdigit():
             yield Hit(path, f"NCCL_IB_GID_INDEX is set by hand ({value!r}); it must equal the other GID variable "
-                      "and come from the fleet", "use fleet.fabric.gid_index or a node's gid_index", at_key=True)
+                      "and come from the fleet", gid_hint(ctx, path, value), at_key=True)
         else:
             yield from _hand_gid_conflicts(ctx, int(value), path)
 
@@ -359,13 +365,13 @@ def api_reachable(ctx: Context) -> Iterator[Hit]:
         yield Hit(("engine", "host"),
                   f"the API listens on {host} of {nodes[0].name} only: health waits, verify.sh, smoke.py and the "
                   "watchdog run on the head over ssh, and no client elsewhere reaches it",
-                  f"use 0.0.0.0 or {nodes[0].fabric_ip} unless the API is meant for the head alone")
+                  f"set engine.host: 0.0.0.0 (or {nodes[0].fabric_ip}) unless the API is meant for the head alone")
         return
     owner = next((node.name for node in nodes[1:] if node.fabric_ip == str(host)), None)
     where = f"the fabric IP of {owner}, not of the head" if owner else f"not the head's fabric IP {nodes[0].fabric_ip}"
     yield Hit(("engine", "host"),
               f"the API binds {host}, {where}: the checks and the watchdog call {host}, which the head must own "
-              "and where launch.sh runs must reach", f"use 0.0.0.0 or {nodes[0].fabric_ip}")
+              "and where launch.sh runs must reach", f"set engine.host: 0.0.0.0 (or {nodes[0].fabric_ip})")
 
 
 @rule("SC425", "error", "the previous stack is another unit",

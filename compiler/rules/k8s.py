@@ -18,8 +18,8 @@ _DOC_FACTS = "(LWS v1 API: kubernetes-sigs/lws api/leaderworkerset/v1; SGLang's 
 
 
 def _hits(problems: Iterable[Problem], hint: str) -> Iterator[Hit]:
-    """The problems a check finds on the profile's manifest, with the rule's hint."""
-    return (Hit(problem.path, problem.message, hint) for problem in problems)
+    """The problems a check finds on the profile's manifest, with its own hint or the rule's."""
+    return (Hit(problem.path, problem.message, problem.hint or hint) for problem in problems)
 
 
 @rule("SC501", "error", "LeaderWorkerSet size is the node count; tp = size x GPUs per node",
@@ -32,7 +32,9 @@ def group_shape(ctx: Context) -> Iterator[Hit]:
         return
     from spark_compile.k8s_check import check_size
 
-    yield from _hits(check_size(ctx.manifest, ctx.profile), "set tp to nodes x GPUs per node")
+    tp = len(ctx.profile.fleet.nodes) * ctx.hardware.gpus_per_node
+    yield from _hits(check_size(ctx.manifest, ctx.profile),
+                     f"set engine.parallel.tp: {tp} (nodes x GPUs per node)")
 
 
 @rule("SC502", "error", "the leader exposes the API with a startup probe; no liveness probe; LeaderCreated",
@@ -145,14 +147,16 @@ def docker_only_options(ctx: Context) -> Iterator[Hit]:
         return
     from spark_compile.k8s import SECURITY_OPTS, numeric_user
 
-    box, hint = ctx.profile.container, "use numeric ids, or drop the option for the Kubernetes target"
+    box = ctx.profile.container
     if box.user is not None and numeric_user(box.user) is None:
         yield Hit(("container", "user"), f"container.user {box.user!r} names a user or group; a securityContext "
-                  "takes numeric ids only (runAsUser, runAsGroup)", hint)
+                  "takes numeric ids only (runAsUser, runAsGroup)",
+                  "write the user's numeric ids (e.g. '1000:1000'), or remove container.user for the Kubernetes "
+                  "target")
     if box.cpuset_cpus is not None:
         yield Hit(("container", "cpuset_cpus"), "container.cpuset_cpus has no pod equivalent (the kubelet's CPU "
-                  "manager assigns CPUs)", hint)
+                  "manager assigns CPUs)", "remove container.cpuset_cpus: the Kubernetes target leaves it out")
     for index, option in enumerate(box.security_opt):
         if option not in SECURITY_OPTS:
             yield Hit(("container", "security_opt", index), f"security_opt {option!r} has no securityContext twin "
-                      f"(known: {', '.join(SECURITY_OPTS)})", hint)
+                      f"(known: {', '.join(SECURITY_OPTS)})", "remove the entry: the Kubernetes target leaves it out")

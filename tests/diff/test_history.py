@@ -8,6 +8,8 @@ was checked against which line. Regenerate only by hand, after reading the chang
 
 from __future__ import annotations
 
+import html
+import re
 import shutil
 from pathlib import Path
 
@@ -54,3 +56,38 @@ def test_history_markdown_renders_as_one_table_on_github() -> None:
     br = "<!-- raw HTML omitted -->"  # the safe renderer's <br>: GitHub's own renders a line break
     assert f"<td>production-1.2{br}2026-09-23{br}production-1.2.yaml{br}after production-1.1</td>" in html
     assert "why: sixteen streams: 1.9x the decode ceiling; Engram gathers early" in html
+
+
+def _text_rows(text: str) -> list[list[list[str]]]:
+    """The text table's rows as columns of lines (the padded blocks between rule lines)."""
+    rows: list[list[list[str]]] = []
+    for line in text.splitlines()[2:]:
+        if set(line) <= {"-", "+"}:
+            rows.append([[], [], []])
+            continue
+        if not rows:
+            rows.append([[], [], []])
+        for column, cell in zip(rows[-1], re.split(r" \|(?: |$)", line, maxsplit=2), strict=False):
+            if cell.strip():
+                column.append(cell.strip())
+    return [row for row in rows if any(row)]
+
+
+def _markdown_rows(text: str) -> list[list[list[str]]]:
+    """The Markdown table's rows as columns of lines, unescaped as a renderer shows them."""
+    rows = []
+    for line in text.splitlines()[2:]:
+        cells = re.split(r"(?<!\\)\|", line)[1:-1]
+        rows.append([[html.unescape(re.sub(r"\\(.)", r"\1", part.strip())) for part in cell.split("<br>")
+                      if part.strip()] for cell in cells])
+    return rows
+
+
+def test_history_text_and_markdown_carry_the_same_lines_row_by_row() -> None:
+    text = run_cli("history", "spec/profiles/releases")
+    markdown = run_cli("history", "--format", "markdown", "spec/profiles/releases")
+    assert text.returncode == markdown.returncode == 0, text.stderr + markdown.stderr
+    assert text.stdout == GOLDEN.read_text()
+    rows = _text_rows(text.stdout)
+    assert len(rows) == 8
+    assert _markdown_rows(markdown.stdout) == rows

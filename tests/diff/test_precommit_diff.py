@@ -66,7 +66,7 @@ def test_report_against_a_git_revision(tmp_path: Path) -> None:
     result = run_cli("report", PROFILE, "--against", f"HEAD:{PROFILE}", "-o", str(page), cwd=repo)
     assert result.returncode == 0, result.stdout + result.stderr
     html = page.read_text()
-    assert '<li class="change" data-path="engine.limits.max_running_requests">' in html
-    assert "Changes against <code>HEAD:spec/profiles/dsv41-4spark.yaml</code>" in html
+    assert '<li class="change changed" data-path="engine.limits.max_running_requests">' in html
+    assert 'Compared with <code class="val">HEAD:spec/profiles/dsv41-4spark.yaml</code>: 1 value changed.' in html
     refused = run_cli("report", PROFILE, f"--against=-x:{PROFILE}", cwd=repo)
     assert refused.returncode == 2 and "may not start with '-'" in refused.stderr

@@ -98,9 +98,11 @@ def test_diff_shows_manifest_changes(tmp_path: Path) -> None:
     result = run_cli("diff", str(K8S_PROFILE), str(child))
     assert result.returncode == 1, result.stderr
     # Since issue 17 the diff compares every rendered file, manifests key by key; a file of no rank has no prefix.
-    assert "  k8s/leaderworkerset.yaml: metadata.namespace inference → serving\n" in result.stdout
+    # Each names the profile key it comes from: a value the manifest spells out (a size in Kubernetes' form).
+    assert ("  k8s/leaderworkerset.yaml: metadata.namespace inference → serving  (from kubernetes.namespace)\n"
+            in result.stdout)
     assert ("  k8s/leaderworkerset.yaml: spec.leaderWorkerTemplate.workerTemplate.spec.volumes[1].emptyDir"
-            ".sizeLimit 32Gi → 16Gi\n") in result.stdout
+            ".sizeLimit 32Gi → 16Gi  (from container.shm_size)\n") in result.stdout
     unified = run_cli("diff", "--unified", str(K8S_PROFILE), str(child)).stdout
     assert "+++ b/k8s/leaderworkerset.yaml" in unified and "-  namespace: inference" in unified
 

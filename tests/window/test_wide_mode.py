@@ -23,6 +23,9 @@ def test_turning_wide_mode_on_is_exactly_its_settings() -> None:
         f"  engine.env.SGLANG_RAGGED_VERIFY_MODE: (unset) → compact  ({WIDE}:6)\n"
         f"  overlay.lookup_draft: (unset) → true  ({WIDE}:8)\n"
         f"  overlay.lookup_mode: (unset) → wide  ({WIDE}:9)\n"
+        # The reference's description names its block size: the diff says it is now stale.
+        "  stale: description still says 'DSpark block 5', but engine.speculative.dspark_block_size is now 15  "
+        "(spec/profiles/dsv41-4spark.yaml:11)\n"
     )
     # Every artifact change is one of those settings as a file renders it.
     changes: list[str] = []
