@@ -4,7 +4,7 @@ environment and working directory, answering as subprocess.run would (a Complete
 A new interpreter per call costs a tenth of a second or more before the command starts; a test that checks
 what a command prints and returns does not need one. What only a process shows (the console script, a
 signal, a closed or full standard output, PYTHONHASHSEED, a cache bound at the first use in a process) stays
-with tests/conftest.py's run_cli_process; tests/test_cli.py holds both runners to the same answers.
+with tests/conftest.py's run_cli_process; tests/test_cli_process.py holds both runners to the same answers.
 """
 
 from __future__ import annotations
