@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The engine venv and sparkrun's (pip, mostly waiting on downloads) are built while the compiler's venv and
-# the system tools (apt) install: on a fresh machine that overlaps minutes of waiting.
+# the system tools (apt) install, so on a fresh machine their downloads overlap instead of queueing.
 bash .ci/install-engine "$PWD/.venv-engine" &
 engine=$!
 bash .ci/install-sparkrun "$PWD/.cache/sparkrun-0.4.2" &
