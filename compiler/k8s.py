@@ -21,7 +21,8 @@ from spark_compile.quoting import env_file
 from spark_compile.spec.hardware import HARDWARE
 
 if TYPE_CHECKING:
-    from spark_compile.spec.model import Kubernetes, Profile
+    from spark_compile.spec.container_model import Kubernetes
+    from spark_compile.spec.model import Profile
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"  # set by the LWS controller on every pod of the set

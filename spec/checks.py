@@ -13,7 +13,9 @@ from pydantic_core import PydanticCustomError
 from spark_compile.spec.secret_patterns import hide_tokens
 
 if TYPE_CHECKING:
-    from spark_compile.spec.model import Draft, KubernetesRdma, Model, SecretRef
+    from spark_compile.spec.container_model import KubernetesRdma
+    from spark_compile.spec.engine_model import Draft
+    from spark_compile.spec.model import Model, SecretRef
     from spark_compile.spec.operations_model import OperatorCheck, PreviousStack, Window
 
     _Source = TypeVar("_Source", Model, Draft)

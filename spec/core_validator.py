@@ -37,7 +37,9 @@ MODEL_MODULES = (
     "spark_compile.overlay.registry",
     "spark_compile.spec",
     "spark_compile.spec.checks",
+    "spark_compile.spec.container_model",
     "spark_compile.spec.core_schema",
+    "spark_compile.spec.engine_model",
     "spark_compile.spec.fields",
     "spark_compile.spec.model",
     "spark_compile.spec.nccl_presets",
@@ -45,6 +47,7 @@ MODEL_MODULES = (
     "spark_compile.spec.overlay_section",
     "spark_compile.spec.overlay_types",
     "spark_compile.spec.secret_patterns",
+    "spark_compile.spec.section",
 )
 
 

@@ -8,19 +8,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from spark_compile.spec.checks import check_operator_check, check_previous_stack, check_window_names
 from spark_compile.spec.fields import Port, Positive, Text
+from spark_compile.spec.section import Section
 
 ImageCheckMode = Literal["sitecustomize", "cli", "off"]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-
-class PreviousStack(_Section):
+class PreviousStack(Section):
     """The stack this release replaces (same port, same GPUs): stopped at cutover, restored by rollback."""
 
     unit: Annotated[str, Field(pattern=r"^[a-zA-Z0-9_][a-zA-Z0-9:_.@-]{0,246}\.(service|target)$")] | None = Field(
@@ -43,7 +40,7 @@ class PreviousStack(_Section):
     _one_way = model_validator(mode="after")(check_previous_stack)
 
 
-class Verify(_Section):
+class Verify(Section):
     """What verify.sh expects of a boot beyond the plan's own values (document step 4)."""
 
     kv_tokens: tuple[Positive, Positive] = Field(
@@ -69,7 +66,7 @@ class Verify(_Section):
     )
 
 
-class ImageCheck(_Section):
+class ImageCheck(Section):
     """How preflight asks the image which SPARK_* names its overlay reads."""
 
     mode: ImageCheckMode = Field(
@@ -83,7 +80,7 @@ class ImageCheck(_Section):
 
 
 
-class OperatorCheck(_Section):
+class OperatorCheck(Section):
     """A deployment's own gate check: a prompt and the answer it must give, no code needed."""
 
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")] = Field(
@@ -100,7 +97,7 @@ class OperatorCheck(_Section):
     _one_expectation = model_validator(mode="after")(check_operator_check)
 
 
-class Window(_Section):
+class Window(Section):
     """The release window (`launch.sh window`): defaults from the peer's window-sgl.sh (peer-launcher-facts §3)."""
 
     port: Port = Field(8888, description="The test port the candidate serves on during the window (production "

@@ -109,10 +109,12 @@ def test_every_section_mirrors_its_model() -> None:
 
 def test_section_defaults_are_the_models() -> None:
     """defaults(Section) is the model's Section(): the same values, or the same errors."""
+    import spark_compile.spec.container_model as containers
+    import spark_compile.spec.engine_model as engines
     import spark_compile.spec.model as models
     import spark_compile.spec.operations_model as operations
 
-    classes = {**vars(operations), **vars(models)}
+    classes = {**vars(operations), **vars(engines), **vars(containers), **vars(models)}
     kinds = []
     for name in _records():
         core_kind, core_result = _outcome(core_validator.section_defaults, name)
@@ -121,7 +123,7 @@ def test_section_defaults_are_the_models() -> None:
         assert (_tree(core_result) == _tree(model_result)) if core_kind == "ok" else (core_result == model_result)
         kinds.append(core_kind)
     assert kinds.count("ok") >= 10 and kinds.count("errors") >= 5, kinds
-    assert _tree(core_validator.section_defaults("Kubernetes")) == _tree(models.Kubernetes())
+    assert _tree(core_validator.section_defaults("Kubernetes")) == _tree(containers.Kubernetes())
 
 
 def _flatten(annotation: Any) -> Iterator[Any]:

@@ -24,11 +24,11 @@ POSITIVE = ROOT / "tests" / "profiles" / "positive" / "llama-2node-h100.yaml"
 
 def cli_options() -> set[tuple[str, str]]:
     """(command, option or positional name) of every argument that takes a value, in every parser."""
-    from spark_compile.cli import _parser
+    from spark_compile.cli_parser import build_parser
     from spark_compile.spec.generators.catalog_extract import _parser as catalog_parser
 
     found: set[tuple[str, str]] = set()
-    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     parsers = {**sub.choices, "catalog": catalog_parser()}
     for command, parser in parsers.items():
         for action in parser._actions:

@@ -109,12 +109,12 @@ def test_item_17_interrupt_closed_stdout_and_full_disk() -> None:
 
 
 def test_item_17_keyboard_interrupt_in_a_stage_is_130(monkeypatch: pytest.MonkeyPatch) -> None:
-    from spark_compile import cli
+    from spark_compile import commands
 
     def interrupted(args: object) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setitem(cli.HANDLERS, "check", interrupted)
+    monkeypatch.setitem(commands.HANDLERS, "check", interrupted)
     outcome = run_main("check", str(REFERENCE_PROFILE))
     assert (outcome.code, outcome.err) == (130, "spark-compile: interrupted\n")
 
