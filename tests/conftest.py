@@ -1,4 +1,5 @@
-"""Shared fixtures: paths, the reference profile, and a runner for the real CLI."""
+"""Shared fixtures: paths, the reference profile, and two runners of the real CLI (in this process, and in a
+new interpreter where the process is what a test is about)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 
 # Hooks, registered by being names of this module: under CI a skip fails the run unless explicitly allowed.
 from support.ci_skips import pytest_configure, pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401
+from support.cli_runner import run_in_process
+from support.precommit import HookRepo, snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_PROFILE = ROOT / "spec" / "profiles" / "dsv41-4spark.yaml"
@@ -20,6 +23,12 @@ REFERENCE_TAG_WARNING = "spec/profiles/dsv41-4spark.yaml:47:10: SC312 warning: "
 
 
 def run_cli(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `spark-compile ARGS` through the CLI's main() in this process (support/cli_runner.py)."""
+    return run_in_process(args, cwd, env)
+
+
+def run_cli_process(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
+                    ) -> subprocess.CompletedProcess[str]:
     """Run `spark-compile ARGS` in a fresh interpreter, as a user would."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "spark_compile.cli", *args], cwd=cwd, env=full_env,
@@ -35,3 +44,10 @@ def reference_plan() -> object:
     validated = validate(resolve(REFERENCE_PROFILE))
     assert [f.rule for f in validated.findings] == ["SC312"], validated.findings  # its tag-only image
     return build_plan(planned(validated).profile)
+
+
+@pytest.fixture(scope="session")
+def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> HookRepo:
+    """This checkout as a pre-commit hook repository, with one hook environment for the session."""
+    base = tmp_path_factory.mktemp("hooks")
+    return snapshot(ROOT, base / "spark-compile", base / "pre-commit-home")

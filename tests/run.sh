@@ -9,14 +9,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The engine venv and sparkrun's (pip, mostly waiting on downloads) are built while the compiler's venv and
+# the system tools (apt) install, so on a fresh machine their downloads overlap instead of queueing.
+bash .ci/install-engine "$PWD/.venv-engine" &
+engine=$!
+bash .ci/install-sparkrun "$PWD/.cache/sparkrun-0.4.2" &
+sparkrun=$!
+trap 'kill "$engine" "$sparkrun" 2>/dev/null || true' EXIT  # a failed step: the background installs get SIGTERM
 if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv
 fi
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]' --config-settings editable_mode=strict
 bash .ci/install-tools "$PWD/.venv"
-bash .ci/install-engine "$PWD/.venv-engine"
-bash .ci/install-sparkrun "$PWD/.cache/sparkrun-0.4.2"
 bash .ci/setup-fleet
+wait "$engine" || { echo "tests/run.sh: .ci/install-engine failed" >&2; exit 1; }
+wait "$sparkrun" || { echo "tests/run.sh: .ci/install-sparkrun failed" >&2; exit 1; }
+trap - EXIT
 export ENGINE_PYTHON="$PWD/.venv-engine/bin/python"
 export PATH="$PWD/.venv/bin:$PATH"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import run_cli, run_cli_process
 
 ENVIRONMENTS = [
     {"PYTHONHASHSEED": "0", "TZ": "UTC", "LC_ALL": "C"},
@@ -20,7 +20,8 @@ def _tree_digest(root: Path) -> dict[str, str]:
 
 
 def test_plan_json_is_identical_everywhere() -> None:
-    outputs = {run_cli("plan", "spec/profiles/dsv41-4spark.yaml", "--json", env=env).stdout for env in ENVIRONMENTS}
+    outputs = {run_cli_process("plan", "spec/profiles/dsv41-4spark.yaml", "--json", env=env).stdout
+               for env in ENVIRONMENTS}
     assert len(outputs) == 1
     assert '"profile": "dsv41-4spark"' in outputs.pop()
 
@@ -29,7 +30,7 @@ def test_generated_tree_is_identical_everywhere(tmp_path: Path) -> None:
     digests = []
     for index, env in enumerate(ENVIRONMENTS):
         out = tmp_path / f"out{index}"
-        result = run_cli("spec/profiles/dsv41-4spark.yaml", "--out", str(out), env=env)
+        result = run_cli_process("spec/profiles/dsv41-4spark.yaml", "--out", str(out), env=env)
         assert result.returncode == 0, result.stderr
         digests.append(_tree_digest(out))
     assert digests[0] == digests[1] == digests[2]

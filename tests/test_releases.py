@@ -9,9 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from conftest import REFERENCE_TAG_WARNING, ROOT, run_cli
+from support.precommit import HookRepo
 
 RELEASES = ROOT / "spec" / "profiles" / "releases"
 RELEASES_REL = "spec/profiles/releases"
@@ -206,21 +205,13 @@ def test_repository_generated_output_is_current() -> None:
 
 
 
-def test_pre_commit_hooks_in_an_infra_repo(tmp_path: Path) -> None:
-    tool = shutil.which("pre-commit")
-    if tool is None:
-        pytest.fail("pre-commit is not installed (it is a dev dependency)")
+def test_pre_commit_hooks_in_an_infra_repo(tmp_path: Path, hook_repo: HookRepo) -> None:
     repo = _copy_project(tmp_path)
-    env = {"PRE_COMMIT_HOME": str(tmp_path / "cache"), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e.invalid",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e.invalid"}
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(["git", "add", "."], cwd=repo, check=True)
 
     def hooks(*files: str) -> subprocess.CompletedProcess[str]:
-        import os
-
-        return subprocess.run([tool, "try-repo", str(ROOT), "spark-compile-check", "--files", *files],
-                              cwd=repo, env={**os.environ, **env}, capture_output=True, text=True, check=False)
+        return hook_repo.run(repo, "spark-compile-check", *files)
 
     clean = hooks("spec/profiles/dsv41-4spark.yaml")
     assert clean.returncode == 0, clean.stdout + clean.stderr

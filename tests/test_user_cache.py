@@ -20,7 +20,7 @@ from spark_compile.spec import core_validator, user_cache
 from spark_compile.spec.core_schema import SchemaFormatError, Thawed, thaw
 from spark_compile.spec.record import as_data
 
-from conftest import REFERENCE_PROFILE, run_cli
+from conftest import REFERENCE_PROFILE, run_cli_process
 
 OTHER_UID = 54321
 
@@ -196,7 +196,8 @@ def test_compiled_templates_are_kept_private_and_change_no_output(tmp_path: Path
         if run == "refused":
             (cache / "spark-compile").chmod(0o777)
         out = tmp_path / run
-        result = run_cli("compile", str(REFERENCE_PROFILE), "--out", str(out), env={"XDG_CACHE_HOME": str(cache)})
+        result = run_cli_process("compile", str(REFERENCE_PROFILE), "--out", str(out),
+                                 env={"XDG_CACHE_HOME": str(cache)})
         assert result.returncode == 0, result.stderr
         outputs.append({p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
     assert outputs[0] == outputs[1] == outputs[2]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REFERENCE_TAG_WARNING, ROOT, run_cli
+from conftest import REFERENCE_TAG_WARNING, ROOT, run_cli, run_cli_process
 
 PROFILE = "spec/profiles/dsv41-4spark.yaml"
 
@@ -41,7 +41,8 @@ def test_killed_midway_leaves_previous_output_intact(tmp_path: Path) -> None:
     # A different profile so that every rank's files change, then die after five files.
     changed = tmp_path / "changed.yaml"
     changed.write_text(f"extends: {os.path.relpath(ROOT / PROFILE, tmp_path)}\nengine:\n  port: 8888\n")
-    result = run_cli(str(changed), "--out", str(tmp_path), "--force", env={"SPARK_COMPILE_TEST_KILL_AFTER": "5"})
+    result = run_cli_process(str(changed), "--out", str(tmp_path), "--force",
+                             env={"SPARK_COMPILE_TEST_KILL_AFTER": "5"})
     assert result.returncode == -9
     assert {k: v for k, v in _snapshot(tmp_path).items() if not k.startswith((".dsv41", "changed"))} == before
     assert list(tmp_path.glob(".dsv41-4spark.staging-*")), "the crash should have left its staging directory"

@@ -6,21 +6,20 @@ read the Context's manifest, which the tests replace with mutated ones; these ru
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from spark_compile.rules import Context, Hit, rule
 
-if TYPE_CHECKING:  # the target's modules load only for a profile that has it
+if TYPE_CHECKING:  # the target's modules load only for a profile that has it (each rule's first line)
     from spark_compile.k8s_check import Problem
 
 _DOC_FACTS = "(LWS v1 API: kubernetes-sigs/lws api/leaderworkerset/v1; SGLang's Kubernetes deployment notes.)"
 
 
-def _hits(ctx: Context, problems: Callable[[], Iterable[Problem]], hint: str) -> Iterator[Hit]:
-    """The problems a check finds on the profile's manifest, with the rule's hint; none without the target."""
-    if ctx.profile.kubernetes is not None:
-        yield from (Hit(problem.path, problem.message, problem.hint or hint) for problem in problems())
+def _hits(problems: Iterable[Problem], hint: str) -> Iterator[Hit]:
+    """The problems a check finds on the profile's manifest, with its own hint or the rule's."""
+    return (Hit(problem.path, problem.message, problem.hint or hint) for problem in problems)
 
 
 @rule("SC501", "error", "LeaderWorkerSet size is the node count; tp = size x GPUs per node",
@@ -29,10 +28,12 @@ def _hits(ctx: Context, problems: Callable[[], Iterable[Problem]], hint: str) ->
       f"node, 1 on a GB10), and tp covers them all: tp = size x GPUs per node. {_DOC_FACTS}",
       "engine: {parallel: {tp: 8}}   # 4 GB10 pods", "engine: {parallel: {tp: 4}}")
 def group_shape(ctx: Context) -> Iterator[Hit]:
+    if ctx.profile.kubernetes is None:
+        return
     from spark_compile.k8s_check import check_size
 
     tp = len(ctx.profile.fleet.nodes) * ctx.hardware.gpus_per_node
-    yield from _hits(ctx, lambda: check_size(ctx.manifest, ctx.profile),
+    yield from _hits(check_size(ctx.manifest, ctx.profile),
                      f"set engine.parallel.tp: {tp} (nodes x GPUs per node)")
 
 
@@ -43,9 +44,11 @@ def group_shape(ctx: Context) -> Iterator[Hit]:
       "which LeaderReady starts only once the leader is ready.",
       "kubernetes: {startup_policy: LeaderReady}", "kubernetes: {startup_policy: LeaderCreated}")
 def leader_serves(ctx: Context) -> Iterator[Hit]:
+    if ctx.profile.kubernetes is None:
+        return
     from spark_compile.k8s_check import check_leader
 
-    yield from _hits(ctx, lambda: check_leader(ctx.manifest, ctx.profile), "keep startup_policy LeaderCreated")
+    yield from _hits(check_leader(ctx.manifest, ctx.profile), "keep startup_policy LeaderCreated")
 
 
 @rule("SC503", "error", "nothing node-specific in the pod templates",
@@ -56,9 +59,11 @@ def leader_serves(ctx: Context) -> Iterator[Hit]:
       "within 30 minutes.",
       "fleet: {fabric: {gid_index: 3}}", "fleet: {fabric: {gid_index: probe}}")
 def uniform_templates(ctx: Context) -> Iterator[Hit]:
+    if ctx.profile.kubernetes is None:
+        return
     from spark_compile.k8s_check import check_uniform
 
-    yield from _hits(ctx, lambda: check_uniform(ctx.manifest, ctx.plan, ctx.profile),
+    yield from _hits(check_uniform(ctx.manifest, ctx.plan, ctx.profile),
                      "let the entrypoint probe per-node values; keep paths the same on every node")
 
 
@@ -70,9 +75,11 @@ def uniform_templates(ctx: Context) -> Iterator[Hit]:
       "container: {mounts: [{source: /srv/shm, target: /dev/shm}]}",
       "container: {mounts: [{source: /srv/data, target: /mnt/data}]}")
 def objects_accepted(ctx: Context) -> Iterator[Hit]:
+    if ctx.profile.kubernetes is None:
+        return
     from spark_compile.k8s_check import check_objects
 
-    yield from _hits(ctx, lambda: check_objects(ctx.manifest, ctx.plan, ctx.profile),
+    yield from _hits(check_objects(ctx.manifest, ctx.plan, ctx.profile),
                      "mount elsewhere, or split the fleet into groups of fewer ranks")
 
 
@@ -81,9 +88,11 @@ def objects_accepted(ctx: Context) -> Iterator[Hit]:
       "the pod's memory limit, and that limit must stay below the node's memory (on a GB10, also the GPU's).",
       "kubernetes: {memory: 128g}   # GB10", "kubernetes: {memory: 112g, shm_size: 32g}")
 def memory_within_node(ctx: Context) -> Iterator[Hit]:
+    if ctx.profile.kubernetes is None:
+        return
     from spark_compile.k8s_check import check_memory
 
-    yield from _hits(ctx, lambda: check_memory(ctx.manifest, ctx.profile),
+    yield from _hits(check_memory(ctx.manifest, ctx.profile),
                      "set container.memory and container.shm_size (or kubernetes.memory / shm_size)")
 
 

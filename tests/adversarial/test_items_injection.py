@@ -13,7 +13,7 @@ from hostile import CORPUS, child_profile, run_main
 from items import bash_word_reads_back, check_text, findings
 from items import extends_reference as _extends
 
-from conftest import REFERENCE_PROFILE, ROOT, run_cli
+from conftest import REFERENCE_PROFILE, ROOT, run_cli, run_cli_process
 from support.tools import require_tool, systemd_verify
 
 
@@ -186,7 +186,7 @@ def test_item_20_extends_stays_in_the_repository(tmp_path: Path) -> None:
     for target in ("../../../../../../../../proc/self/environ", "../../../../../../../../etc/passwd"):
         profile = tmp_path / "p.yaml"
         profile.write_text(f"extends: {target}\n")
-        result = run_cli("check", str(profile), env=env)
+        result = run_cli_process("check", str(profile), env=env)
         assert result.returncode == 1 and "SC112" in result.stdout
         assert "canary-4f1d" not in result.stdout and "root:" not in result.stdout
     (tmp_path / "parent.yaml").symlink_to("/etc/passwd")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import resource
 import subprocess
@@ -18,7 +17,7 @@ from items import check_text, findings
 from items import extends_reference as _extends
 from round2 import assert_terminal_safe, fake_engine
 
-from conftest import REFERENCE_PROFILE, ROOT
+from conftest import REFERENCE_PROFILE, ROOT, run_cli
 
 TOKEN = "hf_" + "Q" * 34
 
@@ -116,10 +115,8 @@ def test_item14_since_with_an_unknown_revision_or_outside_git_exits_2(tmp_path: 
     outcome = run_main("diff", "--since", "HEADD", str(REFERENCE_PROFILE))
     assert (outcome.code, outcome.err) == (2, "spark-compile: error: --since 'HEADD': git knows no commit by "
                                                "that name here; name a branch, tag or commit (e.g. --since HEAD)\n")
-    code = "import sys; from spark_compile.cli import main; sys.exit(main(sys.argv[1:]))"
-    proc = subprocess.run([sys.executable, "-c", code, "diff", "--since", "HEAD", str(REFERENCE_PROFILE)],
-                          cwd=tmp_path, capture_output=True, text=True, check=False,
-                          env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)})
+    proc = run_cli("diff", "--since", "HEAD", str(REFERENCE_PROFILE), cwd=tmp_path,
+                   env={"GIT_CEILING_DIRECTORIES": str(tmp_path.parent)})
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == ("spark-compile: error: --since 'HEAD': git knows no commit by that name (the current "
                            "directory is not in a git repository); name a branch, tag or commit (e.g. --since HEAD)\n")
@@ -228,11 +225,8 @@ def test_item18_literal_secrets_in_three_more_shapes(tmp_path: Path) -> None:
 def test_item14_head_of_a_repository_without_commits_is_every_path_new(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / "p.yaml").write_text("name: x\n")
-    code = "import sys; from spark_compile.cli import main; sys.exit(main(sys.argv[1:]))"
-    proc = subprocess.run([sys.executable, "-c", code, "diff", "--since", "HEAD", "p.yaml"], cwd=tmp_path,
-                          capture_output=True, text=True, check=False)
+    proc = run_cli("diff", "--since", "HEAD", "p.yaml", cwd=tmp_path)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "== p.yaml against HEAD\np.yaml: new profile (not in "
                                                               "HEAD)\n", "")
-    proc = subprocess.run([sys.executable, "-c", code, "diff", "--since", "HEADD", "p.yaml"], cwd=tmp_path,
-                          capture_output=True, text=True, check=False)
+    proc = run_cli("diff", "--since", "HEADD", "p.yaml", cwd=tmp_path)
     assert proc.returncode == 2

@@ -4,7 +4,6 @@ commit, a bad edit refused, a release change accepted, and a Kubernetes profile 
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -13,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_cli
+from support.precommit import HookRepo
 
-ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e.invalid", "GIT_COMMITTER_NAME": "t",
-       "GIT_COMMITTER_EMAIL": "t@e.invalid"}
 PROFILE = "profiles/dsv41-4spark.yaml"
 
 
@@ -26,38 +24,21 @@ def _readme_example() -> str:
     return found.group(1)
 
 
-def _snapshot_of_this_checkout(dest: Path) -> tuple[Path, str]:
-    """This checkout's files as they are (uncommitted edits too), committed into a repository of their own:
-    pre-commit installs hooks from a commit, and the test must see the code under test."""
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True,
-                            check=True).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        if (ROOT / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, dest / name)
-    env = {**os.environ, **ENV}
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "snapshot"]):
-        subprocess.run(["git", *args], cwd=dest, env=env, check=True, capture_output=True)
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=dest, capture_output=True, text=True, check=True)
-    return dest, head.stdout.strip()
-
-
 class Infra:
     """A git repository with the README's hooks installed by pre-commit."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, hooks: HookRepo) -> None:
         tool = shutil.which("pre-commit")
         if tool is None:
             pytest.fail("pre-commit is not installed (it is a dev dependency)")
         self.tool, self.repo = tool, tmp_path / "infra"
-        self.env = {**os.environ, **ENV, "PRE_COMMIT_HOME": str(tmp_path / "cache")}
+        self.env = hooks.env  # its git identity too
         (self.repo / "profiles").mkdir(parents=True)
         for name in ("dsv41-4spark.yaml", "dsv41-flash.config.json"):
             shutil.copy(ROOT / "spec" / "profiles" / name, self.repo / "profiles" / name)
-        source, head = _snapshot_of_this_checkout(tmp_path / "spark-compile")
-        config = _readme_example().replace("https://example.invalid/spark-compile.git", str(source))
+        config = _readme_example().replace("https://example.invalid/spark-compile.git", str(hooks.source))
         self.config = self.repo / ".pre-commit-config.yaml"
-        self.config.write_text(config.replace("rev: v0.2.0", f"rev: {head}"))
+        self.config.write_text(config.replace("rev: v0.2.0", f"rev: {hooks.rev}"))
         self.git("init", "-q")
         installed = subprocess.run([tool, "install"], cwd=self.repo, env=self.env, capture_output=True, text=True,
                                    check=False)
@@ -84,8 +65,8 @@ class Infra:
         path.write_text(text.replace(old, new))
 
 
-def test_infra_repo_walk(tmp_path: Path) -> None:
-    infra = Infra(tmp_path)
+def test_infra_repo_walk(tmp_path: Path, hook_repo: HookRepo) -> None:
+    infra = Infra(tmp_path, hook_repo)
     infra.compile(PROFILE)
     code, out = infra.commit("first release")
     assert code == 0, out

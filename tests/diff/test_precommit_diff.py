@@ -7,9 +7,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from conftest import ROOT, run_cli
+from support.precommit import HookRepo
 
 PROFILE = "spec/profiles/dsv41-4spark.yaml"
 ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e.invalid", "GIT_COMMITTER_NAME": "t",
@@ -53,14 +52,9 @@ def test_diff_needs_two_sides_without_since() -> None:
     assert result.returncode == 2 and "expected OLD and NEW" in result.stderr
 
 
-def test_pre_commit_hook_prints_the_diff(tmp_path: Path) -> None:
-    tool = shutil.which("pre-commit")
-    if tool is None:
-        pytest.fail("pre-commit is not installed (it is a dev dependency)")
+def test_pre_commit_hook_prints_the_diff(tmp_path: Path, hook_repo: HookRepo) -> None:
     repo = _infra(tmp_path)
-    env = {**os.environ, **ENV, "PRE_COMMIT_HOME": str(tmp_path / "cache")}
-    result = subprocess.run([tool, "try-repo", str(ROOT), "spark-compile-diff", "--files", PROFILE], cwd=repo,
-                            env=env, capture_output=True, text=True, check=False)
+    result = hook_repo.run(repo, "spark-compile-diff", PROFILE)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "engine.limits.max_running_requests: 16 → 24" in result.stdout
     assert "    +   --max-running-requests 24 \\" in result.stdout

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from conftest import run_cli
 from sglang_parse import (
     engine_argv_of,
     engine_python,
@@ -28,26 +28,34 @@ PROFILES = sorted(str(p.relative_to(ROOT)) for p in [*(ROOT / "spec" / "profiles
 
 
 def plan_json(profile: str) -> dict[str, object]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "spark_compile.cli", "plan", profile, "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, f"spark-compile plan failed ({proc.returncode}): {proc.stderr}"
+    proc = run_cli("plan", profile, "--json")
+    assert proc.returncode == 0, f"spark-compile plan {profile} failed ({proc.returncode}): {proc.stderr}"
     plan: dict[str, object] = json.loads(proc.stdout)
     return plan
 
 
-@pytest.mark.parametrize("profile", PROFILES)
-def test_every_rank_argv_parses_to_what_it_states(profile: str) -> None:
+Parsed = tuple[list[Any], list[list[str]], list[dict[str, Any]]]
+
+
+@pytest.fixture(scope="module")
+def parsed() -> dict[str, Parsed]:
+    """Each profile's ranks, their engine argvs and SGLang's parse of each: every argv of every profile in
+    one engine process (importing sglang costs seconds; one process per profile cost most of this file)."""
     python = engine_python()
-    ranks = plan_json(profile)["ranks"]
-    assert isinstance(ranks, list) and ranks
-    argvs = [engine_argv_of(rank["docker_argv"]) for rank in ranks]
-    results = parse_engine_argvs_full(argvs, python)
+    ranks: dict[str, list[Any]] = {}
+    for profile in PROFILES:
+        found = plan_json(profile)["ranks"]
+        assert isinstance(found, list) and found, profile
+        ranks[profile] = found
+    argvs = {profile: [engine_argv_of(rank["docker_argv"]) for rank in ranks[profile]] for profile in PROFILES}
+    results = iter(parse_engine_argvs_full([argv for profile in PROFILES for argv in argvs[profile]], python))
+    return {profile: (ranks[profile], argvs[profile], [next(results) for _ in argvs[profile]])
+            for profile in PROFILES}
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_rank_argv_parses_to_what_it_states(profile: str, parsed: dict[str, Parsed]) -> None:
+    ranks, argvs, results = parsed[profile]
     catalog = load_flag_catalog()
     for index, (rank, argv, result) in enumerate(zip(ranks, argvs, results, strict=True)):
         assert "error" not in result, f"rank {index}: sglang refused {argv}: {result.get('error')}"

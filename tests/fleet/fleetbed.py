@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,10 @@ class FleetBed:
         self.out = tmp / "generated" / "fleet-test"
         self.plan: dict[str, Any] = {}
         self.base_control: dict[str, Any] = {}
+        # ssh's connection sharing: one connection per node for the whole bed. A new connection costs a key
+        # exchange each (about a tenth of a second here) and a test module makes over a thousand; the path is
+        # short because a socket's path is limited to about 100 bytes.
+        self.mux = Path(tempfile.mkdtemp(prefix="spk-mux-"))
 
     # -- paths -------------------------------------------------------------------------------------------
     def node_fs(self, rank: int) -> Path:
@@ -252,9 +257,16 @@ SetEnv PATH={self.fs}/bin:/usr/local/bin:/usr/bin:/bin HOME={self.fs}/home SPARK
     # -- running -----------------------------------------------------------------------------------------
     def env(self, **extra: str) -> dict[str, str]:
         opts = (f"-F /dev/null -i {self.keys / 'client'} -o UserKnownHostsFile={self.keys / 'known_hosts'} "
-                "-o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o LogLevel=ERROR")
+                "-o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o LogLevel=ERROR "
+                f"-o ControlMaster=auto -o ControlPath={self.mux}/%C -o ControlPersist=600")
         return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.tmp), "LANG": "C.UTF-8",
                 "SPARK_SSH_OPTS": opts, "SPARK_HEALTH_POLL": "1", **extra}
+
+    def kill_sshd(self, rank: int) -> None:
+        """Node ``rank``'s ssh dies: its sshd, and the shared connection to it (which would outlive it)."""
+        self.sshd[rank].kill()
+        self.sshd[rank].wait(timeout=10)
+        self.operator("ssh", *self.env()["SPARK_SSH_OPTS"].split(), "-O", "exit", f"root@{node_ip(rank)}")
 
     def operator(self, *argv: str, timeout: float = COMMAND_TIMEOUT) -> subprocess.CompletedProcess[str]:
         """Run a command on the operator's box (the switch namespace), e.g. launch.sh start."""
@@ -284,3 +296,4 @@ SetEnv PATH={self.fs}/bin:/usr/local/bin:/usr/bin:/bin HOME={self.fs}/home SPARK
         for rank in range(NODES):
             if Path(f"/sys/class/net/{self.id}{rank}b").exists():
                 run(["ip", "link", "del", f"{self.id}{rank}b"], check=False)
+        shutil.rmtree(self.mux, ignore_errors=True)  # the shared connections died with the switch's processes

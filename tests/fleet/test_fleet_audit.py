@@ -244,8 +244,7 @@ def test_usage_is_64(bed: FleetBed) -> None:
 
 def test_an_unreachable_node_is_exit_2_and_named(bed: FleetBed) -> None:
     """Last: rank 3's sshd stays down."""
-    bed.sshd[3].kill()
-    bed.sshd[3].wait(timeout=10)
+    bed.kill_sshd(3)
     assert audit(bed) == (2, f"rank 3 (spark-3): unreachable: ssh: connect to host {node_ip(3)} port 22: "
                              "Connection refused\n")
 

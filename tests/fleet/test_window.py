@@ -245,8 +245,7 @@ def test_a_node_out_of_reach_leaves_production_down_says_so_and_restore_finishes
     proc = start_window(bed)
     node_log = bed.tmp / "nodes" / "r3" / "sshd.log"
     try:
-        bed.sshd[3].kill()  # node 3's ssh dies mid-gate
-        bed.sshd[3].wait(timeout=10)
+        bed.kill_sshd(3)  # node 3's ssh dies mid-gate
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=WINDOW_TIMEOUT)
         out = (bed.tmp / "window-background.out").read_text()

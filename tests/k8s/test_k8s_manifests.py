@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli_process
 from k8s_support import K8S_PROFILE, compile_profile, kube_validate, lws_errors, objects, pod_template_errors
 from support.tools import require_tool, shellcheck
 
@@ -133,7 +133,7 @@ def test_output_is_byte_deterministic_across_hash_seeds_locales_and_zones(tmp_pa
         root = tmp_path / seed
         root.mkdir()
         env = {"PYTHONHASHSEED": seed, "LC_ALL": locale, "TZ": zone}
-        result = run_cli(str(K8S_PROFILE), "--out", str(root), env=env)
+        result = run_cli_process(str(K8S_PROFILE), "--out", str(root), env=env)
         assert result.returncode == 0, result.stderr
         runs.append({p.name: p.read_bytes() for p in sorted((root / "dsv41-k8s" / "k8s").iterdir())})
     assert runs[0] == runs[1]

@@ -216,7 +216,7 @@ cmd_preflight() {
 }
 
 cmd_start() {
-    local wait=1 smoke=1 timeout=$health_timeout rank generation status
+    local wait=1 smoke=1 timeout=$health_timeout rank status
     local -a started=()
     while (($#)); do
         case $1 in
@@ -282,8 +282,7 @@ cmd_start() {
         if ((smoke)); then
             cmd_arm || return 5
         else  # the window puts back what ran before it, its watchdog included
-            generation="$(date +%s)-$$"
-            remote 0 node_lock set "$watchdog_lock" "$watchdog_state" "$generation" || return 5
+            arm_watchdog || return 5
             echo "watchdog enabled again on $(label 0): it arms after its first fully passing check"
         fi
     fi
@@ -292,7 +291,6 @@ cmd_start() {
 # cmd_arm: the smoke checks (answers checked, as the deployment's runbook does before arming), then, only
 # when every one passed, the watchdog. Arming a fleet that answers wrongly would keep relaunching it.
 cmd_arm() {
-    local generation
     if ((!watchdog_enabled)); then
         echo "this profile has no watchdog (operations.watchdog): nothing to arm"
         return 0
@@ -302,8 +300,7 @@ cmd_arm() {
         echo "ABORT: the smoke checks FAILED: the watchdog is NOT enabled (launch.sh arm once they pass)"
         return 5
     fi
-    generation="$(date +%s)-$$"
-    if remote 0 node_lock set "$watchdog_lock" "$watchdog_state" "$generation"; then
+    if arm_watchdog; then
         echo "smoke checks passed: watchdog enabled on $(label 0): it arms after its first fully passing check"
     else
         echo "WARNING: could not enable the watchdog on $(label 0)"

@@ -247,7 +247,7 @@ window_exit() {
 
 # window_restore: candidate down, production back (or only the watchdog re-armed if it never stopped).
 window_restore() {
-    local generation status=0
+    local status=0
     window_say "restoring production ($window_reason)"
     if [ "$window_stage" = candidate ] || [ "$window_stage" = unknown ]; then
         # The candidate's rank logs, kept with the window's gate output and memory samples (as the peer's).
@@ -266,8 +266,7 @@ window_restore() {
             return 1
         fi
     elif [ "$window_stage" = disarmed ] && ((watchdog_enabled)); then
-        generation="$(date +%s)-$$"
-        remote 0 node_lock set "$watchdog_lock" "$watchdog_state" "$generation" || return 1
+        arm_watchdog || return 1
         echo "watchdog enabled again on $(label 0)"
     fi
     rm -f "$(window_pointer)"

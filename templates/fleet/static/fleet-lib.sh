@@ -297,6 +297,13 @@ node_lock() {
     esac
 }
 
+# arm_watchdog: enable rank 0's watchdog under a new lock generation, the one place a generation is made
+# (`launch.sh arm`, `launch.sh start --rearm` and a window's restore): the controller's clock and PID, so
+# the watchdog sees a new enabling and starts its count again, and a relaunch under the old one gives up.
+arm_watchdog() {
+    remote 0 node_lock set "$watchdog_lock" "$watchdog_state" "$(date +%s)-$$"
+}
+
 # node_bootlog UNIT PATTERN: the lines of the unit's current run that match PATTERN (extended regex).
 node_bootlog() {
     local id
