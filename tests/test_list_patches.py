@@ -84,54 +84,58 @@ def _changed_lines(old: bytes, new: bytes) -> list[str]:
 
 
 def _diff_is_the_node_and_the_fleet(diff: Any, node_files: set[str]) -> None:
-    """What `diff` reports of the rendered files: the removed rank's files gone, the fleet data (README, fleet/,
+    """What `diff` reports of the rendered files: the removed ranks' files gone, the fleet data (README, fleet/,
     plan.json) and, on the other ranks, only what the node count and tp are written into."""
-    gone = [g for g in diff.artifacts.changes if g.ranks == (3,)]
+    gone = [g for g in diff.artifacts.changes if g.ranks and set(g.ranks) <= {2, 3}]
     assert all(g.change.new is None for g in gone)
     assert {g.change.file for g in gone if not g.shared} == node_files
-    others = [g for g in diff.artifacts.changes if g.ranks and g.ranks != (3,)]
+    others = [g for g in diff.artifacts.changes if g.ranks and not set(g.ranks) <= {2, 3}]
     assert sorted((g.ranks, g.change.file, diff.sources.get(g.change)) for g in others) == [
         ((0,), "sglang-qwen3-235b-4spark.service", None),
-        ((0, 1, 2), "docker-run.sh", "engine.parallel.tp, fleet.nodes"),
-        ((0, 1, 2), "fleet/fleet.env", "engine.parallel.tp"), ((0, 1, 2), "fleet/fleet.env", "fleet.nodes"),
-        ((0, 1, 2), "plan.json", "engine.parallel.tp"), ((0, 1, 2), "plan.json", "fleet.nodes"),
-        ((1,), "sglang-qwen3-235b-4spark.service", None), ((2,), "sglang-qwen3-235b-4spark.service", None)]
+        ((0, 1), "docker-run.sh", "engine.parallel.tp, fleet.nodes"),
+        ((0, 1), "fleet/fleet.env", "engine.parallel.tp"), ((0, 1), "fleet/fleet.env", "fleet.nodes"),
+        ((0, 1), "plan.json", "engine.parallel.tp"), ((0, 1), "plan.json", "fleet.nodes"),
+        ((1,), "sglang-qwen3-235b-4spark.service", None)]
     assert all(g.change.key.startswith("[Unit] Description") for g in others if g.change.file.endswith(".service"))
     shared = {g.change.file for g in diff.artifacts.changes if not g.ranks}
     assert shared == {"README.md", "fleet/README.md", "fleet/fleet.env", "plan.json"}
     assert diff.artifacts.renamed == [] and diff.artifacts.folds == []
 
 
-def test_removing_an_inherited_node_compiles_the_fleet_without_it(tmp_path: Path) -> None:
+def test_removing_inherited_nodes_compiles_the_fleet_without_them(tmp_path: Path) -> None:
     from spark_compile.diff import diff_profiles
 
-    child = _child(tmp_path, "fleet:\n  nodes:\n    - !delete spark-d\nengine:\n  parallel: {tp: 3}\n", FOUR)
+    # Two nodes go: tp 3 cannot split the model's 64 attention heads (SC242), tp 2 can.
+    child = _child(tmp_path, "fleet:\n  nodes:\n    - !delete spark-c\n    - !delete spark-d\n"
+                   "engine:\n  parallel: {tp: 2}\n", FOUR)
     old, before = _files(FOUR)
     new, after = _files(child)
-    assert [r.node for r in new.plan.ranks] == ["spark-a", "spark-b", "spark-c"]  # type: ignore[attr-defined]
-    # The profile diff names the node's fields and the one value that follows from the node count.
+    assert [r.node for r in new.plan.ranks] == ["spark-a", "spark-b"]  # type: ignore[attr-defined]
+    # The profile diff names the nodes' fields and the one value that follows from the node count.
     diff = diff_profiles(old, new)  # type: ignore[arg-type]
     changes = diff.profile
-    _diff_is_the_node_and_the_fleet(diff, {p.split("/", 1)[1] for p in before if p.startswith("3-spark-d/")})
+    removed = sorted(p for p in before if p.startswith(("2-spark-c/", "3-spark-d/")))
+    _diff_is_the_node_and_the_fleet(diff, {p.split("/", 1)[1] for p in removed})
     assert sorted((c.path, c.old, str(c.new)) for c in changes) == [
-        ("engine.parallel.tp", 4, "3"), ("fleet.nodes[3].fabric_ip", "192.168.100.14", "(unset)"),
-        ("fleet.nodes[3].home", "/home/ops", "(unset)"), ("fleet.nodes[3].name", "spark-d", "(unset)"),
-        ("fleet.nodes[3].ssh", "ops@spark-d.example.net", "(unset)")]
-    # Files: the node's own are gone, none is added; the other ranks keep theirs but for the node count.
-    assert sorted(set(before) - set(after)) == sorted(p for p in before if p.startswith("3-spark-d/"))
+        ("engine.parallel.tp", 4, "2"),
+        *[(f"fleet.nodes[{i}].{key}", value, "(unset)") for i, node in ((2, "spark-c"), (3, "spark-d"))
+          for key, value in (("fabric_ip", f"192.168.100.1{i + 1}"), ("home", "/home/ops"), ("name", node),
+                             ("ssh", f"ops@{node}.example.net"))]]
+    # Files: the nodes' own are gone, none is added; the other ranks keep theirs but for the node count.
+    assert sorted(set(before) - set(after)) == removed
     assert set(after) <= set(before)
     fleet_data = {"plan.json", "README.md", "MANIFEST.json"}
     changed = {p for p in after if before[p] != after[p]}
     assert {p for p in changed if not p.startswith("fleet/")} - fleet_data == {
-        f"{rank}/{name}" for rank in ("0-spark-a", "1-spark-b", "2-spark-c")
+        f"{rank}/{name}" for rank in ("0-spark-a", "1-spark-b")
         for name in ("docker-run.sh", "sglang-qwen3-235b-4spark.service")}
     for path in sorted(changed - fleet_data):
         if path.startswith("fleet/"):
             continue
         lines = _changed_lines(before[path], after[path])
         if path.endswith("docker-run.sh"):
-            assert lines == ["-  --tp-size 4 \\", "-  --nnodes 4 \\", "+  --tp-size 3 \\", "+  --nnodes 3 \\"], path
+            assert lines == ["-  --tp-size 4 \\", "-  --nnodes 4 \\", "+  --tp-size 2 \\", "+  --nnodes 2 \\"], path
         else:
             rank, node = path.split("/")[0].split("-", 1)
             described = f"Description=SGLang qwen3-235b-4spark rank {rank} of {{}} on {node}"
-            assert lines == ["-" + described.format(4), "+" + described.format(3)], path
+            assert lines == ["-" + described.format(4), "+" + described.format(2)], path

@@ -119,8 +119,9 @@ def test_the_reference_page_has_each_section_and_each_change_in_place(pages: dic
     findings = [(a["data-rule"], text) for a, text in dom.select("li", "finding")]
     assert findings == [("SC312", f"SC312 warning at {reference.relative_to(ROOT)}:{image}:10: "
                          f"{profile['engine']['image']} is pinned by tag only; the tag can move to another build "
-                         "hint: append the digest the image has now: <image>@sha256:<64 hex digits> (`docker buildx "
-                         "imagetools inspect <image>` prints it)")]
+                         "(checked as sglang-0.5.23, engine.catalog) hint: append the digest the image has now: "
+                         "<image>@sha256:<64 hex digits> (`docker buildx imagetools inspect <image>` prints it), and "
+                         "list it with its build in spec/catalogs/image-builds.json")]
     assert not dom.select("li", "stale")  # "DSpark block 5" is true of 1.7.1
 
 
