@@ -41,14 +41,17 @@ def _read_config(path: Path) -> dict[str, Any] | str:
         return str(why)
 
 
-def capacity_inputs(resolved: Resolved, profile: Profile) -> CapacityInputs:
-    """config.json (model.config_json, else the snapshot's) and the snapshot's per-rank weight bytes."""
+def capacity_inputs(resolved: Resolved, profile: Profile,
+                    committed: dict[str, Any] | None = None) -> CapacityInputs:
+    """config.json (model.config_json, else the snapshot's) and the snapshot's per-rank weight bytes;
+    ``committed`` is model.config_json's object when the caller has read it already."""
     path = _config_path(resolved, profile)
     config: dict[str, Any] | None = None
     if path is None:
         source = "no config.json: model.config_json is unset and the model directory is not on this machine"
     else:
-        read = _read_config(path)
+        given = committed if profile.model.config_json is not None else None
+        read = given if given is not None else _read_config(path)
         named = f"model.config_json ({path.name})" if profile.model.config_json is not None else path.as_posix()
         config, source = (None, read) if isinstance(read, str) else (read, named)
     snapshot = _snapshot(profile)

@@ -60,6 +60,7 @@ def validate(resolved: Resolved) -> Outcome:
     headers say) → rules over resolved data; only a profile that passes the schema is planned and ruled."""
     from spark_compile.capacity import build_capacity
     from spark_compile.capacity_inputs import capacity_inputs
+    from spark_compile.checkpoint_load import committed_config
     from spark_compile.plan import build_plan
     from spark_compile.rules.stage import rule_findings
     from spark_compile.validate import schema
@@ -68,8 +69,9 @@ def validate(resolved: Resolved) -> Outcome:
     if isinstance(profile, list):
         return Rejected(profile)
     plan = build_plan(profile)
-    capacity = build_capacity(profile, plan, capacity_inputs(resolved, profile))
-    planned = Planned(resolved, profile, plan, rule_findings(resolved, profile, plan, capacity), capacity)
+    committed = committed_config(resolved, profile)  # read once: the budget and the rules both read it
+    capacity = build_capacity(profile, plan, capacity_inputs(resolved, profile, committed))
+    planned = Planned(resolved, profile, plan, rule_findings(resolved, profile, plan, capacity, committed), capacity)
     return Rejected(planned.findings, planned) if has_errors(planned.findings) else planned
 
 

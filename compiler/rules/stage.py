@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spark_compile.capacity import Capacity
 from spark_compile.checkpoint_load import committed_config
@@ -24,12 +24,13 @@ def _redacted(finding: Finding, secret: str) -> Finding:
     return replace(finding, source_line=finding.source_line.replace(secret, "(redacted)"))
 
 
-def rule_findings(resolved: Resolved, profile: Profile, plan: LaunchPlan,
-                  capacity: Capacity | None = None) -> list[Finding]:
-    """Every rule's findings, placed at the profile line each names, in source order."""
+def rule_findings(resolved: Resolved, profile: Profile, plan: LaunchPlan, capacity: Capacity | None = None,
+                  committed: dict[str, Any] | None = None) -> list[Finding]:
+    """Every rule's findings, placed at the profile line each names, in source order (``committed``: the
+    object model.config_json names, when the caller has read it)."""
     load_all()
-    context = Context(profile, plan, lambda path: path in resolved.origins, committed_config(resolved, profile),
-                      capacity, resolved)
+    config = committed if committed is not None else committed_config(resolved, profile)
+    context = Context(profile, plan, lambda path: path in resolved.origins, config, capacity, resolved)
     findings = [
         _redacted(locate(resolved, hit.path, rule_id, RULES[rule_id].severity, hit.message, hit.hint,
                          at_key=hit.at_key), hit.redact)
