@@ -12,8 +12,9 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from spark_compile.spec.value_class import field, value_class
 
 # Unit-like files systemd reads as [Section] Key=Value.
 UNIT_SUFFIXES = (".service", ".timer", ".socket", ".path", ".mount", ".target")
@@ -22,7 +23,7 @@ _UNIT_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9]*)=(.*)$")
 _MASK = "\x00{}\x00"
 
 
-@dataclass(frozen=True)
+@value_class
 class Change:
     """One changed key (or block of lines, key "") of one file; old/new None when absent on that side."""
 
@@ -32,7 +33,7 @@ class Change:
     new: str | None
 
 
-@dataclass(frozen=True)
+@value_class
 class Grouped:
     """A change with the ranks it happens on (empty for a shared file's key of no rank); ``shared`` when the
     file is not in a rank's folder (plan.json, fleet/, k8s/), though a key of it may belong to a rank."""
@@ -42,7 +43,7 @@ class Grouped:
     shared: bool = False
 
 
-@dataclass(frozen=True)
+@value_class
 class Fold:
     """A rename folded out of the artifacts: the profile path, its two values, what followed it."""
 
@@ -54,7 +55,7 @@ class Fold:
     renamed: int = 0
 
 
-@dataclass
+@value_class(frozen=False)
 class Side:
     """One side's rendered files and the folder name of each rank."""
 
@@ -62,7 +63,7 @@ class Side:
     rank_dirs: dict[str, int]
 
 
-@dataclass
+@value_class(frozen=False)
 class Comparison:
     """The outcome: identical bytes or not, the grouped changes, the folded renames, the file renames."""
 
@@ -363,7 +364,7 @@ def compare(old: Side, new: Side, renamer: Renamer) -> Comparison:
 UNSET = "(unset)"
 
 
-@dataclass(frozen=True)
+@value_class
 class ProfileChange:
     """One changed value of the resolved profile, with where each side set it."""
 
@@ -374,7 +375,7 @@ class ProfileChange:
     new_origin: str | None
 
 
-@dataclass(frozen=True)
+@value_class
 class ProfileDiff:
     """Everything `diff` reports: the profile-level changes and what they do to the rendered files."""
 

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from spark_compile import __version__
 from spark_compile.errors import UsageError
 
 ROOT_HELP = "a directory `extends:` may also lead into (default: only the profile's repository)"
 TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
-COMMANDS = ("check", "plan", "schema", "rules", "explain", "flags", "catalog", "diff", "compile", "history",
-            "report", "import", "export", "audit")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -20,19 +18,34 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see --help)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The command line's parser (every command but `catalog`, which has its own)."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser (every command but `catalog`, which has its own).
+
+    Given the `command` a run names, only that command's subparser is built: a run needs no other, and the
+    other thirteen cost a pre-commit hook a few milliseconds (argparse looks up translations per parser)."""
     parser = _Parser(prog="spark-compile", description="Compile fleet profiles into launch artifacts.")
     parser.add_argument("--version", action="version", version=f"spark-compile {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    comp = sub.add_parser("compile", help="compile a profile into generated/<profile>/ (the default command)")
+    for name, (help_text, add_arguments) in _COMMANDS.items():
+        if command is None or command == name:
+            add_arguments(sub.add_parser(name, help=help_text))
+    if command is None:
+        # Listed for --help only: `run` hands `catalog ...` to the catalog generator's own parser first.
+        sub.add_parser("catalog", add_help=False,
+                       help="build the engine catalogs from SGLang (`catalog sglang --python PY` or `--source DIR`)")
+    return parser
+
+
+def _compile(comp: argparse.ArgumentParser) -> None:
     comp.add_argument("profile", type=Path)
     comp.add_argument("--out", type=Path, default=None, help="output root (default: generated/ beside spec/)")
     comp.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
     comp.add_argument("--force", action="store_true",
                       help="replace an output directory another profile of the same name wrote")
     _target_option(comp)
-    check = sub.add_parser("check", help="validate profiles; with --generated also compare committed output")
+
+
+def _check(check: argparse.ArgumentParser) -> None:
     check.add_argument("profiles", type=Path, nargs="+")
     check.add_argument("--format", choices=("text", "json", "github", "summary"), default="text",
                        help="summary: only the counts line (a hook beside one that prints the findings)")
@@ -48,41 +61,47 @@ def build_parser() -> argparse.ArgumentParser:
                        help="with --engine: the engine venv's interpreter (default: $ENGINE_PYTHON, else the "
                        ".venv-engine of spark-compile's own checkout, never the current directory's)")
     _target_option(check)
-    plan = sub.add_parser("plan", help="print the launch plan")
+
+
+def _plan(plan: argparse.ArgumentParser) -> None:
     plan.add_argument("profile", type=Path)
     plan.add_argument("--json", action="store_true", help="machine-readable plan (the default form)")
     plan.add_argument("--capacity", action="store_true", help="print the per-rank memory budget as a table instead")
     plan.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
-    sub.add_parser("schema", help="print the profile's JSON Schema")
-    sub.add_parser("rules", help="list every rule")
-    explain = sub.add_parser("explain", help="print a rule's documentation")
+
+
+def _no_arguments(_: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _explain(explain: argparse.ArgumentParser) -> None:
     explain.add_argument("rule")
-    flags = sub.add_parser("flags", help="list the SPARK_* overlay flags")
+
+
+def _flags(flags: argparse.ArgumentParser) -> None:
     flags.add_argument("--json", action="store_true")
-    diff = sub.add_parser("diff", help="semantic diff of two profiles (path or GITREV:path)")
+
+
+def _diff(diff: argparse.ArgumentParser) -> None:
     diff.add_argument("profiles", nargs="+", metavar="OLD NEW", help="the two sides (with --since: the paths)")
     diff.add_argument("--since", metavar="GITREV", default=None,
                       help="diff each path against itself at GITREV (pre-commit); prints, exits 0 unless unreadable")
     diff.add_argument("--unified", action="store_true")
     diff.add_argument("--format", choices=("text", "json", "markdown"), default="text")
-    history = sub.add_parser("history", help="release table of the extends chains in a directory")
+
+
+def _history(history: argparse.ArgumentParser) -> None:
     history.add_argument("directory", type=Path)
     history.add_argument("--format", choices=("text", "markdown"), default="text")
-    report = sub.add_parser("report", help="write a self-contained HTML review page of a profile")
+
+
+def _report(report: argparse.ArgumentParser) -> None:
     report.add_argument("profile")
     report.add_argument("--against", default=None, help="an older profile (path or GITREV:path) to highlight")
     report.add_argument("-o", "--output", type=Path, default=None, help="the HTML file (default: stdout)")
-    _import_parsers(sub)
-    _export_parser(sub)
-    _audit_parser(sub)
-    # Listed for --help only: `run` hands `catalog ...` to the catalog generator's own parser before this one.
-    sub.add_parser("catalog", add_help=False,
-                   help="build the engine catalogs from SGLang (`catalog sglang --python PY` or `--source DIR`)")
-    return parser
 
 
-def _import_parsers(sub: Any) -> None:
-    imp = sub.add_parser("import", help="write a profile from a sparkrun recipe, a docker run line or a launcher")
+def _import(imp: argparse.ArgumentParser) -> None:
     imp.add_argument("sources", type=Path, nargs="+", metavar="SOURCE")
     imp.add_argument("-o", "--output", type=Path, default=None, help="the profile to write (default: stdout)")
     imp.add_argument("--hosts", default="", help="the nodes, head first: H1,H2,... (address or user@address)")
@@ -98,8 +117,7 @@ def _import_parsers(sub: Any) -> None:
                      help="with --trace: a variable of the script's environment (repeatable)")
 
 
-def _export_parser(sub: Any) -> None:
-    exp = sub.add_parser("export", help="write a profile as a sparkrun recipe")
+def _export(exp: argparse.ArgumentParser) -> None:
     exp.add_argument("profile", type=Path)
     exp.add_argument("--sparkrun", action="store_true", required=True, help="as a sparkrun 0.4.2 recipe")
     exp.add_argument("-o", "--output", type=Path, default=None, help="the recipe to write (default: stdout)")
@@ -107,8 +125,7 @@ def _export_parser(sub: Any) -> None:
     exp.add_argument("--root", type=Path, default=None, help=ROOT_HELP)
 
 
-def _audit_parser(sub: Any) -> None:
-    audit = sub.add_parser("audit", help="compare a fleet's captured state with the profile, key by key, per rank")
+def _audit(audit: argparse.ArgumentParser) -> None:
     audit.add_argument("profile", type=Path)
     audit.add_argument("--inspect", type=Path, required=True, metavar="DIR",
                        help="the captures, one per node (launch.sh audit --save DIR, launch.sh postmortem DIR)")
@@ -119,3 +136,22 @@ def _audit_parser(sub: Any) -> None:
 def _target_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", action="append", choices=TARGETS, default=[],
                         help="also build this target, as if the profile had its section (e.g. `kubernetes: {}`)")
+
+
+# Each command: its one line of help and what adds its arguments, in --help's order.
+_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "compile": ("compile a profile into generated/<profile>/ (the default command)", _compile),
+    "check": ("validate profiles; with --generated also compare committed output", _check),
+    "plan": ("print the launch plan", _plan),
+    "schema": ("print the profile's JSON Schema", _no_arguments),
+    "rules": ("list every rule", _no_arguments),
+    "explain": ("print a rule's documentation", _explain),
+    "flags": ("list the SPARK_* overlay flags", _flags),
+    "diff": ("semantic diff of two profiles (path or GITREV:path)", _diff),
+    "history": ("release table of the extends chains in a directory", _history),
+    "report": ("write a self-contained HTML review page of a profile", _report),
+    "import": ("write a profile from a sparkrun recipe, a docker run line or a launcher", _import),
+    "export": ("write a profile as a sparkrun recipe", _export),
+    "audit": ("compare a fleet's captured state with the profile, key by key, per rank", _audit),
+}
+COMMANDS = (*_COMMANDS, "catalog")

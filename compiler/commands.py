@@ -224,7 +224,7 @@ def run(argv: Sequence[str]) -> int:
         return cmd_catalog(args_list[1:])
     if args_list and args_list[0] not in COMMANDS and not args_list[0].startswith("-"):
         args_list.insert(0, "compile")
-    args = build_parser().parse_args(args_list)
+    args = build_parser(args_list[0] if args_list and args_list[0] in COMMANDS else None).parse_args(args_list)
     if args.command is None:
         raise UsageError("spark-compile: name a profile to compile, or a command (see --help)")
     return HANDLERS[args.command](args)

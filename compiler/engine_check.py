@@ -16,7 +16,6 @@ import json
 import os
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from spark_compile.model_paths import container_path, host_dir
 from spark_compile.pipeline import Planned
 from spark_compile.spec.engine_values import DRAFT_PATH, draft_model, own_mtp_draft
 from spark_compile.spec.generators.catalog_extract import default_engine_python
+from spark_compile.spec.value_class import value_class
 from spark_compile.validate import locate
 
 PROBE = Path(__file__).resolve().with_name("sglang_resolve_probe.py")
@@ -54,7 +54,7 @@ class NotRunError(Exception):
         self.path = path
 
 
-@dataclass(frozen=True)
+@value_class
 class Rewrite:
     """One written flag SGLang resolves to another value, and the ranks where it does."""
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import Option, ProfilePath
 from spark_compile.model_paths import container_path
+from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import Profile
@@ -40,7 +40,7 @@ def fraction_text(value: float | None) -> str | None:
 Value = Callable[["Profile", int], object]  # Profile is a type-checking import: the check path never loads pydantic
 
 
-@dataclass(frozen=True)
+@value_class
 class TypedFlag:
     """An engine flag the plan writes from a typed field: the field, and the rank's value of the flag (None:
     left out; True: a bare switch; a tuple: several values). ``source`` names the field a profile's value

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Literal
+
+from spark_compile.spec.value_class import field, value_class
 
 Severity = Literal["error", "warning"]
 
 
-@dataclass(frozen=True, order=True)
+@value_class(order=True)
 class Position:
     """A place in a profile file; line and column count from 1."""
 
@@ -17,7 +18,7 @@ class Position:
     column: int
 
 
-@dataclass(frozen=True)
+@value_class
 class Finding:
     """One problem: rule id, severity, where, what, and how to fix it."""
 

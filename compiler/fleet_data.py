@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import LaunchPlan, RankPlan
@@ -19,6 +18,7 @@ from spark_compile.overlay.settings import parse_environment
 from spark_compile.quoting import bash_word
 from spark_compile.spec.record import as_data
 from spark_compile.spec.secret_patterns import SECRET_NAME, SECRET_VALUE
+from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.capacity import Capacity, RankCapacity
@@ -98,7 +98,7 @@ def armed_hooks(rank: RankPlan) -> list[str]:
     return enabled_hooks(parse_environment(spark).values)
 
 
-@dataclass(frozen=True)
+@value_class
 class Derived:
     """What a derived fleet.env value is computed from: flags or variables (by name prefix) and profile keys."""
 

@@ -7,7 +7,6 @@ import difflib
 import itertools
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,12 +16,13 @@ from spark_compile.diff_format import ARROW, fold_text, md, ranks_text, show
 from spark_compile.errors import EXIT_OK, InputError, RejectedError
 from spark_compile.load import LoadError, load_file
 from spark_compile.pipeline import Planned
+from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import ReleaseNotes
 
 
-@dataclass(frozen=True)
+@value_class
 class Release:
     """One row: the release, its file, the release it extends, its date and notes, and the two columns."""
 

@@ -12,13 +12,13 @@ import hashlib
 import ipaddress
 import math
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import LaunchPlan, Mount, ProfilePath, RankPlan
 from spark_compile.plan import rdma_access
 from spark_compile.quoting import env_file
 from spark_compile.spec.hardware import HARDWARE
+from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.spec.container_model import Kubernetes
@@ -48,7 +48,7 @@ SECURITY_OPTS: dict[str, dict[str, Any]] = {
 }
 
 
-@dataclass(frozen=True)
+@value_class
 class Settings:
     """The kubernetes section with every default filled in from the rest of the profile."""
 
@@ -135,7 +135,7 @@ def config_env(rank: RankPlan) -> dict[str, tuple[tuple[str, str], ...]]:
             for env_file in rank.env_files}
 
 
-@dataclass(frozen=True)
+@value_class
 class Volume:
     """A hostPath volume of the uniform template: name, node path, container path, and its hostPath type."""
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.engine_options import api_bind
 from spark_compile.k8s import API_PORT_NAME, POD_MOUNTS, PROBED, host_volumes, lws_options, settings
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.spec.hardware import HARDWARE
+from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import Profile
@@ -25,7 +25,7 @@ _UNITS = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
 _QUANTITY = re.compile(r"^([0-9]+)(Ki|Mi|Gi|Ti|k|M|G|T)?$")
 
 
-@dataclass(frozen=True)
+@value_class
 class Problem:
     """What breaks the check's rule: the profile path to blame, and what is wrong."""
 

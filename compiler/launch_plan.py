@@ -7,15 +7,16 @@ that path, SC213 knows which flags the plan owns, and the diff names the profile
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from spark_compile.spec.value_class import value_class
 
 ProfilePath = tuple[str | int, ...]
 EngramSource = Literal["shards", "local"]
 RestartPolicy = Literal["no", "on-failure", "always"]
 
 
-@dataclass(frozen=True)
+@value_class
 class Option:
     """One command-line option with its values, and the profile path that set it."""
 
@@ -29,7 +30,7 @@ class Option:
         return (self.flag, *self.values)
 
 
-@dataclass(frozen=True)
+@value_class
 class EngineDefault:
     """A typed engine setting the profile leaves unset: the flag is not written and SGLang's default applies."""
 
@@ -38,7 +39,7 @@ class EngineDefault:
     field: ProfilePath  # where the profile would set it
 
 
-@dataclass(frozen=True)
+@value_class
 class EnvVar:
     """One variable of an env file, and the profile path that set it."""
 
@@ -47,7 +48,7 @@ class EnvVar:
     source: ProfilePath
 
 
-@dataclass(frozen=True)
+@value_class
 class Mount:
     """A bind mount: host path, container path, read-only or not, and the profile path behind it."""
 
@@ -61,7 +62,7 @@ class Mount:
         return f"{self.source}:{self.target}" + (":ro" if self.read_only else "")
 
 
-@dataclass(frozen=True)
+@value_class
 class EnvFile:
     """One env file of a rank: its file name and its variables in order."""
 
@@ -74,7 +75,7 @@ class EnvFile:
         return tuple((var.name, var.value) for var in self.variables)
 
 
-@dataclass(frozen=True)
+@value_class
 class EngramPlan:
     """Where a rank reads its Engram rows and which rows they are."""
 
@@ -83,7 +84,7 @@ class EngramPlan:
     rows: tuple[tuple[int, int, int], ...]  # (layer, lo, hi)
 
 
-@dataclass(frozen=True)
+@value_class
 class UnitPlan:
     """A rank's systemd unit: every Exec line as argv, the timeouts and the restart policy.
 
@@ -100,7 +101,7 @@ class UnitPlan:
     after_device: str | None  # the fabric interface's .device unit as systemd names it; None without a fabric
 
 
-@dataclass(frozen=True)
+@value_class
 class RankPlan:
     """Everything one rank needs to start."""
 
@@ -169,7 +170,7 @@ class RankPlan:
         return merged
 
 
-@dataclass(frozen=True)
+@value_class
 class ApiPlace:
     """Where the API listens and from where the checks must reach it."""
 
@@ -178,7 +179,7 @@ class ApiPlace:
     bind: str  # the address the engine listens on (--host, or SGLang's default)
 
 
-@dataclass(frozen=True)
+@value_class
 class FleetPlan:
     """What the fleet's operation derives from the profile, once: the fleet scripts' data, their units, the
     README and the rules read it here."""
@@ -191,7 +192,7 @@ class FleetPlan:
     node_repos: tuple[str, ...]  # per rank: the checkpoint folder on its node (the holder may keep its own)
 
 
-@dataclass(frozen=True)
+@value_class
 class LaunchPlan:
     """The whole fleet: ranks in rank order, and what is shared."""
 

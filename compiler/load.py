@@ -6,7 +6,6 @@ import errno
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import yaml
 
 from spark_compile.errors import InputError
 from spark_compile.findings import Finding, Position
+from spark_compile.spec.value_class import field, value_class
 
 MAX_BYTES = 1 << 20  # a profile is a few KB; a megabyte is a mistake or an attack
 MAX_NODES = 100_000  # YAML nodes visited, aliases counted each time: stops alias bombs
@@ -36,7 +36,7 @@ _HIDDEN_BREAKS = re.compile("[\x85\u2028\u2029]|\r(?!\n)")
 YamlPath = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
+@value_class
 class Delete:
     """A value tagged ``!delete``: removes an inherited key, or (in a keyed list) the named item."""
 
@@ -51,7 +51,7 @@ class Replace(dict):  # type: ignore[type-arg]
     at that item's place) whole, instead of being merged over it."""
 
 
-@dataclass(frozen=True)
+@value_class
 class Spot:
     """Where a value stood: its key (for mapping entries) and the value itself."""
 
@@ -59,7 +59,7 @@ class Spot:
     value: Position
 
 
-@dataclass
+@value_class(frozen=False)
 class Document:
     """One profile file: its data, the position of every value, and its lines for quoting."""
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +17,7 @@ from spark_compile.findings import Finding, has_errors
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.load import LoadError
 from spark_compile.resolve import DocumentReader, Resolved, resolve
+from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.capacity import Capacity
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from spark_compile.spec.model import Profile
 
 
-@dataclass(frozen=True)
+@value_class
 class Planned:
     """A profile that passed the schema: its resolved source, typed Profile, plan, and every rule's findings."""
 
@@ -44,7 +44,7 @@ class Planned:
         return rendered_files(self.plan, self.profile, self.capacity)
 
 
-@dataclass(frozen=True)
+@value_class
 class Rejected:
     """A profile that stops here, with its findings (an error among them); ``planned`` when only rules refused it."""
 

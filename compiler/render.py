@@ -10,13 +10,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spark_compile import __version__, quoting
 from spark_compile.launch_plan import LaunchPlan, RankPlan
 from spark_compile.plan import ENGINE_SECRETS, secrets_dir
+from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     import jinja2
@@ -28,7 +28,7 @@ SCRIPT_MODE = 0o755
 FILE_MODE = 0o644
 
 
-@dataclass(frozen=True)
+@value_class
 class Artifact:
     """One rendered file: its path under generated/<profile>/, its bytes and mode."""
 

@@ -8,11 +8,11 @@ so every text reaches the SVG escaped by construction.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from spark_compile.capacity import Capacity, RankCapacity
 from spark_compile.launch_plan import LaunchPlan, RankPlan
+from spark_compile.spec.value_class import field, value_class
 
 WIDTH = 480  # the viewBox's width: readable when scaled to a narrow window's ~370 px
 TOP = 58  # the fabric's box
@@ -33,7 +33,7 @@ HOST_SEGMENTS = (("head_share", "HTTP/tokenizer", "http"), ("nccl", "NCCL", "ncc
 LEGEND = tuple(dict.fromkeys((css, label) for _, label, css in (*GPU_SEGMENTS, *HOST_SEGMENTS)))
 
 
-@dataclass
+@value_class(frozen=False)
 class Shape:
     """One SVG element: a rect (x, y, w, h), line (x, y to w, h), circle (centre x, y, radius w, with ``text``
     inside) or text at (x, y); ``title`` is its tooltip."""
@@ -49,7 +49,7 @@ class Shape:
     data: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@value_class(frozen=False)
 class Picture:
     """The whole SVG: its height in viewBox units and its shapes in drawing order."""
 

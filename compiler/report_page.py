@@ -10,7 +10,6 @@ construction; nothing on the page loads from the network.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from spark_compile.report_values import (
     mark_stale,
     value_sections,
 )
+from spark_compile.spec.value_class import field, value_class
 
 TEMPLATE = "report.html.j2"
 # The env files whose variables the page lists, with where each variable's default comes from.
@@ -39,7 +39,7 @@ SETTINGS = (("overlay.env", "overlay"), ("nccl.env", "nccl"))
 OPTIONS = (("engine-flags", "engine"), ("docker-options", "docker"))
 
 
-@dataclass
+@value_class(frozen=False)
 class SettingRow:
     """One variable of the page's settings tables: its value on each rank, default, where it was set (and
     the section it is derived from, when no single line set it)."""
@@ -62,7 +62,7 @@ class SettingRow:
                          for value in distinct)
 
 
-@dataclass
+@value_class(frozen=False)
 class Page:
     """Everything the template formats (strings and numbers only)."""
 

@@ -5,7 +5,6 @@ mentions a change left stale."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from spark_compile.artifact_diff import UNSET, ProfileChange
@@ -14,6 +13,7 @@ from spark_compile.diff_format import show
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan, dotted
 from spark_compile.pipeline import Planned
+from spark_compile.spec.value_class import field, value_class
 
 # The page's sections in order: (id, title, the profile's top-level keys shown there). Keys no section
 # names land in the last one, so every value (and every change) has its place.
@@ -23,7 +23,7 @@ SECTIONS = (("engine", "Engine", ("engine",)), ("container", "Container", ("cont
             ("profile", "Profile and operations", ()))
 
 
-@dataclass
+@value_class(frozen=False)
 class ValueRow:
     """One value of the profile: its key, shown value, source line and status against the older profile."""
 
@@ -39,7 +39,7 @@ class ValueRow:
     stale: list[str] = field(default_factory=list)  # what this text still says of a changed value
 
 
-@dataclass
+@value_class(frozen=False)
 class Section:
     """A section of the page: its profile values, then the rendered settings tables they feed."""
 
@@ -49,7 +49,7 @@ class Section:
     tables: list[tuple[str, list[Any]]] = field(default_factory=list)
 
 
-@dataclass
+@value_class(frozen=False)
 class ChangeLine:
     """One line of the page's "what changed" list, linked to the row where the change shows."""
 
@@ -61,7 +61,7 @@ class ChangeLine:
     status: str  # changed, added (no old value), removed (no new one)
 
 
-@dataclass
+@value_class(frozen=False)
 class FindingLine:
     """One finding of `check`: rule, severity, where, what, how to fix, and the row it points at."""
 

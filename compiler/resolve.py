@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spark_compile.errors import InputError
 from spark_compile.findings import Finding, Position
 from spark_compile.load import Delete, Document, LoadError, Replace, Spot, YamlPath, load_file
+from spark_compile.spec.value_class import field, value_class
 
 MAX_DEPTH = 16
 PROFILE_SUFFIXES = (".yaml", ".yml")
@@ -22,7 +22,7 @@ KEYED_LISTS: dict[YamlPath, str] = {("fleet", "nodes"): "name", ("container", "m
 DocumentReader = Callable[[Path, str], Document]
 
 
-@dataclass(frozen=True)
+@value_class
 class Origin:
     """Where a resolved value was written, and the child profiles it was inherited through."""
 
@@ -30,7 +30,7 @@ class Origin:
     via: tuple[str, ...] = ()
 
 
-@dataclass
+@value_class(frozen=False)
 class Resolved:
     """One merged profile: data, the origin of every value, and the documents it came from."""
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import MISSING, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from spark_compile.spec.value_class import field, field_names, value_class
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -42,21 +43,13 @@ def _close(word: str, candidates: Sequence[str]) -> list[str]:
     return other_case + [c for c in close if c not in other_case]
 
 
-@functools.cache
-def _field_names(cls: type[Any]) -> tuple[str, ...]:
-    names = tuple(f.name for f in fields(cls))
-    if any(f.default is not MISSING or f.default_factory is not MISSING for f in fields(cls)):
-        raise TypeError(f"{cls.__name__}: _make fills every field from JSON; a default would be skipped")
-    return names
-
-
 def _make(cls: type[T], data: Mapping[str, Any], **converted: Any) -> T:
-    """A catalog dataclass from its JSON object; `converted` replaces the fields JSON cannot spell.
+    """A catalog entry from its JSON object; `converted` replaces the fields JSON cannot spell.
 
-    Thousands of entries are made per run: filling the instance's __dict__ directly skips the frozen
-    dataclass __init__'s one object.__setattr__ call per field (1.5 of the 3.6 ms the three catalogs took)."""
+    Thousands of entries are made per run: filling the instance's __dict__ directly skips __init__'s checks
+    (1.5 of the 3.6 ms the three catalogs took). Every field comes from JSON: an entry's fields have no default."""
     entry = object.__new__(cls)
-    entry.__dict__.update({name: converted[name] if name in converted else data[name] for name in _field_names(cls)})
+    entry.__dict__.update({name: converted[name] if name in converted else data[name] for name in field_names(cls)})
     return entry
 
 
@@ -135,7 +128,7 @@ _CONVERTERS: dict[str, tuple[str, Callable[[str], Any]]] = {
 }
 
 
-@dataclass(frozen=True, eq=False)
+@value_class(eq=False)
 class EngineFlag:
     """One command-line flag of the engine, as argparse declares it."""
 
@@ -176,7 +169,7 @@ class EngineFlag:
         return None
 
 
-@dataclass(frozen=True, eq=False)
+@value_class(eq=False)
 class EngineCatalog:
     """Every flag one engine release accepts, indexed by option string."""
 
@@ -234,7 +227,7 @@ def parse_engine_catalog(data: Mapping[str, Any]) -> EngineCatalog:
 _SGLANG_BOOLS = frozenset({"true", "1", "yes", "y", "false", "0", "no", "n"})
 
 
-@dataclass(frozen=True, eq=False)
+@value_class(eq=False)
 class EnvVar:
     """One environment variable the engine reads."""
 
@@ -246,7 +239,7 @@ class EnvVar:
     source: str  # environ.py (typed, declared in class Envs) | os.environ (read ad hoc elsewhere)
 
 
-@dataclass(frozen=True, eq=False)
+@value_class(eq=False)
 class EnvCatalog:
     """Every environment variable one engine release reads, indexed by name."""
 
@@ -285,7 +278,7 @@ def parse_env_catalog(data: Mapping[str, Any]) -> EnvCatalog:
     return EnvCatalog(data["catalog"], variables, {v.name: v for v in variables})
 
 
-@dataclass(frozen=True, eq=False)
+@value_class(eq=False)
 class NcclVar:
     """One environment variable of the NCCL fact table, typed by the parser that reads it."""
 
@@ -312,7 +305,7 @@ class NcclVar:
         return self.source in ("nccl", "gloo")
 
 
-@dataclass(frozen=True, eq=False)
+@value_class(eq=False)
 class NcclFamily:
     """A name prefix read by an NCCL plugin or library rather than libnccl itself."""
 
@@ -321,7 +314,7 @@ class NcclFamily:
     doc: str
 
 
-@dataclass(frozen=True, eq=False)
+@value_class(eq=False)
 class NcclCatalog:
     """The NCCL variables of one release, with the token sets NCCL_ALGO and NCCL_PROTO use."""
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from spark_compile.spec.value_class import value_class
 
 
-@dataclass(frozen=True)
+@value_class
 class Hardware:
     """One kind of node: its memory, GPU architecture and GPU count."""
 
@@ -51,7 +51,7 @@ HARDWARE: dict[str, Hardware] = {
 }
 
 
-@dataclass(frozen=True)
+@value_class
 class ModelFamily:
     """What SGLang enforces for one model architecture."""
 

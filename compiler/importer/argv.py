@@ -6,10 +6,9 @@ recorded as a normalisation, so the round trip can say exactly what it compared 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from spark_compile.importer.source import Origin, Word
 from spark_compile.spec.catalog import EngineCatalog, EngineFlag, engine_catalog
+from spark_compile.spec.value_class import field, value_class
 
 # The builds an imported command line is read against, newest first: a flag only an older build knows
 # (--cuda-graph-max-bs) still gets its arity from the build that has it.
@@ -17,7 +16,7 @@ CATALOGS = ("sglang-0.5.23", "sglang-0.5.10.post1")
 LAUNCHERS = ("sglang.launch_server",)
 
 
-@dataclass(frozen=True)
+@value_class
 class EngineOption:
     """One engine option: the canonical flag (as the plan spells it), its values, where it was written."""
 
@@ -29,7 +28,7 @@ class EngineOption:
     known: bool = True
 
 
-@dataclass
+@value_class(frozen=False)
 class EngineCommand:
     """The launcher words and the engine options of one container command."""
 

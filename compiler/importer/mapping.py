@@ -7,7 +7,6 @@ import itertools
 import json
 import math
 import re
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -30,13 +29,14 @@ from spark_compile.importer.tables import (
     SUPERVISION,
 )
 from spark_compile.spec import fields as f
+from spark_compile.spec.value_class import value_class
 
 DEFAULT_LAUNCHER = ["python3", "-m", "sglang.launch_server"]
 _ARG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _SNAPSHOT_PATH = re.compile(r"^(/.+)/snapshots/([^/]+)$")
 
 
-@dataclass
+@value_class(frozen=False)
 class Rank:
     """One node's launch with its parsed engine command and rank."""
 

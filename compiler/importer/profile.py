@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, field
 
 from pydantic_core import PydanticUndefined
 
@@ -17,12 +16,13 @@ from spark_compile.importer.source import Launch, Origin
 from spark_compile.importer.tables import EMPTY_IS_UNSET, FABRIC_ENV
 from spark_compile.spec import fields as f
 from spark_compile.spec.secret_patterns import secret_name
+from spark_compile.spec.value_class import field, value_class
 
 HARDWARE = "dgx-spark-gb10"
 _PER_NODE = ("--node-rank",)
 
 
-@dataclass(frozen=True)
+@value_class
 class Request:
     """What the command line adds to the sources (node hosts, a profile name, the architecture, the fabric, the
     traced script's environment), and what a recipe says beyond its launches (container name, description)."""

@@ -6,17 +6,16 @@ as written and marked, so the mapper can report a word whose value only the shel
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from spark_compile.errors import InputError
 from spark_compile.importer.source import Origin, Word
+from spark_compile.spec.value_class import value_class
 
 OPERATORS = ("&&", "||", ";;", ";", "&", "|", "\n", "(", ")")
 _BREAK = " \t\n;&|()"
 _DQ_ESCAPES = '$`"\\\n'
 
 
-@dataclass
+@value_class(frozen=False)
 class _Scan:
     text: str
     file: str
@@ -34,7 +33,7 @@ class _Scan:
         return char
 
 
-@dataclass(frozen=True)
+@value_class
 class ShellWord(Word):
     """A word, and whether its text holds an unexpanded `$` or backquote outside single quotes."""
 

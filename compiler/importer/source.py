@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from spark_compile.spec.value_class import field, value_class
 
 
-@dataclass(frozen=True)
+@value_class
 class Origin:
     """A place in a source file: its name as given and a 1-based line."""
 
@@ -16,7 +16,7 @@ class Origin:
         return f"{self.file}:{self.line}"
 
 
-@dataclass(frozen=True)
+@value_class
 class Word:
     """One shell word after quote removal, and where it started."""
 
@@ -24,7 +24,7 @@ class Word:
     origin: Origin
 
 
-@dataclass(frozen=True)
+@value_class
 class Leftover:
     """A setting of the source that the profile does not carry, and why."""
 
@@ -33,7 +33,7 @@ class Leftover:
     why: str
 
 
-@dataclass
+@value_class(frozen=False)
 class Launch:
     """One node's container: docker options (flag, value or None) in order, image, and the engine command."""
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+
+from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.capacity import Capacity
@@ -27,7 +28,7 @@ Severity = Literal["error", "warning"]
 Path = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
+@value_class
 class Rule:
     """One rule: what it checks, why, and a bad and a good example."""
 
@@ -39,7 +40,7 @@ class Rule:
     good: str
 
 
-@dataclass(frozen=True)
+@value_class
 class Hit:
     """A violation of the check's own rule before it is located: the YAML path at fault and what to say."""
 

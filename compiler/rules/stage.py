@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.capacity import Capacity
@@ -11,6 +10,7 @@ from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.resolve import Resolved
 from spark_compile.rules import CHECKS, RULES, Context, load_all
+from spark_compile.spec.value_class import replace
 from spark_compile.validate import locate
 
 if TYPE_CHECKING:

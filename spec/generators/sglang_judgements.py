@@ -17,10 +17,10 @@ import ast
 import json
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from spark_compile.spec.generators.catalog_extract import default_catalog_dir
+from spark_compile.spec.value_class import value_class
 
 SCOPE = ("srt/arg_groups", "srt/server_args.py", "srt/configs/model_config.py")
 REGISTERING = {"_register_for", "register_post_process", "register_model_override_predicate"}
@@ -71,7 +71,7 @@ BEYOND: dict[str, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
+@value_class
 class Site:
     """One function of SGLang that judges settings."""
 
