@@ -28,7 +28,7 @@ def table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str,
 
     def directories() -> tuple[Path, ...]:
         (tmp_path / catalog.IMAGE_BUILDS).write_text(json.dumps({"format": 1, "images": entries}))
-        return (tmp_path, *shipped)  # type: ignore[arg-type]
+        return (tmp_path, *shipped)
 
     monkeypatch.setattr(catalog, "_directories", directories)
     catalog.image_builds.cache_clear()
