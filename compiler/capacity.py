@@ -10,13 +10,14 @@ for DeepSeek-V4/V4.1 its size in tokens follows SGLang's own pool configurator (
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from spark_compile.capacity_weights import GIB, Split, estimate_dsv4, text_config
 from spark_compile.kv_dsv4 import Dsv4Inputs, Dsv4Pool, Speculation, UnmodelledError, dsv4_pool
 from spark_compile.launch_plan import LaunchPlan, RankPlan
 from spark_compile.spec.hardware import FAMILIES, HARDWARE
 from spark_compile.spec.nccl_presets import NCCL_DEFAULT_PINNED_GIB, NCCL_PRESETS, NCCL_TRIM_PINNED_GIB
+from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import Profile
@@ -26,7 +27,8 @@ INDEXER_TRANSIENT_BYTES = 14  # DSV4 sparse indexer's prefill peak per (chunk to
 DSV4 = "DeepseekV4ForCausalLM"
 
 
-class CapacityInputs(NamedTuple):
+@value_class
+class CapacityInputs:
     """What the stage reads from disk, gathered at the edge: config.json and the snapshot's headers."""
 
     config: dict[str, Any] | None
@@ -35,7 +37,8 @@ class CapacityInputs(NamedTuple):
     split_source: str
 
 
-class Term(NamedTuple):
+@value_class
+class Term:
     """One amount of memory: GiB (None when it cannot be known here), where the figure comes from, how."""
 
     gib: float | None
@@ -43,7 +46,8 @@ class Term(NamedTuple):
     formula: str = ""
 
 
-class Kv(NamedTuple):
+@value_class
+class Kv:
     """The predicted KV pool, with SGLang's names (bytes_per_full_token, full_token)."""
 
     available_gib: float
@@ -55,7 +59,8 @@ class Kv(NamedTuple):
     fixed_gib: float = 0.0  # the request-scoped pools SGLang takes off first
 
 
-class RankCapacity(NamedTuple):
+@value_class
+class RankCapacity:
     """One rank's budget."""
 
     rank: int
@@ -75,7 +80,8 @@ class RankCapacity(NamedTuple):
         return [(name, self.gib(name)) for name in names if self.gib(name) > 0]
 
 
-class Capacity(NamedTuple):
+@value_class
+class Capacity:
     """Every rank's budget, and the model family's KV arithmetic used."""
 
     ranks: tuple[RankCapacity, ...]
@@ -195,7 +201,8 @@ def _engram(profile: Profile, inputs: CapacityInputs, plan_rank: RankPlan) -> tu
     return held, Term(float(budget) * 1e9 / GIB, f"the overlay's row cache budget, SPARK_ENGRAM_CACHE_GB={budget}")
 
 
-class EngineReads(NamedTuple):
+@value_class
+class EngineReads:
     """The engine settings the budget reads, in one place (typed fields may move; this is the one edit)."""
 
     algorithm: str | None

@@ -12,9 +12,10 @@ MTP layers (`mtp.*`) are the draft model.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 from spark_compile.safetensors_header import Tensor
+from spark_compile.spec.value_class import value_class
 
 GIB = float(1 << 30)
 # Name fragments of replicated tensors (see the module docstring).
@@ -25,7 +26,8 @@ FP8_BLOCK = 1 + 1 / 1024  # e4m3 with one e8m0 scale per 32x32 block
 FP4_ROW = 0.5 + 1 / 32  # e2m1 with one e8m0 scale per 32 values
 
 
-class Split(NamedTuple):
+@value_class
+class Split:
     """Bytes per rank of one checkpoint: target weights, draft weights, Engram tables (whole, all ranks)."""
 
     target: float

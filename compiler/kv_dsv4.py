@@ -10,7 +10,7 @@ a setting that leaves those paths raises UnmodelledError with the reason. tests/
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from spark_compile.spec.value_class import value_class
 
 # KVLayout.V4 (sglang/kernels/ops/attention/dsv4/kv_layout.py): 448 fp8 nope + 64 bf16 rope + 8 scale bytes,
 # page stride padded to 576 bytes.
@@ -25,7 +25,8 @@ class UnmodelledError(ValueError):
     """A setting whose pool arithmetic this twin does not follow (the message says which)."""
 
 
-class Speculation(NamedTuple):
+@value_class
+class Speculation:
     """The resolved speculative settings the pool reads (SGLang's get_spec())."""
 
     num_draft_tokens: int
@@ -33,7 +34,8 @@ class Speculation(NamedTuple):
     topk: int = 1
 
 
-class Dsv4Inputs(NamedTuple):
+@value_class
+class Dsv4Inputs:
     """What DSV4PoolConfigurator reads: the model's layout and the resolved scheduling settings."""
 
     compress_ratios: tuple[int, ...]  # the target's layers only (config.json lists the MTP layers after them)
@@ -52,7 +54,8 @@ class Dsv4Inputs(NamedTuple):
     swa_prefix_tails: int | None = None  # --swa-prefix-tails when written
 
 
-class Dsv4Pool(NamedTuple):
+@value_class
+class Dsv4Pool:
     """The configurator's result, with SGLang's own names."""
 
     bytes_per_full_token: float

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import struct
 from pathlib import Path
-from typing import NamedTuple
+
+from spark_compile.spec.value_class import value_class
 
 # A header larger than this is refused: real ones are kilobytes to a few megabytes (one entry per tensor).
 MAX_HEADER_BYTES = 64 << 20
@@ -26,7 +27,8 @@ class HeaderError(ValueError):
     """A shard whose header cannot be read or is not a safetensors header; the message names the file."""
 
 
-class Tensor(NamedTuple):
+@value_class
+class Tensor:
     """One tensor as its shard's header describes it."""
 
     name: str

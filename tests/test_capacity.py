@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_compile.capacity import Capacity, RankCapacity
+from spark_compile.capacity import Capacity, RankCapacity, Term
 from spark_compile.pipeline import Rejected, run
 
 from conftest import REFERENCE_PROFILE, ROOT, run_cli
@@ -129,5 +129,5 @@ def test_a_snapshot_on_this_machine_is_weighed_from_its_headers(tmp_path: Path) 
                   ).ranks[1]
     source = f"safetensors headers of {snapshot}, split by TP 4 / EP 4"
     per_rank = ((2048 + 256 + 16 + 512 + 256 + 1024) / 4 + 128 + 1 + 32 + 128) / (1 << 30)
-    assert rank.terms["weights"] == (per_rank, source, "sum of tensor bytes per rank")
+    assert rank.terms["weights"] == Term(per_rank, source, "sum of tensor bytes per rank")
     assert rank.terms["draft"].source == source
