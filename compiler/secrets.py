@@ -12,22 +12,24 @@ import re
 from spark_compile.spec.secret_patterns import SECRET_NAME, hide_tokens, secret_name
 
 REDACTED = "(redacted)"
-_NAME = re.compile(r"[A-Za-z0-9_.-]*(?:" + SECRET_NAME.pattern + r")[A-Za-z0-9_-]*", re.IGNORECASE)
+# These patterns are wanted only for a text that names a secret (most runs print none), so they stay strings
+# and each use compiles through re's own cache: compiling all seven up front cost 0.9 ms of every run.
+_NAME = r"[A-Za-z0-9_.-]*(?:" + SECRET_NAME.pattern + r")[A-Za-z0-9_-]*"
 _QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
 # A value: quoted, a flow list or mapping closed on the same line, or a plain word (never the `{` or `[`
 # that opens a block: `"api_key": {` in a JSON document is structure, not a value).
 _VALUE = r"(" + _QUOTED + r"|\[[^\]\n]*\]|\{[^}\n]*\}|[\w./+~@-][^\s,}\]]*)"
-_ASSIGNED = re.compile(r"(\"?\s*[:=]\s*)" + _VALUE)  # HF_TOKEN: x, HF_TOKEN=x, "HF_TOKEN": "x"
-_FLAG_VALUE = re.compile(r"(['\"]?(?:,\s*|=|\s+))" + _VALUE)  # --api-key x, --api-key=x, '--api-key', 'x'
-_EQUALS = re.compile(r"(=)" + _VALUE)
+_ASSIGNED = r"(\"?\s*[:=]\s*)" + _VALUE  # HF_TOKEN: x, HF_TOKEN=x, "HF_TOKEN": "x"
+_FLAG_VALUE = r"(['\"]?(?:,\s*|=|\s+))" + _VALUE  # --api-key x, --api-key=x, '--api-key', 'x'
+_EQUALS = r"(=)" + _VALUE
 # A secret reference (`HF_TOKEN: {file: /etc/hf}`) says where the value lives on the node, never the value.
-_REFERENCE = re.compile(r"\{\s*(?:file|env)\s*:\s*[^{}:,\s]+\s*\}")
-_GOT = re.compile(r"(\bgot\s+)(" + _QUOTED + r"|[^\s,)]+)")
+_REFERENCE = r"\{\s*(?:file|env)\s*:\s*[^{}:,\s]+\s*\}"
+_GOT = r"(\bgot\s+)(" + _QUOTED + r"|[^\s,)]+)"
 
 
 def _redact_line(line: str) -> str:
     out, last = [], 0
-    for match in _NAME.finditer(line):
+    for match in re.finditer(_NAME, line, re.IGNORECASE):
         name = match.group()
         if match.start() < last or not secret_name(name.rsplit(".", 1)[-1].strip("-")):
             continue
@@ -35,11 +37,12 @@ def _redact_line(line: str) -> str:
         last = match.end()
         # A dotted path (engine.env.HF_TOKEN: expected ...) is a message about the key, not an assignment.
         pattern = _FLAG_VALUE if name.rsplit(".", 1)[-1].startswith("-") else _EQUALS if "." in name else _ASSIGNED
-        assigned = pattern.match(line, last) if pattern else None
-        if assigned and not secret_name(assigned.group(2).strip("-")) and not _REFERENCE.fullmatch(assigned.group(2)):
+        assigned = re.compile(pattern).match(line, last)
+        value = assigned.group(2) if assigned else ""
+        if assigned and not secret_name(value.strip("-")) and not re.fullmatch(_REFERENCE, value):
             out.append(assigned.group(1) + REDACTED)
             last = assigned.end()
-        got = _GOT.search(line, last)
+        got = re.compile(_GOT).search(line, last)
         if got:
             out.append(line[last:got.start()] + got.group(1) + REDACTED)
             last = got.end()
@@ -61,7 +64,7 @@ class Redacted(str):
 
 # NAME=value and --flag=value inside a value (an argv word, a command line): only '=' assigns here, so a
 # path such as /etc/passwd:/etc/passwd:ro stays whole.
-_ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_.-])(--?)?([A-Za-z_][A-Za-z0-9_.-]*)=([^\s'\",;]+)")
+_ASSIGNMENT = r"(?<![A-Za-z0-9_.-])(--?)?([A-Za-z_][A-Za-z0-9_.-]*)=([^\s'\",;]+)"
 
 
 def _assigned(match: re.Match[str]) -> str:
@@ -70,7 +73,7 @@ def _assigned(match: re.Match[str]) -> str:
 
 def _redact_string(value: str, prose: bool) -> str:
     value = redact(value) if prose else hide_tokens(value, REDACTED)
-    return _ASSIGNMENT.sub(_assigned, value) if "=" in value else value
+    return re.sub(_ASSIGNMENT, _assigned, value) if "=" in value else value
 
 
 def redact_value(value: object, name: str = "", *, prose: bool = False) -> object:

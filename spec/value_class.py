@@ -38,7 +38,7 @@ def field(*, default: Any = _NO_DEFAULT, default_factory: Callable[[], Any] | No
 class _Layout:
     """A value class's fields, in declaration order (base classes' first), and what each one needs."""
 
-    __slots__ = ("compared", "defaults", "factories", "name_set", "names", "shown")
+    __slots__ = ("compared", "defaults", "factories", "name_set", "names", "shown", "tails")
 
     def __init__(self, fields: dict[str, Field]) -> None:
         self.names = tuple(fields)
@@ -48,6 +48,12 @@ class _Layout:
         self.defaults = {name: spec.default for name, spec in fields.items() if spec.default is not _NO_DEFAULT}
         self.factories = {name: spec.default_factory for name, spec in fields.items()
                           if spec.default_factory is not None}
+        # tails[k]: the defaults of the fields after the first k, for a call that gives those k positionally;
+        # None where a field there has no default, or has a factory (a new value each time).
+        self.tails = tuple(
+            {name: self.defaults[name] for name in self.names[count:]}
+            if all(name in self.defaults for name in self.names[count:]) else None
+            for count in range(len(self.names) + 1))
 
 
 def _declared(cls: type) -> dict[str, Field]:
@@ -71,9 +77,13 @@ def _declared(cls: type) -> dict[str, Field]:
 
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
-    # The common call (every field given, none twice, none unknown) costs three dict updates and one
-    # comparison; anything else goes to _complete, which fills defaults or says what is wrong.
+    # Positional calls, the hot ones, cost two dict updates; keywords, factories and mistakes go the longer way.
     layout: _Layout = type(self).__value_layout__
+    if not kwargs and len(args) < len(layout.tails) and (tail := layout.tails[len(args)]) is not None:
+        values = self.__dict__
+        values.update(zip(layout.names, args, strict=False))
+        values.update(tail)
+        return
     values = self.__dict__
     values.update(zip(layout.names, args, strict=False))  # too many: _complete says so
     values.update(kwargs)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from spark_compile.spec import catalog
+from spark_compile.spec import nccl_catalog as nccl_module
 from spark_compile.spec.catalog import (
     CatalogNotFound,
     available_engine_catalogs,
@@ -64,7 +65,7 @@ def test_nccl_catalog_shape() -> None:
     names = [v["name"] for v in data["variables"]]
     assert (data["format"], data["catalog"]) == (1, "nccl-2.30.7")
     assert names == sorted(set(names))
-    checked = set(catalog._CHECKS) | {"string", "plugin", "other"}
+    checked = set(nccl_module.CHECKS) | {"string", "plugin", "other"}
     assert {v["kind"] for v in data["variables"]} <= checked
     foreign = [v for v in data["variables"] if v["source"] not in ("nccl", "gloo", "removed")]
     assert {v["kind"] for v in foreign} == {"other"}
@@ -309,7 +310,7 @@ def test_names_nccl_does_not_read() -> None:
 
 def test_strtoll_reading() -> None:
     readings = {"4M": 4, "1e6": 1, "true": 0, "010": 8, "08": 0, "0x1F": 31, "0x": 0, " -12abc": -12, "+7": 7}
-    assert {text: catalog._strtoll(text) for text in readings} == readings
+    assert {text: nccl_module._strtoll(text) for text in readings} == readings
 
 
 # ---------------------------------------------------------------------------------------------- loading
