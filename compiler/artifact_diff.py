@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from spark_compile.spec.value_class import field, value_class
+from spark_compile.overlay.value_class import field, value_class
 
 # Unit-like files systemd reads as [Section] Key=Value.
 UNIT_SUFFIXES = (".service", ".timer", ".socket", ".path", ".mount", ".target")

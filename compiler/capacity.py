@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from spark_compile.capacity_weights import GIB, Split, estimate_dsv4, text_config
 from spark_compile.kv_dsv4 import Dsv4Inputs, Dsv4Pool, Speculation, UnmodelledError, dsv4_pool
 from spark_compile.launch_plan import LaunchPlan, RankPlan
+from spark_compile.overlay.value_class import value_class
 from spark_compile.spec.hardware import FAMILIES, HARDWARE
 from spark_compile.spec.nccl_presets import NCCL_DEFAULT_PINNED_GIB, NCCL_PRESETS, NCCL_TRIM_PINNED_GIB
-from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import Profile

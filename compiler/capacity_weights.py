@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from spark_compile.overlay.value_class import value_class
 from spark_compile.safetensors_header import Tensor
-from spark_compile.spec.value_class import value_class
 
 GIB = float(1 << 30)
 # Name fragments of replicated tensors (see the module docstring).

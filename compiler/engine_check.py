@@ -24,10 +24,10 @@ from spark_compile.engine_pool import available_bytes, pool_notes
 from spark_compile.engine_report import shape_problem
 from spark_compile.findings import Finding
 from spark_compile.model_paths import container_path, host_dir
+from spark_compile.overlay.value_class import value_class
 from spark_compile.pipeline import Planned
 from spark_compile.spec.engine_values import DRAFT_PATH, draft_model, own_mtp_draft
 from spark_compile.spec.generators.catalog_extract import default_engine_python
-from spark_compile.spec.value_class import value_class
 from spark_compile.validate import locate
 
 PROBE = Path(__file__).resolve().with_name("sglang_resolve_probe.py")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import Option, ProfilePath
 from spark_compile.model_paths import container_path
-from spark_compile.spec.value_class import value_class
+from spark_compile.overlay.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import Profile

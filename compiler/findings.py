@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from spark_compile.spec.value_class import field, value_class
+from spark_compile.overlay.value_class import field, value_class
 
 Severity = Literal["error", "warning"]
 

@@ -15,10 +15,10 @@ from spark_compile.launch_plan import LaunchPlan, RankPlan
 from spark_compile.model_paths import host_dir, in_snapshot, served_id
 from spark_compile.overlay.gates import enabled_hooks
 from spark_compile.overlay.settings import parse_environment
+from spark_compile.overlay.value_class import value_class
 from spark_compile.quoting import bash_word
 from spark_compile.spec.record import as_data
 from spark_compile.spec.secret_patterns import SECRET_NAME, SECRET_VALUE
-from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.capacity import Capacity, RankCapacity

@@ -15,8 +15,8 @@ from spark_compile.diff import diff_profiles, load_side
 from spark_compile.diff_format import ARROW, fold_text, md, ranks_text, show
 from spark_compile.errors import EXIT_OK, InputError, RejectedError
 from spark_compile.load import LoadError, load_file
+from spark_compile.overlay.value_class import value_class
 from spark_compile.pipeline import Planned
-from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import ReleaseNotes

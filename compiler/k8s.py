@@ -15,10 +15,10 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.launch_plan import LaunchPlan, Mount, ProfilePath, RankPlan
+from spark_compile.overlay.value_class import value_class
 from spark_compile.plan import rdma_access
 from spark_compile.quoting import env_file
 from spark_compile.spec.hardware import HARDWARE
-from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.spec.container_model import Kubernetes

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from spark_compile.engine_options import api_bind
 from spark_compile.k8s import API_PORT_NAME, POD_MOUNTS, PROBED, host_volumes, lws_options, settings
 from spark_compile.launch_plan import LaunchPlan
+from spark_compile.overlay.value_class import value_class
 from spark_compile.spec.hardware import HARDWARE
-from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import Profile

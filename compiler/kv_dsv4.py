@@ -10,7 +10,7 @@ a setting that leaves those paths raises UnmodelledError with the reason. tests/
 
 from __future__ import annotations
 
-from spark_compile.spec.value_class import value_class
+from spark_compile.overlay.value_class import value_class
 
 # KVLayout.V4 (sglang/kernels/ops/attention/dsv4/kv_layout.py): 448 fp8 nope + 64 bf16 rope + 8 scale bytes,
 # page stride padded to 576 bytes.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Literal
 
-from spark_compile.spec.value_class import value_class
+from spark_compile.overlay.value_class import value_class
 
 ProfilePath = tuple[str | int, ...]
 EngramSource = Literal["shards", "local"]

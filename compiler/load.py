@@ -14,7 +14,7 @@ import yaml
 
 from spark_compile.errors import InputError
 from spark_compile.findings import Finding, Position
-from spark_compile.spec.value_class import field, value_class
+from spark_compile.overlay.value_class import field, value_class
 
 MAX_BYTES = 1 << 20  # a profile is a few KB; a megabyte is a mistake or an attack
 MAX_NODES = 100_000  # YAML nodes visited, aliases counted each time: stops alias bombs

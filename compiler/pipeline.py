@@ -16,8 +16,8 @@ from spark_compile.errors import RejectedError
 from spark_compile.findings import Finding, has_errors
 from spark_compile.launch_plan import LaunchPlan
 from spark_compile.load import LoadError
+from spark_compile.overlay.value_class import value_class
 from spark_compile.resolve import DocumentReader, Resolved, resolve
-from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.capacity import Capacity

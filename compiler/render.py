@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from spark_compile import __version__, quoting
 from spark_compile.launch_plan import LaunchPlan, RankPlan
+from spark_compile.overlay.value_class import value_class
 from spark_compile.plan import ENGINE_SECRETS, secrets_dir
-from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     import jinja2

@@ -12,7 +12,7 @@ from typing import Any
 
 from spark_compile.capacity import Capacity, RankCapacity
 from spark_compile.launch_plan import LaunchPlan, RankPlan
-from spark_compile.spec.value_class import field, value_class
+from spark_compile.overlay.value_class import field, value_class
 
 WIDTH = 480  # the viewBox's width: readable when scaled to a narrow window's ~370 px
 TOP = 58  # the fabric's box

@@ -18,6 +18,7 @@ from spark_compile.diff import diff_profiles, load_side
 from spark_compile.diff_format import ARROW, ranks_text, show
 from spark_compile.errors import EXIT_OK
 from spark_compile.launch_plan import LaunchPlan, ProfilePath, dotted
+from spark_compile.overlay.value_class import field, value_class
 from spark_compile.pipeline import Planned
 from spark_compile.report_fleet import LEGEND, Picture, mark_memory, memory_terms, picture
 from spark_compile.report_values import (
@@ -30,7 +31,6 @@ from spark_compile.report_values import (
     mark_stale,
     value_sections,
 )
-from spark_compile.spec.value_class import field, value_class
 
 TEMPLATE = "report.html.j2"
 # The env files whose variables the page lists, with where each variable's default comes from.

@@ -12,8 +12,8 @@ from spark_compile.diff import _flatten as leaves
 from spark_compile.diff_format import show
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan, dotted
+from spark_compile.overlay.value_class import field, value_class
 from spark_compile.pipeline import Planned
-from spark_compile.spec.value_class import field, value_class
 
 # The page's sections in order: (id, title, the profile's top-level keys shown there). Keys no section
 # names land in the last one, so every value (and every change) has its place.

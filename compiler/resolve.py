@@ -10,7 +10,7 @@ from typing import Any
 from spark_compile.errors import InputError
 from spark_compile.findings import Finding, Position
 from spark_compile.load import Delete, Document, LoadError, Replace, Spot, YamlPath, load_file
-from spark_compile.spec.value_class import field, value_class
+from spark_compile.overlay.value_class import field, value_class
 
 MAX_DEPTH = 16
 PROFILE_SUFFIXES = (".yaml", ".yml")

@@ -11,7 +11,7 @@ import json
 import struct
 from pathlib import Path
 
-from spark_compile.spec.value_class import value_class
+from spark_compile.overlay.value_class import value_class
 
 # A header larger than this is refused: real ones are kilobytes to a few megabytes (one entry per tensor).
 MAX_HEADER_BYTES = 64 << 20

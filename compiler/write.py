@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spark_compile.errors import InputError
-from spark_compile.spec.value_class import field, value_class
+from spark_compile.overlay.value_class import field, value_class
 
 if TYPE_CHECKING:
     from spark_compile.render import Artifact

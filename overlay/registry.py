@@ -6,8 +6,9 @@ Facts (defaults, hooks, targets, releases) come from the peer deployment's 1.7.1
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from .value_class import value_class
 
 REGISTRY_VERSION = "1.7.1"
 
@@ -18,7 +19,7 @@ FlagSource = Literal["profile", "plan", "pinnable"]
 SRT = "sglang.srt."
 
 
-@dataclass(frozen=True)
+@value_class
 class Hook:
     """An import hook: the modules it patches and whether it needs GB10 kernels or the dev image."""
 
@@ -29,7 +30,7 @@ class Hook:
     first_on: tuple[str, ...] = ()  # targets where this hook patches before the others (registry order elsewhere)
 
 
-@dataclass(frozen=True)
+@value_class
 class Flag:
     """One SPARK_* environment variable, typed, with the hook it gates."""
 

@@ -14,9 +14,9 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from spark_compile.overlay.value_class import field, value_class
 from spark_compile.spec.catalog_entries import LazyEntries, as_tuple, close_matches, make_entry, or_list
 from spark_compile.spec.nccl_catalog import NcclCatalog, parse_nccl_catalog
-from spark_compile.spec.value_class import field, value_class
 
 if TYPE_CHECKING:
     from pathlib import Path

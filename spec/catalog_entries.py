@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from spark_compile.spec.value_class import field_names
+from spark_compile.overlay.value_class import field_names
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance

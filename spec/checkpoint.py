@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from spark_compile.spec.value_class import value_class
+from spark_compile.overlay.value_class import value_class
 
 # sglang/srt/utils/hf_transformers/common.py CONTEXT_LENGTH_KEYS: the first key present is the context limit.
 CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import sys
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -35,6 +36,7 @@ MODEL_MODULES = (
     "spark_compile",
     "spark_compile.overlay",
     "spark_compile.overlay.registry",
+    "spark_compile.overlay.value_class",
     "spark_compile.spec",
     "spark_compile.spec.checks",
     "spark_compile.spec.container_model",
@@ -52,6 +54,9 @@ MODEL_MODULES = (
 
 
 def _origin(name: str) -> Path:
+    loaded: str | None = getattr(sys.modules.get(name), "__file__", None)
+    if loaded:  # no search of sys.path for a module imported already
+        return Path(loaded)
     spec = importlib.util.find_spec(name)
     if spec is None or spec.origin is None:
         raise ModuleNotFoundError(name)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from spark_compile.overlay.value_class import value_class
 from spark_compile.spec.sglang_facts import DRAFT_MTP_ARCHITECTURES, MTP_DRAFT_ARCHITECTURES
-from spark_compile.spec.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.spec.engine_model import Draft

@@ -11,8 +11,8 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from spark_compile.overlay.value_class import field, value_class
 from spark_compile.spec.catalog_entries import LazyEntries, as_tuple, close_matches, make_entry, or_list
-from spark_compile.spec.value_class import field, value_class
 
 INT64 = (-(2**63), 2**63 - 1)
 IFNAMSIZ = 15  # Linux interface names are at most 15 characters, so a longer entry can never match

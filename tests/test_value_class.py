@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from spark_compile.spec.value_class import FrozenFieldError, field, field_names, replace, value_class
+from spark_compile.overlay.value_class import FrozenFieldError, field, field_names, replace, value_class
 
 
 def _point(make_field: Callable[..., Any]) -> type[Any]:

@@ -7,8 +7,8 @@ recorded as a normalisation, so the round trip can say exactly what it compared 
 from __future__ import annotations
 
 from spark_compile.importer.source import Origin, Word
+from spark_compile.overlay.value_class import field, value_class
 from spark_compile.spec.catalog import EngineCatalog, EngineFlag, engine_catalog
-from spark_compile.spec.value_class import field, value_class
 
 # The builds an imported command line is read against, newest first: a flag only an older build knows
 # (--cuda-graph-max-bs) still gets its arity from the build that has it.

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from spark_compile.importer.source import Leftover, Origin
-from spark_compile.spec.value_class import field, value_class
+from spark_compile.overlay.value_class import field, value_class
 
 Path = tuple[str | int, ...]
 Scalar = str | int | float | bool

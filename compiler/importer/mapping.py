@@ -28,8 +28,8 @@ from spark_compile.importer.tables import (
     ENGINE_SWITCHES,
     SUPERVISION,
 )
+from spark_compile.overlay.value_class import value_class
 from spark_compile.spec import fields as f
-from spark_compile.spec.value_class import value_class
 
 DEFAULT_LAUNCHER = ["python3", "-m", "sglang.launch_server"]
 _ARG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")

@@ -14,9 +14,9 @@ from spark_compile.importer.draft import Draft
 from spark_compile.importer.mapping import Rank
 from spark_compile.importer.source import Launch, Origin
 from spark_compile.importer.tables import EMPTY_IS_UNSET, FABRIC_ENV
+from spark_compile.overlay.value_class import field, value_class
 from spark_compile.spec import fields as f
 from spark_compile.spec.secret_patterns import secret_name
-from spark_compile.spec.value_class import field, value_class
 
 HARDWARE = "dgx-spark-gb10"
 _PER_NODE = ("--node-rank",)

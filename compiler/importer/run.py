@@ -11,7 +11,7 @@ from spark_compile.importer.draft import Draft, comment, render
 from spark_compile.importer.profile import Request, build, safe_name
 from spark_compile.importer.recipe import is_recipe, metadata, recipe_launches
 from spark_compile.importer.source import Launch, Leftover
-from spark_compile.spec.value_class import replace
+from spark_compile.overlay.value_class import replace
 
 MARK = "# Written by spark-compile import from "
 

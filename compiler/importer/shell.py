@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from spark_compile.errors import InputError
 from spark_compile.importer.source import Origin, Word
-from spark_compile.spec.value_class import value_class
+from spark_compile.overlay.value_class import value_class
 
 OPERATORS = ("&&", "||", ";;", ";", "&", "|", "\n", "(", ")")
 _BREAK = " \t\n;&|()"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spark_compile.spec.value_class import field, value_class
+from spark_compile.overlay.value_class import field, value_class
 
 
 @value_class

@@ -23,7 +23,7 @@ from spark_compile.importer.argv import launcher_split
 from spark_compile.importer.docker_run import parse_launch
 from spark_compile.importer.shell import ShellWord
 from spark_compile.importer.source import Launch, Leftover, Origin
-from spark_compile.spec.value_class import field, value_class
+from spark_compile.overlay.value_class import field, value_class
 
 STANDINS = ("docker", "ssh", "scp", "rsync", "nvidia-smi", "ip", "ibv_devinfo", "ibdev2netdev", "ibstat",
             "hostname", "curl", "wget", "sleep", "sudo", "systemctl", "journalctl", "nc")

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
-from spark_compile.spec.value_class import value_class
+from spark_compile.overlay.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.capacity import Capacity

@@ -8,9 +8,9 @@ from spark_compile.capacity import Capacity
 from spark_compile.checkpoint_load import committed_config
 from spark_compile.findings import Finding
 from spark_compile.launch_plan import LaunchPlan
+from spark_compile.overlay.value_class import replace
 from spark_compile.resolve import Resolved
 from spark_compile.rules import CHECKS, RULES, Context, load_all
-from spark_compile.spec.value_class import replace
 from spark_compile.validate import locate
 
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from spark_compile.overlay.value_class import value_class
 from spark_compile.spec.generators.catalog_extract import default_catalog_dir
-from spark_compile.spec.value_class import value_class
 
 SCOPE = ("srt/arg_groups", "srt/server_args.py", "srt/configs/model_config.py")
 REGISTERING = {"_register_for", "register_post_process", "register_model_override_predicate"}
