@@ -133,7 +133,7 @@ def env_file(pairs: Iterable[tuple[str, str]]) -> str:
 # C0, DEL, C1 (NEL among them), the Unicode line and paragraph separators, and the bidirectional controls
 # (they reorder what a viewer shows: the Trojan Source attack).
 _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
-_UNSAFE_LINE = re.compile(r"[\n\t]|" + _UNSAFE.pattern)
+_UNSAFE_LINE = r"[\n\t]|" + _UNSAFE.pattern  # error lines only: compiled through re's cache on first use
 
 
 def _escape_char(match: re.Match[str]) -> str:
@@ -145,7 +145,7 @@ def _escape_char(match: re.Match[str]) -> str:
 def terminal_text(value: str, *, one_line: bool = False) -> str:
     """``value`` safe to show in a terminal, a CI log, an HTML page or Markdown: every control and bidi
     character written as a visible escape (with ``one_line``, line breaks and tabs too)."""
-    return (_UNSAFE_LINE if one_line else _UNSAFE).sub(_escape_char, value)
+    return re.sub(_UNSAFE_LINE, _escape_char, value) if one_line else _UNSAFE.sub(_escape_char, value)
 
 
 def markdown_text(value: str) -> str:

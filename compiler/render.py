@@ -119,6 +119,7 @@ def environment(autoescape: bool = False) -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(str(root)), undefined=jinja2.StrictUndefined, autoescape=autoescape,
         finalize=_redacted if autoescape else None, keep_trailing_newline=True, trim_blocks=True,
         lstrip_blocks=True, bytecode_cache=_bytecode_cache(autoescape),
+        auto_reload=False,  # a run's templates do not change under it: no stat of each at every use
     )
     env.filters.update(sh=quoting.bash_word, sh_command=sh_command, sh_lines=sh_lines, systemd=quoting.systemd_exec_arg,
                        systemd_exec=quoting.systemd_command, systemd_path=quoting.systemd_path_setting,

@@ -252,9 +252,13 @@ def _maybe_die(count: int) -> None:
 
 def _write_new(path: Path, artifact: Artifact) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, artifact.mode)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(artifact.content)
-    os.chmod(path, artifact.mode)  # the umask may have narrowed the mode open() was given
+    try:
+        left = memoryview(artifact.content)
+        while left:
+            left = left[os.write(fd, left):]
+        os.fchmod(fd, artifact.mode)  # the umask may have narrowed the mode open() was given
+    finally:
+        os.close(fd)
 
 
 def _stage(staging: Path, target: Path, files: list[Artifact], report: WriteReport) -> None:

@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from . import value_init
+
 T = TypeVar("T")
 
 if TYPE_CHECKING or sys.version_info >= (3, 11):
@@ -49,7 +51,17 @@ def field(*, default: Any = _NO_DEFAULT, default_factory: Callable[[], Any] | No
 class _Layout:
     """A value class's fields, in declaration order (base classes' first), and what each one needs."""
 
-    __slots__ = ("compared", "defaults", "factories", "name_set", "names", "shown", "tails")
+    __slots__ = (
+        "compared",
+        "compiled",
+        "defaults",
+        "factories",
+        "first_default",
+        "name_set",
+        "names",
+        "shown",
+        "tails",
+    )
 
     def __init__(self, fields: dict[str, Field]) -> None:
         self.names = tuple(fields)
@@ -60,11 +72,20 @@ class _Layout:
         self.factories = {name: spec.default_factory for name, spec in fields.items()
                           if spec.default_factory is not None}
         # tails[k]: the defaults of the fields after the first k, for a call that gives those k positionally;
-        # None where a field there has no default, or has a factory (a new value each time).
-        self.tails = tuple(
-            {name: self.defaults[name] for name in self.names[count:]}
-            if all(name in self.defaults for name in self.names[count:]) else None
-            for count in range(len(self.names) + 1))
+        # None where a field there has no plain default (none, or a factory: a new value each time).
+        plain = [name in self.defaults for name in self.names]
+        self.first_default = len(plain) - plain[::-1].index(False) if False in plain else 0
+        self.tails = tuple(None if count < self.first_default else
+                           {name: self.defaults[name] for name in self.names[count:]}
+                           for count in range(len(self.names) + 1))
+        # Without factories, and with names a compiled body can take, __init__ is compiled (value_init.py).
+        self.compiled = not self.factories and not self.name_set & value_init.RESERVED
+        after_default = False  # as dataclasses, which a call could not fill otherwise
+        for name in self.names:
+            has_default = name in self.defaults or name in self.factories
+            if after_default and not has_default:
+                raise TypeError(f"non-default argument {name!r} follows default argument")
+            after_default = after_default or has_default
 
 
 def _declared(cls: type) -> dict[str, Field]:
@@ -85,41 +106,6 @@ def _declared(cls: type) -> dict[str, Field]:
                 setattr(cls, name, spec.default)
         fields[name] = spec
     return fields
-
-
-def _init(self: Any, *args: Any, **kwargs: Any) -> None:
-    # Positional calls, the hot ones, cost two dict updates; keywords, factories and mistakes go the longer way.
-    layout: _Layout = type(self).__value_layout__
-    if not kwargs and len(args) < len(layout.tails) and (tail := layout.tails[len(args)]) is not None:
-        values = self.__dict__
-        values.update(zip(layout.names, args, strict=False))
-        values.update(tail)
-        return
-    values = self.__dict__
-    values.update(zip(layout.names, args, strict=False))  # too many: _complete says so
-    values.update(kwargs)
-    if len(values) != len(args) + len(kwargs) or values.keys() != layout.name_set:
-        _complete(self, layout, args, kwargs)
-
-
-def _complete(self: Any, layout: _Layout, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    name = type(self).__name__
-    if len(args) > len(layout.names):
-        raise TypeError(f"{name}() takes {len(layout.names)} arguments, {len(args)} given")
-    twice = kwargs.keys() & set(layout.names[:len(args)])
-    if twice:
-        raise TypeError(f"{name}() got {min(twice)!r} twice")
-    unknown = kwargs.keys() - layout.name_set
-    if unknown:
-        raise TypeError(f"{name}() got an unexpected argument {min(unknown)!r}")
-    values = self.__dict__
-    for missing in [field for field in layout.names if field not in values]:
-        if missing in layout.factories:
-            values[missing] = layout.factories[missing]()
-        elif missing in layout.defaults:
-            values[missing] = layout.defaults[missing]
-        else:
-            raise TypeError(f"{name}() missing the argument {missing!r}")
 
 
 def _compared(value: Any) -> tuple[Any, ...]:
@@ -165,8 +151,9 @@ def _refuse_delete(self: Any, name: str) -> None:
 
 def _build(cls: type[T], frozen: bool, eq: bool, order: bool) -> type[T]:
     fields = _declared(cls)
-    methods: dict[str, Any] = {"__init__": _init, "__repr__": _repr, "__value_fields__": fields,
-                               "__value_layout__": _Layout(fields)}
+    layout = _Layout(fields)
+    methods: dict[str, Any] = {"__init__": value_init.first_init if layout.compiled else value_init.init,
+                               "__repr__": _repr, "__value_fields__": fields, "__value_layout__": layout}
     if eq:
         methods.update(__eq__=_eq, __hash__=_hash if frozen else None)
     if order:

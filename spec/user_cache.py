@@ -58,7 +58,9 @@ def read(directory: Path, name: str) -> bytes | None:
             status = os.fstat(handle.fileno())
             if not stat.S_ISREG(status.st_mode) or not _private(status):
                 return None
-            data = handle.read(MAX_BYTES + 1)
+            # Asked for what fstat counts (one more byte shows a file that grew), not MAX_BYTES: a buffer of
+            # MAX_BYTES is allocated for every read otherwise, 8 MiB for each compiled template.
+            data = handle.read(min(status.st_size, MAX_BYTES) + 1)
     except OSError:
         return None
     finally:
