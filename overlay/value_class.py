@@ -12,6 +12,7 @@ compiler and the serving container's start-up both make them.
 from __future__ import annotations
 
 import inspect
+import operator
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -57,6 +58,7 @@ class _Layout:
         "defaults",
         "factories",
         "first_default",
+        "key",
         "name_set",
         "names",
         "shown",
@@ -67,6 +69,7 @@ class _Layout:
         self.names = tuple(fields)
         self.name_set = frozenset(fields)
         self.compared = tuple(name for name, spec in fields.items() if spec.compare)
+        self.key = _tuple_getter(self.compared)
         self.shown = tuple(name for name, spec in fields.items() if spec.repr)
         self.defaults = {name: spec.default for name, spec in fields.items() if spec.default is not _NO_DEFAULT}
         self.factories = {name: spec.default_factory for name, spec in fields.items()
@@ -86,6 +89,17 @@ class _Layout:
             if after_default and not has_default:
                 raise TypeError(f"non-default argument {name!r} follows default argument")
             after_default = after_default or has_default
+
+
+def _tuple_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The fields ``names`` of a value as one tuple, read in C where it can be: ==, ordering and hash are
+    on hot paths (attrgetter gives a tuple only for two names or more)."""
+    if len(names) >= 2:
+        return operator.attrgetter(*names)
+    if names:
+        one = operator.attrgetter(names[0])
+        return lambda value: (one(value),)
+    return lambda value: ()
 
 
 def _declared(cls: type) -> dict[str, Field]:
@@ -109,7 +123,7 @@ def _declared(cls: type) -> dict[str, Field]:
 
 
 def _compared(value: Any) -> tuple[Any, ...]:
-    return tuple(value.__dict__[name] for name in type(value).__value_layout__.compared)
+    return type(value).__value_layout__.key(value)  # type: ignore[no-any-return]
 
 
 def _eq(self: Any, other: Any) -> Any:

@@ -70,6 +70,14 @@ class LazyEntries(Mapping[str, E]):
             made = self._made[id(raw)] = self._make(raw)
         return made
 
+    def get(self, key: str, default: Any = None) -> Any:
+        # Mapping's own get goes through a KeyError for every name a catalog does not list: a lookup per
+        # variable per rank.
+        return self[key] if key in self._raw else default
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._raw)
 
