@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from spark_compile.rules import Context, Hit, rule
-from spark_compile.spec.record import as_data
+from spark_compile.spec.record import Record
 from spark_compile.spec.secret_patterns import looks_secret
 
+Path = tuple[str | int, ...]
 
-def _leaves(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any]]:
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield from _leaves(value, (*path, key))
-    elif isinstance(data, list):
-        for index, value in enumerate(data):
-            yield from _leaves(value, (*path, index))
-    else:
-        yield path, data
+
+def _leaves(profile: Any, present: Callable[[Path], bool]) -> Iterator[tuple[Path, Any, Any]]:
+    """Every (path, value, parent) leaf of the profile's records that the profile writes, depth first; a
+    subtree it does not write (defaults only) is not entered, nor converted."""
+    stack: list[tuple[Path, Any, Any]] = [((), profile, None)]
+    while stack:
+        path, node, parent = stack.pop()
+        if path and not present(path):
+            continue
+        if isinstance(node, Record):
+            items: Iterable[tuple[str | int, Any]] = ((name, getattr(node, name)) for name in node.FIELDS)
+        elif isinstance(node, dict):
+            items = node.items()
+        elif isinstance(node, list):
+            items = enumerate(node)
+        else:
+            yield path, node, parent
+            continue
+        stack.extend(((*path, key), value, node) for key, value in reversed(list(items)))
 
 
 def _named(path: tuple[str | int, ...], value: str, siblings: Any) -> tuple[str, str]:
@@ -39,22 +50,15 @@ def _dotted(path: tuple[str | int, ...]) -> str:
     return ".".join(str(p) for p in path)
 
 
-def _at(data: Any, path: tuple[str | int, ...]) -> Any:
-    for part in path:
-        data = data[part]
-    return data
-
-
 @rule("SC230", "error", "literal secret in a profile",
       "Profiles are committed, diffed and reviewed: a token, password or API key must not be in one. Name "
       "where the value lives on the node instead; the unit reads it at start into a root-only runtime file.",
       "engine:\n  env: {HF_TOKEN: hf_abc...}", "secrets:\n  env:\n    HF_TOKEN: {file: /etc/spark-compile/hf-token}")
 def literal_secrets(ctx: Context) -> Iterator[Hit]:
-    data = {key: value for key, value in as_data(ctx.profile).items() if key != "secrets"}
-    for path, value in _leaves(data):
-        if not isinstance(value, str) or not ctx.present(path):
+    for path, value, parent in _leaves(ctx.profile, ctx.present):
+        if not isinstance(value, str) or path[0] == "secrets":
             continue
-        name, shown = _named(path, value, _at(data, path[:-1]))
+        name, shown = _named(path, value, parent)
         if looks_secret(name.upper().replace("-", "_"), shown):
             hint = (f"move it to secrets.env.{path[-1]}: {{file: /path/on/node}}" if path[:2] == ("engine", "env")
                     else "let the command read it from a root-only file on the node (a --password-file option): "
