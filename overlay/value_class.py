@@ -59,6 +59,7 @@ class _Layout:
         "factories",
         "first_default",
         "key",
+        "made",
         "name_set",
         "names",
         "shown",
@@ -83,6 +84,7 @@ class _Layout:
                            for count in range(len(self.names) + 1))
         # Without factories, and with names a compiled body can take, __init__ is compiled (value_init.py).
         self.compiled = not self.factories and not self.name_set & value_init.RESERVED
+        self.made = 0  # instances made through the generic __init__ (value_init.COMPILE_AFTER)
         after_default = False  # as dataclasses, which a call could not fill otherwise
         for name in self.names:
             has_default = name in self.defaults or name in self.factories
@@ -166,7 +168,7 @@ def _refuse_delete(self: Any, name: str) -> None:
 def _build(cls: type[T], frozen: bool, eq: bool, order: bool) -> type[T]:
     fields = _declared(cls)
     layout = _Layout(fields)
-    methods: dict[str, Any] = {"__init__": value_init.first_init if layout.compiled else value_init.init,
+    methods: dict[str, Any] = {"__init__": value_init.init,
                                "__repr__": _repr, "__value_fields__": fields, "__value_layout__": layout}
     if eq:
         methods.update(__eq__=_eq, __hash__=_hash if frozen else None)

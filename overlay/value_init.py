@@ -3,8 +3,10 @@
 A class without default factories gets a compiled __init__, as fast as the one dataclasses writes: a body
 that stores each argument in the instance's __dict__, compiled once per number of fields and shared by every
 class with that many, its argument names and keys renamed per class (code.replace), the trailing defaults
-given as the function's own. It is made on the class's first instantiation, so a class never instantiated
-costs nothing. A class with factories takes the generic `init`, which calls them.
+given as the function's own. Compiling costs about 50 microseconds per field count, which a class made a few times
+never earns back: a class starts with the generic `init`, and takes its compiled one at its
+COMPILE_AFTER-th instantiation, or at its first wrong call, which the compiled one then refuses in
+dataclasses' own words. A class with factories keeps the generic `init`, which calls them.
 
 Standard library only, like the rest of the overlay package.
 """
@@ -16,6 +18,7 @@ from typing import Any
 
 # Names the compiled body uses itself; a class with a field of one of these names takes the generic init.
 RESERVED = frozenset({"self", "__values"})
+COMPILE_AFTER = 64
 _BODIES: dict[int, types.CodeType] = {}  # one compiled body per number of fields
 
 
@@ -44,45 +47,54 @@ def compiled_init(cls: type) -> types.FunctionType:
     return init
 
 
-def first_init(self: Any, *args: Any, **kwargs: Any) -> None:
-    """A compiled class's first instantiation: its __init__ is made, put in place, and called."""
-    cls = type(self)
-    cls.__init__ = compiled_init(cls)
-    cls.__init__(self, *args, **kwargs)
+def _compile_then_init(cls: type, self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    init_now = compiled_init(cls)
+    cls.__init__ = init_now  # type: ignore[misc]
+    init_now(self, *args, **kwargs)
 
 
 def init(self: Any, *args: Any, **kwargs: Any) -> None:
-    # Positional calls, the hot ones, cost two dict updates; keywords, factories and mistakes go the longer way.
-    layout = type(self).__value_layout__
+    """The generic __init__: positional calls, the hot ones, cost two dict updates."""
+    cls = type(self)
+    layout = cls.__value_layout__
+    if layout.compiled:
+        layout.made += 1
+        if layout.made >= COMPILE_AFTER:
+            return _compile_then_init(cls, self, args, kwargs)
+    values = self.__dict__
     if not kwargs and len(args) < len(layout.tails) and (tail := layout.tails[len(args)]) is not None:
-        values = self.__dict__
         values.update(zip(layout.names, args, strict=False))
         values.update(tail)
-        return
-    values = self.__dict__
-    values.update(zip(layout.names, args, strict=False))  # too many: _complete says so
+        return None
+    values.update(zip(layout.names, args, strict=False))  # too many: _wrong says so
     values.update(kwargs)
-    if len(values) != len(args) + len(kwargs) or values.keys() != layout.name_set:
-        _complete(self, layout, args, kwargs)
+    if len(values) == len(args) + len(kwargs) and values.keys() == layout.name_set:
+        return None
+    wrong = _wrong(layout, args, kwargs, values)
+    if wrong is None:
+        return _fill(layout, values)
+    values.clear()
+    if layout.compiled:  # the compiled __init__ refuses it in dataclasses' own words, as it will every later one
+        return _compile_then_init(cls, self, args, kwargs)
+    raise TypeError(f"{cls.__name__}() {wrong}")
 
 
-def _complete(self: Any, layout: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    name = type(self).__name__
+def _wrong(layout: Any, args: tuple[Any, ...], kwargs: dict[str, Any], values: dict[str, Any]) -> str | None:
+    """What is wrong with a call, or None when the fields it leaves out all have defaults."""
     if len(args) > len(layout.names):
-        raise TypeError(f"{name}() takes {len(layout.names)} arguments, {len(args)} given")
+        return f"takes {len(layout.names)} arguments, {len(args)} given"
     twice = kwargs.keys() & set(layout.names[:len(args)])
     if twice:
-        raise TypeError(f"{name}() got {min(twice)!r} twice")
+        return f"got {min(twice)!r} twice"
     unknown = kwargs.keys() - layout.name_set
     if unknown:
-        raise TypeError(f"{name}() got an unexpected argument {min(unknown)!r}")
-    values = self.__dict__
-    for missing in [field for field in layout.names if field not in values]:
-        if missing in layout.factories:
-            values[missing] = layout.factories[missing]()
-        elif missing in layout.defaults:
-            values[missing] = layout.defaults[missing]
-        else:
-            raise TypeError(f"{name}() missing the argument {missing!r}")
+        return f"got an unexpected argument {min(unknown)!r}"
+    missing = [name for name in layout.names if name not in values and name not in layout.defaults
+               and name not in layout.factories]
+    return f"missing the argument {missing[0]!r}" if missing else None
 
 
+def _fill(layout: Any, values: dict[str, Any]) -> None:
+    for name in layout.names:
+        if name not in values:
+            values[name] = layout.factories[name]() if name in layout.factories else layout.defaults[name]

@@ -107,14 +107,33 @@ def test_a_compiled_init_refuses_as_the_dataclass_one(args: tuple[Any, ...], kwa
     assert str(mine.value) == str(dataclass.value)
 
 
-def test_a_compiled_init_takes_positions_keywords_and_defaults() -> None:
+def test_the_generic_and_the_compiled_init_make_what_dataclasses_make() -> None:
+    from spark_compile.overlay import value_init
+
     ours, theirs = _plain(value_class), _plain(dataclasses.dataclass(frozen=True))
     calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
         ((1,), {}), ((1, 2), {}), ((1,), {"name": "m"}), ((), {"name": "m", "x": 3})]
-    for args, kwargs in calls:
-        assert repr(ours(*args, **kwargs)) == repr(theirs(*args, **kwargs))
-    assert type(ours(1)).__init__.__qualname__ == theirs.__init__.__qualname__
-    assert vars(ours(1, name="m")) == {"x": 1, "y": 0, "name": "m"}
+    for phase in ("generic", "compiled"):
+        for args, kwargs in calls:
+            assert vars(ours(*args, **kwargs)) == dataclasses.asdict(theirs(*args, **kwargs)), phase
+        assert (ours.__init__ is value_init.init) == (phase == "generic")
+        for index in range(value_init.COMPILE_AFTER):
+            ours(index)
+    assert ours.__init__.__qualname__ == theirs.__init__.__qualname__
+
+
+def test_a_class_takes_its_compiled_init_after_many_calls_or_one_wrong_call() -> None:
+    from spark_compile.overlay import value_init
+
+    many, once = _plain(value_class), _plain(value_class)
+    made = [many(index, index) for index in range(value_init.COMPILE_AFTER + 1)]
+    assert many.__init__ is not value_init.init and "x" in many.__init__.__code__.co_varnames
+    assert [vars(value) for value in made] == [{"x": i, "y": i, "name": "n"} for i in range(len(made))]
+    once(x=1)
+    assert once.__init__ is value_init.init
+    with pytest.raises(TypeError, match="unexpected keyword argument 'z'"):
+        once(1, z=2)
+    assert once.__init__ is not value_init.init
 
 
 def test_a_required_field_after_a_default_is_refused() -> None:
