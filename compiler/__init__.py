@@ -13,13 +13,18 @@ def _interrupted(signum: int, frame: object) -> None:
 
 def _install_interrupt_handler() -> None:
     """Only when spark-compile is the program (not when a test or a tool imports the package); the CLI's
-    main() hands SIGINT back to KeyboardInterrupt once its own handler is in place."""
+    main() hands SIGINT back to KeyboardInterrupt once its own handler is in place. The cycle collector
+    runs rarely in such a process: a run makes tens of thousands of objects that all live to its end (the
+    catalogs, the plan), and at the default thresholds it traversed them 25 times in a 37 ms compile (2.5 ms);
+    what little cyclic garbage a run makes is freed on a later pass, or at exit."""
+    import gc
     import os
     import signal
     import sys
 
     program = os.path.basename(sys.argv[0]) if sys.argv else ""
     if program in ("-m", "spark-compile"):
+        gc.set_threshold(100_000, 50, 100)
         signal.signal(signal.SIGINT, _interrupted)
         # The interrupt test signals once this handler is in place, not after a guessed delay.
         ready = os.environ.get("SPARK_COMPILE_TEST_READY_FD", "")
