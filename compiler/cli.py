@@ -65,8 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Redacting(stdout), _Redacting(stderr)
+    program = signal.getsignal(signal.SIGINT) is _interrupted  # spark-compile is the process, not a test's call
     try:
-        if signal.getsignal(signal.SIGINT) is _interrupted:
+        if program:
             signal.signal(signal.SIGINT, signal.default_int_handler)  # from here, cleanup runs on Ctrl-C
         code = _run_guarded(argv)
         try:
@@ -74,7 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as exc:
             code = _io_error(exc)
         return code
+    except KeyboardInterrupt:  # after the command, while its output is flushed
+        stderr.write("spark-compile: interrupted\n")
+        return 130
     finally:
+        if program:  # a Ctrl-C between here and the exit: the message and 130 too, never a traceback
+            signal.signal(signal.SIGINT, _interrupted)
         sys.stdout, sys.stderr = stdout, stderr
 
 

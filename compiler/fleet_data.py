@@ -163,7 +163,7 @@ def secret_names(profile: Profile) -> str:
 
 def secret_values() -> str:
     """Token shapes cut from a capture on the node, as an ERE (Python's (?: groups are plain groups there)."""
-    return SECRET_VALUE.pattern.replace("(?:", "(")
+    return SECRET_VALUE.replace("(?:", "(")
 
 
 def _audit(profile: Profile) -> list[str]:

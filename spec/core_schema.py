@@ -104,10 +104,11 @@ def thaw(text: str) -> Thawed:
             return _check(node)
         if _TUPLE in node:
             return tuple(node[_TUPLE])
-        if node.get("type") == "model":
+        kind = node.get("type")
+        if kind == "model":
             node["cls"] = _record(records, node)
             sections[node["cls"].__name__] = node
-        elif node.get("type") == "function-after" and isinstance(node.get("schema"), dict) and (
+        elif kind == "function-after" and isinstance(node.get("schema"), dict) and (
                 node["schema"].get("type") == "model"):
             sections[node["schema"]["cls"].__name__] = node  # the model with its model-level check
         return node

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import sys
 from functools import cache
 from pathlib import Path
@@ -53,14 +54,21 @@ MODEL_MODULES = (
 )
 
 
-def _origin(name: str) -> Path:
+def _origin(name: str) -> str:
     loaded: str | None = getattr(sys.modules.get(name), "__file__", None)
     if loaded:  # no search of sys.path for a module imported already
-        return Path(loaded)
+        return loaded
+    package, _, leaf = name.rpartition(".")
+    parent: str | None = getattr(sys.modules.get(package), "__file__", None)
+    if parent:  # nor for a module of a package imported already: it is beside the package's __init__
+        for candidate in (os.path.join(os.path.dirname(parent), f"{leaf}.py"),
+                          os.path.join(os.path.dirname(parent), leaf, "__init__.py")):
+            if os.path.isfile(candidate):
+                return candidate
     spec = importlib.util.find_spec(name)
     if spec is None or spec.origin is None:
         raise ModuleNotFoundError(name)
-    return Path(spec.origin)
+    return spec.origin
 
 
 def cache_key() -> str:
@@ -68,9 +76,11 @@ def cache_key() -> str:
     digest = hashlib.sha256(f"pydantic-core {pydantic_core.__version__}\n".encode())
     # pydantic's version module names its version and the pydantic-core it was built for, without
     # importing pydantic (which the check path does not need).
-    for path in (_origin("pydantic").with_name("version.py"), *map(_origin, MODEL_MODULES)):
-        data = path.read_bytes()
-        digest.update(f"{path.name} {len(data)}\n".encode())
+    pydantic_version = os.path.join(os.path.dirname(_origin("pydantic")), "version.py")
+    for path in (pydantic_version, *map(_origin, MODEL_MODULES)):
+        with open(path, "rb") as source:
+            data = source.read()
+        digest.update(f"{os.path.basename(path)} {len(data)}\n".encode())
         digest.update(data)
     return digest.hexdigest()
 
