@@ -6,6 +6,7 @@ the consumer has no way to carry it (the model's grammars should have refused su
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -44,6 +45,7 @@ def _c_escape(value: str, quote: str, control: re.Pattern[str] = _CONTROL) -> st
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=4096)  # a fleet's scripts quote the same flags and values for every rank
 def bash_word(value: str) -> str:
     """One bash word that expands to exactly ``value``, always on one line: $'...' when it has a control
     character (a raw newline inside quotes could end a here-document), '...' otherwise."""

@@ -6,6 +6,7 @@ Facts (defaults, hooks, targets, releases) come from the peer deployment's 1.7.1
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 from .value_class import value_class
@@ -47,7 +48,7 @@ class Flag:
     source: FlagSource = "profile"
     since_inferred: bool = False
 
-    @property
+    @functools.cached_property  # read for every flag of every rank
     def key(self) -> str:
         """The profile key: the name without SPARK_, lower case."""
         return self.name.removeprefix("SPARK_").lower()

@@ -3,10 +3,11 @@
 A class without default factories gets a compiled __init__, as fast as the one dataclasses writes: a body
 that stores each argument in the instance's __dict__, compiled once per number of fields and shared by every
 class with that many, its argument names and keys renamed per class (code.replace), the trailing defaults
-given as the function's own. Compiling costs about 50 microseconds per field count, which a class made a few times
-never earns back: a class starts with the generic `init`, and takes its compiled one at its
-COMPILE_AFTER-th instantiation, or at its first wrong call, which the compiled one then refuses in
-dataclasses' own words. A class with factories keeps the generic `init`, which calls them.
+given as the function's own. Compiling costs about 50 microseconds per field count, which a class made a
+few times never earns back: a class starts with the generic `init`, and takes its compiled one at its
+COMPILE_AFTER-th instantiation (its RENAME_AFTER-th when a class with as many fields has one), or at its
+first wrong call, which the compiled one then refuses in dataclasses' own words. A class with factories
+keeps the generic `init`, which calls them.
 
 Standard library only, like the rest of the overlay package.
 """
@@ -19,6 +20,7 @@ from typing import Any
 # Names the compiled body uses itself; a class with a field of one of these names takes the generic init.
 RESERVED = frozenset({"self", "__values"})
 COMPILE_AFTER = 64
+RENAME_AFTER = 8  # for a field count compiled already: renaming its body costs about 5 microseconds
 _BODIES: dict[int, types.CodeType] = {}  # one compiled body per number of fields
 
 
@@ -59,7 +61,7 @@ def init(self: Any, *args: Any, **kwargs: Any) -> None:
     layout = cls.__value_layout__
     if layout.compiled:
         layout.made += 1
-        if layout.made >= COMPILE_AFTER:
+        if layout.made >= COMPILE_AFTER or (layout.made >= RENAME_AFTER and len(layout.names) in _BODIES):
             return _compile_then_init(cls, self, args, kwargs)
     values = self.__dict__
     if not kwargs and len(args) < len(layout.tails) and (tail := layout.tails[len(args)]) is not None:

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from spark_compile.overlay.value_class import field, value_class
 from spark_compile.spec.catalog_entries import LazyEntries, as_tuple, close_matches, make_entry, or_list
-from spark_compile.spec.nccl_catalog import NcclCatalog, parse_nccl_catalog
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from spark_compile.spec.nccl_catalog import NcclCatalog
 
 
 
@@ -90,6 +91,8 @@ def env_catalog(name: str) -> EnvCatalog:
 def nccl_catalog(name: str = "nccl-2.30.7") -> NcclCatalog:
     if f"{name}.json" not in _catalog_files():
         raise CatalogNotFound("NCCL", name, [f[:-5] for f in _catalog_files() if f.startswith("nccl-")])
+    from spark_compile.spec.nccl_catalog import parse_nccl_catalog  # its checks load with the first NCCL catalog
+
     return parse_nccl_catalog(_read(f"{name}.json"))
 
 

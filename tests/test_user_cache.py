@@ -176,12 +176,12 @@ def test_the_key_changes_with_any_model_source(monkeypatch: pytest.MonkeyPatch, 
     before = core_validator.cache_key()
     real = core_validator._origin
 
-    def edited(name: str) -> Path:
+    def edited(name: str) -> str:
         if name != "spark_compile.spec.fields":
             return real(name)
         copy = tmp_path / "fields.py"
-        copy.write_bytes(real(name).read_bytes() + b"\n# one more line\n")
-        return copy
+        copy.write_bytes(Path(real(name)).read_bytes() + b"\n# one more line\n")
+        return str(copy)
 
     monkeypatch.setattr(core_validator, "_origin", edited)
     assert core_validator.cache_key() != before

@@ -166,11 +166,12 @@ def false_switch(ctx: Context) -> Iterator[Hit]:
       "engine: {env: {SGLANG_FLASHINFER_MOE_FUSED_FINALISE: '0'}}",
       "engine: {env: {SGLANG_FLASHINFER_MOE_FUSED_FINALIZE: '0'}}")
 def unknown_sglang_env(ctx: Context) -> Iterator[Hit]:
-    catalog = ctx.env_catalog
+    settings = list(_sglang_env(ctx))
+    catalog = ctx.env_catalog if settings else None  # read only for a profile that sets such a variable
     if catalog is None:
         return
     suggest = _budgeted(catalog.suggest)
-    for path, name, _ in _sglang_env(ctx):
+    for path, name, _ in settings:
         if catalog.lookup(name) is None:
             yield Hit(path, f"{catalog_name(ctx)} does not read {name}",
                       _suggestion(suggest(name)) or f"remove {name}: this SGLang build ignores it",
@@ -188,10 +189,11 @@ def _sglang_env(ctx: Context) -> Iterator[tuple[tuple[str | int, ...], str, obje
       "SGLang warns and falls back to the default on a value it cannot parse; the compiler refuses it.",
       "engine: {env: {SGLANG_WATCHDOG_TIMEOUT: ten}}", "engine: {env: {SGLANG_WATCHDOG_TIMEOUT: '10'}}")
 def sglang_env_values(ctx: Context) -> Iterator[Hit]:
-    catalog = ctx.env_catalog
+    settings = list(_sglang_env(ctx))
+    catalog = ctx.env_catalog if settings else None
     if catalog is None:
         return
-    for path, name, value in _sglang_env(ctx):
+    for path, name, value in settings:
         problem = catalog.check_value(name, str(value)) if catalog.lookup(name) else None
         if problem:
             yield Hit(path, problem.rstrip("."), _env_hint(catalog, name))
@@ -216,9 +218,12 @@ def catalog_name(ctx: Context) -> str:
       "NCCL starts all the same).",
       "nccl: {extra: {NCCL_IB_GID_INDX: '3'}}", "nccl: {extra: {NCCL_DEBUG: WARN}}")
 def nccl_names(ctx: Context) -> Iterator[Hit]:
+    settings = list(_nccl_settings(ctx))
+    if not settings:
+        return  # the catalog is not even read: most profiles set NCCL only through nccl.preset
     catalog = nccl_catalog()
     suggest = _budgeted(catalog.suggest)
-    for path, name, value in _nccl_settings(ctx):
+    for path, name, value in settings:
         if catalog.lookup(name) is None:
             close = suggest(name)
             # A near miss of a variable the fleet owns: renamed, it would be SC417's hand-set GID index.
@@ -232,8 +237,11 @@ def nccl_names(ctx: Context) -> Iterator[Hit]:
       "must have the variable's exact form.", "nccl: {extra: {NCCL_BUFFSIZE: 4M}}",
       "nccl: {extra: {NCCL_BUFFSIZE: '4194304'}}")
 def nccl_values(ctx: Context) -> Iterator[Hit]:
+    settings = list(_nccl_settings(ctx))
+    if not settings:
+        return
     catalog = nccl_catalog()
-    for path, name, value in _nccl_settings(ctx):
+    for path, name, value in settings:
         var = catalog.lookup(name)
         problem = catalog.check_value(name, value) if var is not None else None
         if problem:
