@@ -171,6 +171,7 @@ def audit_plan(plan: LaunchPlan, profile: Profile, files: Sequence[Artifact]) ->
     ranks: list[dict[str, Any]] = [{"rank": rank.rank, "node": rank.node, "files": rank_files(plan, rank, rendered),
               "fields": docker_fields(rank.docker_options, rank.image), "env": env_entries(rank, profile),
               "argv": engine_argv(rank)} for rank in plan.ranks]
+    set_somewhere = {tuple(field["path"]) for rank in ranks for field in rank["fields"]}
     return {
         "format": 1, "profile": plan.profile, "release": plan.release, "container": plan.container_name,
         "unit": plan.unit_name, "image": {"ref": plan.image, "digest": digest, "source": "engine.image"},
@@ -179,7 +180,7 @@ def audit_plan(plan: LaunchPlan, profile: Profile, files: Sequence[Artifact]) ->
         "secret_name": secret_names(profile), "secret_value": secret_values(), "ranks": ranks,
         # Settings the plan does not make, on every rank (a profile may ask for some: privileged, cpuset...).
         "unset": [{"path": ["HostConfig", name], "value": None, "source": ""} for name in UNSET
-                  if not any(f["path"] == ["HostConfig", name] for rank in ranks for f in rank["fields"])],
+                  if ("HostConfig", name) not in set_somewhere],
     }
 
 
