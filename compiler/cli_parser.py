@@ -23,8 +23,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     Given the `command` a run names, only that command's subparser is built: a run needs no other, and the
     other thirteen cost a pre-commit hook a few milliseconds (argparse looks up translations per parser)."""
-    parser = _Parser(prog="spark-compile", description="Compile fleet profiles into launch artifacts.")
-    parser.add_argument("--version", action="version", version=f"spark-compile {__version__}")
+    # With the command known, the top level takes nothing of its own: -h and --version come before a command.
+    parser = _Parser(prog="spark-compile", description="Compile fleet profiles into launch artifacts.",
+                     add_help=command is None)
+    if command is None:
+        parser.add_argument("--version", action="version", version=f"spark-compile {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     for name, (help_text, add_arguments) in _COMMANDS.items():
         if command is None or command == name:

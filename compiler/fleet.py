@@ -35,8 +35,10 @@ def static_script(name: str) -> bytes:
     # zipfile and its readers on every compile for nothing).
     from spark_compile import templates
 
-    with open(os.path.join(os.path.dirname(templates.__file__), FLEET_DIR, "static", name), "rb") as script:
-        return script.read()  # os.path, not pathlib: eleven files on every compile
+    # os.path and an unbuffered read, not pathlib: eleven files on every compile.
+    path = os.path.join(os.path.dirname(templates.__file__), FLEET_DIR, "static", name)
+    with open(path, "rb", buffering=0) as script:
+        return script.readall()
 
 
 def audit_script() -> bytes:
