@@ -13,15 +13,13 @@ predicted available bytes and says, on stderr, its ``full_token`` next to the st
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from spark_compile.checkpoint_load import ConfigError, committed_path, is_regular, read_config
 from spark_compile.engine_pool import available_bytes, pool_notes
-from spark_compile.engine_report import shape_problem
+from spark_compile.engine_probe import NotRunError, run_probe_jobs
 from spark_compile.findings import Finding
 from spark_compile.model_paths import container_path, host_dir
 from spark_compile.overlay.value_class import value_class
@@ -30,8 +28,6 @@ from spark_compile.spec.engine_values import DRAFT_PATH, draft_model, own_mtp_dr
 from spark_compile.spec.generators.catalog_extract import default_engine_python
 from spark_compile.validate import locate
 
-PROBE = Path(__file__).resolve().with_name("sglang_resolve_probe.py")
-PROBE_TIMEOUT_S = 900.0
 # A written value that asks SGLang to choose: resolving it is not a rewrite.
 CHOOSE_FOR_ME = (None, "auto")
 DRAFT_FLAG = "--speculative-draft-model-path"
@@ -44,14 +40,6 @@ SPOKEN = {"ep_size": ("expert parallel size",), "tp_size": ("tensor parallel siz
           "quantization": ("quantization method",), "speculative_algorithm": ("speculative decoding",),
           "kv_cache_dtype": ("KV4 ",), "moe_runner_backend": ("FlashInfer Cutlass MOE",),
           "dp_size": ("data-parallel",), "pp_size": ("pipeline parallelism", "Pipeline parallelism")}
-
-
-class NotRunError(Exception):
-    """The engine check could not run for this profile; the message says why, ``path`` what to change."""
-
-    def __init__(self, message: str, path: YamlPath = ("engine", "catalog")) -> None:
-        super().__init__(message)
-        self.path = path
 
 
 @value_class
@@ -164,30 +152,6 @@ def _stage_models(validated: Planned, model_dir: Path) -> tuple[dict[str, Any], 
     draft_dir.mkdir()
     (draft_dir / "config.json").write_text(text, encoding="utf-8")
     return probe_job(validated, model_dir, draft_dir), []
-
-
-def run_probe(python: str, request: dict[str, Any]) -> dict[str, Any]:
-    """Run the probe with the engine interpreter; its JSON result, or NotRunError with the reason."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SGLANG_", "SGL_", "PYTHON"))}
-    try:
-        proc = subprocess.run([python, "-I", str(PROBE)], input=json.dumps(request), capture_output=True,
-                              text=True, encoding="utf-8", env=env, timeout=PROBE_TIMEOUT_S, check=False)
-    except (FileNotFoundError, PermissionError):
-        raise NotRunError(f"engine interpreter {python} cannot be run (make one with .ci/install-engine)") from None
-    except subprocess.TimeoutExpired:
-        raise NotRunError(f"SGLang's resolution did not finish within {PROBE_TIMEOUT_S:.0f} s") from None
-    if proc.returncode != 0:
-        lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
-        last = lines[-1] if lines else "no output"
-        raise NotRunError(f"the resolution probe failed (exit {proc.returncode}): {last}")
-    try:
-        result = json.loads(proc.stdout)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise NotRunError(f"the resolution probe printed invalid JSON: {str(exc)[:200]}") from None
-    problem = shape_problem(result, request)
-    if problem:
-        raise NotRunError(f"the resolution probe printed JSON of another shape than it answers with: {problem}")
-    return result  # type: ignore[no-any-return]
 
 
 def rewrites(ranks: list[dict[str, Any]]) -> list[Rewrite]:
@@ -386,9 +350,8 @@ def engine_findings_many(profiles: list[Planned], python: str | None = None,
                 out[index] = _not_run(validated, why)
         for hardware, members in groups.items():
             assert python is not None  # a profile joins a group only when there is an interpreter
-            request = {"hardware": hardware_request(hardware), "jobs": [jobs[i] for i in members]}
             try:
-                result = run_probe(python, request)
+                result = run_probe_jobs(python, hardware_request(hardware), [jobs[i] for i in members])
             except NotRunError as why:
                 for i in members:
                     out[i] = _not_run(profiles[i], why)

@@ -133,7 +133,8 @@ def test_a_draft_with_its_config_is_resolved_beside_the_target(tmp_path: Path) -
     """The probe builds the draft worker's ModelConfig from the draft's own config.json (a one-layer EAGLE3 head
     for Qwen3-30B-A3B, made for this test with a 2,048-token limit): a rewrite in the target and the draft's own
     context check are both reported."""
-    from spark_compile.engine_check import hardware_request, run_probe
+    from spark_compile.engine_check import hardware_request
+    from spark_compile.engine_probe import run_probe_jobs
 
     target, draft = tmp_path / "target", tmp_path / "draft"
     for where, config in ((target, ROOT / "spec" / "profiles" / "examples" / "qwen3-30b-a3b.config.json"),
@@ -143,10 +144,9 @@ def test_a_draft_with_its_config_is_resolved_beside_the_target(tmp_path: Path) -
     spec = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/models/draft"]
     argvs = [[*spec, "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens",
               "6"], [*spec, "--context-length", "4096"]]
-    request = {"hardware": hardware_request("dgx-spark-gb10"), "jobs": [
-        {"paths": {"/models/repo": str(target), "/models/draft": str(draft)},
-         "ranks": [{"rank": 0, "env": {}, "argv": ["--model-path", "/models/repo", *argv]}]} for argv in argvs]}
-    [rewritten], [refused] = run_probe(engine_python(), request)["jobs"]
+    jobs = [{"paths": {"/models/repo": str(target), "/models/draft": str(draft)},
+             "ranks": [{"rank": 0, "env": {}, "argv": ["--model-path", "/models/repo", *argv]}]} for argv in argvs]
+    [rewritten], [refused] = run_probe_jobs(engine_python(), hardware_request("dgx-spark-gb10"), jobs)["jobs"]
     assert rewritten["outcome"] == "ok" and rewritten["draft"] == {"context_length": 2048, "quantization": None}
     assert rewritten["written"]["speculative_num_draft_tokens"] == {
         "option": "--speculative-num-draft-tokens", "value": 6, "resolved": 4, "sources": ["_handle_eagle_family"]}
