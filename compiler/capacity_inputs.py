@@ -10,7 +10,6 @@ from spark_compile.capacity import CapacityInputs
 from spark_compile.capacity_weights import split_tensors
 from spark_compile.checkpoint_load import ConfigError, committed_path, is_regular, read_object
 from spark_compile.resolve import Resolved
-from spark_compile.safetensors_header import HeaderError, checkpoint_tensors
 
 if TYPE_CHECKING:
     from spark_compile.spec.model import Profile
@@ -58,6 +57,8 @@ def capacity_inputs(resolved: Resolved, profile: Profile,
     split, split_source = None, ("a hub id names the model" if snapshot is None
                                  else f"{snapshot.as_posix()} is not on this machine")
     if snapshot is not None and snapshot.is_dir() and any(snapshot.glob("*.safetensors")):
+        from spark_compile.safetensors_header import HeaderError, checkpoint_tensors  # only with a snapshot here
+
         try:
             split, split_source = split_tensors(checkpoint_tensors(snapshot), profile.engine.parallel.tp or 1), \
                 snapshot.as_posix()

@@ -12,10 +12,12 @@ MTP layers (`mtp.*`) are the draft model.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_compile.overlay.value_class import value_class
-from spark_compile.safetensors_header import Tensor
+
+if TYPE_CHECKING:
+    from spark_compile.safetensors_header import Tensor
 
 GIB = float(1 << 30)
 # Name fragments of replicated tensors (see the module docstring).

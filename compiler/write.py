@@ -115,7 +115,7 @@ class _Scan:
     dirs: dict[str, int] = field(default_factory=dict)
 
 
-def read_regular(path: Path, limit: int) -> bytes:
+def read_regular(path: str | Path, limit: int) -> bytes:
     """A regular file's bytes, opened without blocking (a FIFO in its place never hangs us), at most
     ``limit``; anything else raises OSError."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
@@ -188,7 +188,7 @@ def _scan(target: Path) -> _Scan:
     return scan
 
 
-def _same(path: Path, artifact: Artifact) -> bool:
+def _same(path: str, artifact: Artifact) -> bool:
     try:
         info = os.lstat(path)
         return (stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) == artifact.mode
@@ -250,7 +250,7 @@ def _maybe_die(count: int) -> None:
         os.kill(os.getpid(), 9)
 
 
-def _write_new(path: Path, artifact: Artifact) -> None:
+def _write_new(path: str, artifact: Artifact) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, artifact.mode)
     try:
         left = memoryview(artifact.content)
@@ -262,13 +262,16 @@ def _write_new(path: Path, artifact: Artifact) -> None:
 
 
 def _stage(staging: Path, target: Path, files: list[Artifact], report: WriteReport) -> None:
-    made: set[Path] = set()
+    # Strings and os.path, not Path objects: four paths per file on every compile.
+    made: set[str] = set()
+    staging_dir, target_dir = os.fspath(staging), os.fspath(target)
     for count, artifact in enumerate(files, 1):
         _maybe_die(count)
-        old, new = target / artifact.path, staging / artifact.path
-        if new.parent not in made:
-            new.parent.mkdir(parents=True, exist_ok=True)
-            made.add(new.parent)
+        old, new = os.path.join(target_dir, artifact.path), os.path.join(staging_dir, artifact.path)
+        parent = os.path.dirname(new)
+        if parent not in made:
+            os.makedirs(parent, exist_ok=True)
+            made.add(parent)
         if _same(old, artifact):
             os.link(old, new)
             report.unchanged.append(artifact.path)
