@@ -32,6 +32,7 @@ _FLOAT_12 = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+
 # Characters YAML reads as line breaks but grep, git diff and editors show inside a line (a lone CR, not
 # the CR of a CRLF: a terminal shows the rest of the line over its start, hiding what YAML reads as a key).
 _HIDDEN_BREAKS = re.compile("[\x85\u2028\u2029]|\r(?!\n)")
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # searched in every text value
 
 YamlPath = tuple[str | int, ...]
 
@@ -179,7 +180,7 @@ class _Builder:
                               "write a plain number, true/false, or quote the value as text") from None
 
     def _text(self, node: yaml.Node, text: str) -> str:
-        bad = re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", text)
+        bad = _CONTROL_CHARS.search(text)
         if bad:
             raise self._error("SC113", node, f"the value holds the control character U+{ord(bad.group()):04X}, "
                               "which no consumer of a profile value takes", "remove it")
