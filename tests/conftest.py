@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 # Hooks, registered by being names of this module: under CI a skip fails the run unless explicitly allowed.
+from support.browser import Browser
 from support.ci_skips import pytest_configure, pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401
 from support.cli_runner import run_in_process
 from support.precommit import HookRepo, snapshot
@@ -44,6 +46,13 @@ def reference_plan() -> object:
     validated = validate(resolve(REFERENCE_PROFILE))
     assert [f.rule for f in validated.findings] == ["SC312"], validated.findings  # its tag-only image
     return build_plan(planned(validated).profile)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    """Headless Chromium, one per test module that asks (the review-page tests)."""
+    with Browser(tmp_path_factory.mktemp("chromium")) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")

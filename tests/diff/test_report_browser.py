@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,12 +49,6 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         result = run_cli("report", *argv, cwd=cwd)
         assert result.returncode == 0, result.stdout + result.stderr
     return out
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    with Browser(tmp_path_factory.mktemp("chromium")) as running:
-        yield running
 
 
 def _dom(browser: Browser, page: Path) -> Elements:

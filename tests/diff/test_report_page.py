@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,12 +41,6 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = run_cli("report", "next.yaml", "--against", "production-1.7.yaml", "-o", str(out), cwd=work)
     assert result.returncode == 0, result.stdout + result.stderr
     return out
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    with Browser(tmp_path_factory.mktemp("chromium")) as running:
-        yield running
 
 
 @pytest.fixture(scope="module")
