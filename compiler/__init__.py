@@ -11,12 +11,13 @@ def _interrupted(signum: int, frame: object) -> None:
     os._exit(130)
 
 
-def _install_interrupt_handler() -> None:
-    """Only when spark-compile is the program (not when a test or a tool imports the package); the CLI's
-    main() hands SIGINT back to KeyboardInterrupt once its own handler is in place. The cycle collector
-    runs rarely in such a process: a run makes tens of thousands of objects that all live to its end (the
-    catalogs, the plan), and at the default thresholds it traversed them 25 times in a 37 ms compile (2.5 ms);
-    what little cyclic garbage a run makes is freed on a later pass, or at exit."""
+def _set_up_the_program() -> None:
+    """Only when spark-compile is the program (not when a test or a tool imports the package): the
+    interrupt handler, which the CLI's main() hands back to KeyboardInterrupt once its own handler is in
+    place, and the cycle collector's thresholds. The collector runs rarely in such a process: a run makes
+    tens of thousands of objects that all live to its end (the catalogs, the plan), and at the default
+    thresholds it traversed them 25 times in a 37 ms compile (2.5 ms); what little cyclic garbage a run
+    makes is freed on a later pass, or at exit."""
     import gc
     import os
     import signal
@@ -35,4 +36,4 @@ def _install_interrupt_handler() -> None:
                 os.write(int(ready), b"r")
 
 
-_install_interrupt_handler()
+_set_up_the_program()
