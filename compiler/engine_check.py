@@ -21,6 +21,7 @@ from spark_compile.checkpoint_load import ConfigError, committed_path, is_regula
 from spark_compile.engine_pool import available_bytes, pool_notes
 from spark_compile.engine_probe import NotRunError, run_probe_jobs
 from spark_compile.findings import Finding
+from spark_compile.load import YamlPath
 from spark_compile.model_paths import container_path, host_dir
 from spark_compile.overlay.value_class import value_class
 from spark_compile.pipeline import Planned
@@ -34,7 +35,6 @@ DRAFT_FLAG = "--speculative-draft-model-path"
 # A written value SGLang spells another way once resolved: "unquant" is the explicit no-quantization, None.
 SAME_MEANING = {("unquant", None)}
 
-YamlPath = tuple[str | int, ...]
 # How SGLang's messages name some settings in words rather than by flag or field (moe_hook.py, model_config.py).
 SPOKEN = {"ep_size": ("expert parallel size",), "tp_size": ("tensor parallel size", "tensor_model_parallel_size"),
           "quantization": ("quantization method",), "speculative_algorithm": ("speculative decoding",),

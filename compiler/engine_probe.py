@@ -12,14 +12,16 @@ import os
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from spark_compile.engine_report import shape_problem
+
+if TYPE_CHECKING:
+    from spark_compile.load import YamlPath
 
 PROBE = Path(__file__).resolve().with_name("sglang_resolve_probe.py")
 PROBE_TIMEOUT_S = 900.0
 JOBS_PER_PROCESS = 64  # below this a second process's start-up (importing SGLang) costs more than it saves
-YamlPath = tuple[str | int, ...]
 
 
 class NotRunError(Exception):

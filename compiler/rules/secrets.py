@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from spark_compile.rules import Context, Hit, rule
+from spark_compile.rules import Context, Hit, Path, rule
 from spark_compile.spec.record import Record
 from spark_compile.spec.secret_patterns import looks_secret
-
-Path = tuple[str | int, ...]
 
 
 def _leaves(profile: Any, present: Callable[[Path], bool]) -> Iterator[tuple[Path, Any, Any]]:
