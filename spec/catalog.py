@@ -1,10 +1,11 @@
 """Typed read-only access to the catalogs in spec/catalogs/: engine flags, engine env vars, NCCL env vars.
 
 This sits on the pre-commit hot path, so importing it does no I/O, compiles no regex and imports only
-light standard-library modules: a catalog's JSON is read on first use and cached, and each entry is made
-on its first lookup. Entries and catalogs compare by identity (eq=False): each is made once per run.
-Every check returns one sentence saying what was expected, or None when the value is fine (the NCCL
-variables and their checks are in spec/nccl_catalog.py; making entries, in spec/catalog_entries.py).
+light standard-library modules: a catalog is read on first use (split for lookup and kept in the user
+cache, spec/catalog_store.py), and each entry is parsed and made on its first lookup. Entries and
+catalogs compare by identity (eq=False): each is made once per run. Every check returns one sentence
+saying what was expected, or None when the value is fine (the NCCL variables and their checks are in
+spec/nccl_catalog.py; making entries, in spec/catalog_entries.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from spark_compile.spec.catalog_entries import LazyEntries, as_tuple, close_matc
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from spark_compile.spec.catalog_store import StoredCatalog
     from spark_compile.spec.nccl_catalog import NcclCatalog
 
 
@@ -46,12 +48,21 @@ def _catalog_files() -> list[str]:
     return sorted(name for name in found if name.endswith(".json"))
 
 
+def _path(filename: str) -> str:
+    return next(path for d in _directories() if os.path.isfile(path := os.path.join(d, filename)))
+
+
 def _read(filename: str) -> Any:
     import json
 
-    path = next(path for d in _directories() if os.path.isfile(path := os.path.join(d, filename)))
-    with open(path, encoding="utf-8") as file:
+    with open(_path(filename), encoding="utf-8") as file:
         return json.loads(file.read())
+
+
+def _stored(filename: str, entries: str, key: str) -> StoredCatalog:
+    from spark_compile.spec.catalog_store import read_catalog
+
+    return read_catalog(_path(filename), entries, key)
 
 
 IMAGE_BUILDS = "image-builds.json"
@@ -74,7 +85,7 @@ def image_builds() -> dict[str, str]:
 def engine_catalog(name: str) -> EngineCatalog:
     if name not in available_engine_catalogs():
         raise CatalogNotFound("engine", name, available_engine_catalogs())
-    return parse_engine_catalog(_read(f"{name}.json"))
+    return parse_engine_catalog(_stored(f"{name}.json", "flags", "options"))
 
 
 @functools.cache
@@ -84,7 +95,7 @@ def env_catalog(name: str) -> EnvCatalog:
     if f"{package}-env-{version}.json" not in _catalog_files():
         known = [f[:-5].replace("-env-", "-") for f in _catalog_files() if "-env-" in f]
         raise CatalogNotFound("environment", name, known)
-    return parse_env_catalog(_read(f"{package}-env-{version}.json"))
+    return parse_env_catalog(_stored(f"{package}-env-{version}.json", "variables", "name"))
 
 
 @functools.cache
@@ -93,7 +104,7 @@ def nccl_catalog(name: str = "nccl-2.30.7") -> NcclCatalog:
         raise CatalogNotFound("NCCL", name, [f[:-5] for f in _catalog_files() if f.startswith("nccl-")])
     from spark_compile.spec.nccl_catalog import parse_nccl_catalog  # its checks load with the first NCCL catalog
 
-    return parse_nccl_catalog(_read(f"{name}.json"))
+    return parse_nccl_catalog(_stored(f"{name}.json", "variables", "name"))
 
 
 def _json(text: str) -> Any:
@@ -201,9 +212,9 @@ def _engine_flag(data: Mapping[str, Any]) -> EngineFlag:
     return make_entry(EngineFlag, data, options=tuple(data["options"]), choices=as_tuple(data["choices"]))
 
 
-def parse_engine_catalog(data: Mapping[str, Any]) -> EngineCatalog:
-    by_option = {option: flag for flag in data["flags"] for option in flag["options"]}
-    return EngineCatalog(data["catalog"], data["package"], data["version"], LazyEntries(by_option, _engine_flag))
+def parse_engine_catalog(stored: StoredCatalog) -> EngineCatalog:
+    head = stored.head
+    return EngineCatalog(head["catalog"], head["package"], head["version"], LazyEntries(stored, _engine_flag))
 
 
 # What EnvBool.parse in sglang/srt/environ.py accepts after lower-casing; it does not strip spaces.
@@ -263,5 +274,5 @@ def _env_var(data: Mapping[str, Any]) -> EnvVar:
     return make_entry(EnvVar, data)
 
 
-def parse_env_catalog(data: Mapping[str, Any]) -> EnvCatalog:
-    return EnvCatalog(data["catalog"], LazyEntries({v["name"]: v for v in data["variables"]}, _env_var))
+def parse_env_catalog(stored: StoredCatalog) -> EnvCatalog:
+    return EnvCatalog(stored.head["catalog"], LazyEntries(stored, _env_var))

@@ -11,6 +11,8 @@ from spark_compile.overlay.value_class import field_names
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+    from spark_compile.spec.catalog_store import StoredCatalog
+
 T = TypeVar("T", bound="DataclassInstance")
 E = TypeVar("E")
 
@@ -56,30 +58,30 @@ def make_entry(cls: type[T], data: Mapping[str, Any], **converted: Any) -> T:
 
 
 class LazyEntries(Mapping[str, E]):
-    """A catalog's entries by key, each made from its JSON object on first lookup: a run looks up a few
-    dozen of the catalogs' 1,700 entries, and making them all cost 2 ms of every run. Keys that share one
-    JSON object (a flag's several options) share its entry."""
+    """A catalog's entries by key, each made from its JSON text on first lookup: a run looks up a few dozen
+    of the catalogs' 1,700 entries, and parsing and making them all cost 5 ms of every run. Keys that share
+    one entry (a flag's several options) share what is made of it."""
 
-    def __init__(self, raw: dict[str, Mapping[str, Any]], make: Callable[[Mapping[str, Any]], E]) -> None:
-        self._raw, self._make, self._made = raw, make, dict[int, E]()
+    def __init__(self, stored: StoredCatalog, make: Callable[[Mapping[str, Any]], E]) -> None:
+        self._keys, self._stored, self._make, self._made = stored.keys, stored, make, dict[int, E]()
 
     def __getitem__(self, key: str) -> E:
-        raw = self._raw[key]
-        made = self._made.get(id(raw))
+        index = self._keys[key]
+        made = self._made.get(index)
         if made is None:
-            made = self._made[id(raw)] = self._make(raw)
+            made = self._made[index] = self._make(self._stored.entry(index))
         return made
 
     def get(self, key: str, default: Any = None) -> Any:
         # Mapping's own get goes through a KeyError for every name a catalog does not list: a lookup per
         # variable per rank.
-        return self[key] if key in self._raw else default
+        return self[key] if key in self._keys else default
 
     def __contains__(self, key: object) -> bool:
-        return key in self._raw
+        return key in self._keys
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._raw)
+        return iter(self._keys)
 
     def __len__(self) -> int:
-        return len(self._raw)
+        return len(self._keys)

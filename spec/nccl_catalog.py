@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_compile.overlay.value_class import field, value_class
 from spark_compile.spec.catalog_entries import LazyEntries, as_tuple, close_matches, make_entry, or_list
+
+if TYPE_CHECKING:
+    from spark_compile.spec.catalog_store import StoredCatalog
 
 INT64 = (-(2**63), 2**63 - 1)
 IFNAMSIZ = 15  # Linux interface names are at most 15 characters, so a longer entry can never match
@@ -97,11 +100,12 @@ def _nccl_var(data: Mapping[str, Any]) -> NcclVar:
     return make_entry(NcclVar, data, choices=as_tuple(data["choices"]))
 
 
-def parse_nccl_catalog(data: Mapping[str, Any]) -> NcclCatalog:
+def parse_nccl_catalog(stored: StoredCatalog) -> NcclCatalog:
+    head = stored.head
     return NcclCatalog(
-        data["catalog"], tuple(make_entry(NcclFamily, f) for f in data["families"]),
-        tuple(data["collectives"]), tuple(data["algorithms"]), tuple(data["protocols"]),
-        LazyEntries({v["name"]: v for v in data["variables"]}, _nccl_var),
+        head["catalog"], tuple(make_entry(NcclFamily, f) for f in head["families"]),
+        tuple(head["collectives"]), tuple(head["algorithms"]), tuple(head["protocols"]),
+        LazyEntries(stored, _nccl_var),
     )
 
 
