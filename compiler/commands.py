@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spark_compile.cli_parser import COMMANDS, build_parser
+from spark_compile.cli_parser import COMMANDS, Arguments, parse
 from spark_compile.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, InputError, UsageError
 from spark_compile.findings import Finding, has_errors
 
@@ -51,7 +50,7 @@ def _with_engine_findings(outcomes: list[Outcome], python: str | None) -> list[l
     return per_profile
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def cmd_check(args: Arguments) -> int:
     """Validate every profile named; print all findings; exit 1 on errors (or warnings with --strict)."""
     from spark_compile.pipeline import Planned, run
 
@@ -79,7 +78,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     return status
 
 
-def cmd_plan(args: argparse.Namespace) -> int:
+def cmd_plan(args: Arguments) -> int:
     """Print the launch plan as JSON (with the memory budget under `capacity`), or the budget as a table."""
     from spark_compile.capacity_format import capacity_json, capacity_table
     from spark_compile.secrets import redacted_json
@@ -96,7 +95,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_schema(_: argparse.Namespace) -> int:
+def cmd_schema(_: Arguments) -> int:
     """Print the profile's JSON Schema."""
     from spark_compile.schema import schema_text
 
@@ -104,7 +103,7 @@ def cmd_schema(_: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_rules(_: argparse.Namespace) -> int:
+def cmd_rules(_: Arguments) -> int:
     """List every rule: id, severity, summary."""
     from spark_compile.rules import load_all
 
@@ -113,7 +112,7 @@ def cmd_rules(_: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_explain(args: argparse.Namespace) -> int:
+def cmd_explain(args: Arguments) -> int:
     """Print one rule's documentation with its bad and good examples."""
     from spark_compile.rules import load_all
     from spark_compile.spec.suggest import did_you_mean
@@ -130,7 +129,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_flags(args: argparse.Namespace) -> int:
+def cmd_flags(args: Arguments) -> int:
     """List the overlay's SPARK_* flags."""
     from spark_compile.flags import flags_text
 
@@ -138,7 +137,7 @@ def cmd_flags(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_compile(args: argparse.Namespace) -> int:
+def cmd_compile(args: Arguments) -> int:
     """Compile a profile and write its artifacts atomically."""
     from spark_compile.compile import compile_profile
 
@@ -146,7 +145,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                            force=args.force)
 
 
-def cmd_diff(args: argparse.Namespace) -> int:
+def cmd_diff(args: Arguments) -> int:
     """Semantic diff of two profiles."""
     from spark_compile.diff import run_diff, run_since
 
@@ -157,21 +156,21 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return run_diff(*args.profiles, unified=args.unified, fmt=args.format)
 
 
-def cmd_history(args: argparse.Namespace) -> int:
+def cmd_history(args: Arguments) -> int:
     """The release table of a directory's extends chains."""
     from spark_compile.history import run_history
 
     return run_history(args.directory, args.format)
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def cmd_report(args: Arguments) -> int:
     """The HTML review page."""
     from spark_compile.report_page import run_report
 
     return run_report(args.profile, args.against, args.output)
 
 
-def cmd_import(args: argparse.Namespace) -> int:
+def cmd_import(args: Arguments) -> int:
     """Import a deployment into a profile."""
     from spark_compile.importer.profile import Request
     from spark_compile.importer.run import run_import
@@ -187,14 +186,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     return run_import(args.sources, args.output, request, force=args.force)
 
 
-def cmd_export(args: argparse.Namespace) -> int:
+def cmd_export(args: Arguments) -> int:
     """Export a profile as a sparkrun recipe."""
     from spark_compile.export_sparkrun import run_export
 
     return run_export(_planned(args.profile, root=args.root), args.profile, args.output, force=args.force)
 
 
-def cmd_audit(args: argparse.Namespace) -> int:
+def cmd_audit(args: Arguments) -> int:
     """The fleet audit from captured state: 0 match, 1 drift, 2 a rank down or not captured (or usage)."""
     from spark_compile.audit_plan import run_audit
 
@@ -209,7 +208,7 @@ def cmd_catalog(argv: list[str]) -> int:
     return main_catalog(argv, write_file)
 
 
-HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+HANDLERS: dict[str, Callable[[Arguments], int]] = {
     "check": cmd_check, "plan": cmd_plan, "schema": cmd_schema, "rules": cmd_rules, "explain": cmd_explain,
     "flags": cmd_flags, "compile": cmd_compile, "diff": cmd_diff, "history": cmd_history, "report": cmd_report,
     "import": cmd_import, "export": cmd_export,
@@ -224,7 +223,7 @@ def run(argv: Sequence[str]) -> int:
         return cmd_catalog(args_list[1:])
     if args_list and args_list[0] not in COMMANDS and not args_list[0].startswith("-"):
         args_list.insert(0, "compile")
-    args = build_parser(args_list[0] if args_list and args_list[0] in COMMANDS else None).parse_args(args_list)
+    args = parse(args_list)
     if args.command is None:
         raise UsageError("spark-compile: name a profile to compile, or a command (see --help)")
     return HANDLERS[args.command](args)
