@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 _UNITS = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
           "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
-_QUANTITY = re.compile(r"^([0-9]+)(Ki|Mi|Gi|Ti|k|M|G|T)?$")
+_QUANTITY = re.compile(r"([0-9]+)(Ki|Mi|Gi|Ti|k|M|G|T)?")
 
 
 @value_class
@@ -36,7 +36,7 @@ class Problem:
 
 def quantity_bytes(text: Any) -> int | None:
     """Bytes of a memory quantity such as 112Gi; None when it is not one (the schema reports that)."""
-    match = _QUANTITY.match(str(text))
+    match = _QUANTITY.fullmatch(str(text))
     return int(match.group(1)) * _UNITS[match.group(2) or ""] if match else None
 
 

@@ -46,19 +46,25 @@ def excerpt(line: str, column: int) -> tuple[str, int]:
     return head + shown + tail, len(head) + len(before) + 1
 
 
+def _line(text: str) -> str:
+    """One line of a finding: a line break in a key or a path it quotes is shown as an escape, so no profile
+    can print what reads as a finding (or a clean summary) of its own."""
+    return terminal_text(text, one_line=True)
+
+
 def _text(finding: Finding) -> str:
     pos = finding.position
-    lines = [f"{_bounded(pos.file, 300)}:{pos.line}:{pos.column}: {finding.rule} {finding.severity}: "
-             f"{_bounded(finding.message)}"]
+    lines = [_line(f"{_bounded(pos.file, 300)}:{pos.line}:{pos.column}: {finding.rule} {finding.severity}: "
+                   f"{_bounded(finding.message)}")]
     if finding.source_line:
         shown, column = excerpt(finding.source_line, pos.column)
         gutter = f"{pos.line:>5} | "
         lines.append(gutter + shown)
         lines.append(" " * (len(gutter) - 2) + "| " + " " * max(column - 1, 0) + "^")
     if finding.hint:
-        lines.append(f"  hint: {_bounded(finding.hint)}")
+        lines.append(_line(f"  hint: {_bounded(finding.hint)}"))
     if finding.via:
-        lines.append(f"  inherited through: {' -> '.join(reversed(finding.via))}")
+        lines.append(_line(f"  inherited through: {' -> '.join(reversed(finding.via))}"))
     return "\n".join(lines)
 
 

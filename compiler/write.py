@@ -217,7 +217,12 @@ STAGING_MARK = ".spark-compile-staging"  # in every staging directory, so only o
 def _clean_stale(root: Path, name: str) -> None:
     """Remove the staging directories a killed compile left (its mark inside, its process gone); a user's
     folder of the same name, without the mark, is never touched."""
-    for stale in root.glob(f".{name}.staging-*"):
+    prefix = f".{name}.staging-"
+    try:
+        entries = os.listdir(root)  # not Path.glob: its pattern compiles a regex on every compile
+    except OSError:
+        return
+    for stale in (root / entry for entry in entries if entry.startswith(prefix)):
         pid = stale.name.rsplit("-", 1)[-1]
         if _marked(stale) and pid.isdigit() and not Path(f"/proc/{pid}").exists():
             shutil.rmtree(stale, ignore_errors=True)

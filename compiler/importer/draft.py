@@ -66,14 +66,14 @@ def _lists(node: Any) -> Any:
     return node
 
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"})
 
 
 def key_text(key: str | int) -> str:
     """A mapping key: plain when it can only be read back as the same string, else double-quoted."""
     text = str(key)
-    return text if _PLAIN_KEY.match(text) and text.lower() not in _YAML_WORDS else scalar(text)
+    return text if _PLAIN_KEY.fullmatch(text) and text.lower() not in _YAML_WORDS else scalar(text)
 
 
 def ordered(node: Any, model: Any) -> Any:

@@ -32,8 +32,8 @@ from spark_compile.overlay.value_class import value_class
 from spark_compile.spec import fields as f
 
 DEFAULT_LAUNCHER = ["python3", "-m", "sglang.launch_server"]
-_ARG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-_SNAPSHOT_PATH = re.compile(r"^(/.+)/snapshots/([^/]+)$")
+_ARG_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+_SNAPSHOT_PATH = re.compile(r"(/.+)/snapshots/([^/]+)")
 
 
 @value_class(frozen=False)
@@ -113,7 +113,7 @@ def ranks(launches: list[Launch]) -> list[Rank]:
 def _raw_arg(draft: Draft, option: EngineOption) -> None:
     name = option.flag.removeprefix("--")
     what = " ".join(w.text for w in option.words)
-    if not option.flag.startswith("--") or not _ARG_NAME.match(name):
+    if not option.flag.startswith("--") or not _ARG_NAME.fullmatch(name):
         draft.leave(option.origin, what, "not a long option engine.args can hold")
         return
     value: Scalar | list[Scalar]
@@ -219,7 +219,7 @@ def _source(draft: Draft, at: tuple[str, ...], option: EngineOption, mounts: dic
         if gguf is not None:
             put(draft, (*at, "gguf"), str, gguf, option.origin, f"{option.flag} {path}")
         return True
-    match = _SNAPSHOT_PATH.match(path)
+    match = _SNAPSHOT_PATH.fullmatch(path)
     if match is None and not fields.exists((*at, "hub_id")):
         return False  # a plain directory: only the HF cache form exists in this model
     repo_dir, snapshot = (match.group(1), match.group(2)) if match else (path.rstrip("/"), None)
@@ -260,7 +260,7 @@ def _path_why(option: EngineOption, at: tuple[str, ...]) -> str:
     key = ".".join(at)
     if not path.startswith("/"):
         return f"the path is a hub id, which {key} cannot hold"
-    if fields.exists((*at, "hub_id")) or _SNAPSHOT_PATH.match(path):
+    if fields.exists((*at, "hub_id")) or _SNAPSHOT_PATH.fullmatch(path):
         return f"{path} lies in no directory the container mounts (-v), so {key}.repo cannot be its host side"
     return f"the path is a plain directory; {key} holds <container_repo>/snapshots/<snapshot> of a mounted repo"
 

@@ -225,7 +225,7 @@ def hardware_env(ctx: Context) -> Iterator[Hit]:
                       f"{'nothing' if have is None else repr(str(have))}", f"set engine.env.{name}: {value}")
 
 
-_ARCH_ENV = re.compile(r"^(TORCH_CUDA_ARCH_LIST|FLASHINFER_CUDA_ARCH_LIST|[A-Z0-9_]*ARCH_LIST)$")
+_ARCH_ENV = r"[A-Z0-9_]*ARCH_LIST"  # TORCH_CUDA_ARCH_LIST, FLASHINFER_CUDA_ARCH_LIST and the like
 
 
 @rule("SC413", "error", "arch lists cover the node's SM",
@@ -236,7 +236,7 @@ _ARCH_ENV = re.compile(r"^(TORCH_CUDA_ARCH_LIST|FLASHINFER_CUDA_ARCH_LIST|[A-Z0-
 def arch_lists(ctx: Context) -> Iterator[Hit]:
     major, minor = ctx.hardware.sm
     for path, name, value in env_settings(ctx):
-        if _ARCH_ENV.match(name) and not _covers(str(value), major, minor):
+        if re.fullmatch(_ARCH_ENV, name) and not _covers(str(value), major, minor):
             yield Hit(path,
                       f"{name}={value} does not cover SM {major}.{minor} of {ctx.profile.hardware}",
                       f"add {major}.{minor} or the family {major}.0f")
