@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.errors import InputError
-from spark_compile.fleet_data import UNIT_DIR, secret_names, secret_values
+from spark_compile.fleet_data import UNIT_DIR, cut_on_node, secret_names, secret_values
 from spark_compile.launch_plan import LaunchPlan, Option, RankPlan, dotted
 from spark_compile.render import Artifact
 
@@ -147,9 +146,9 @@ def engine_argv(rank: RankPlan) -> dict[str, Any]:
 def env_entries(rank: RankPlan, profile: Profile) -> list[dict[str, Any]]:
     """The container's environment: each env file's variables, then what the node adds at start. A secret
     (a name the node redacts) is compared by its presence only."""
-    secrets, redacted = set(profile.secrets.env), re.compile(secret_names(profile), re.IGNORECASE)
+    secrets = set(profile.secrets.env)
     entries = [{"name": var.name, "value": var.value, "source": _dotted(var.source),
-                "secret": bool(redacted.search(var.name))} for var in rank.variables]
+                "secret": cut_on_node(var.name, profile)} for var in rank.variables]
     for name in rank.runtime_env:
         source = "secrets.env" if name in secrets else "fleet.fabric.gid_index"
         entries.append({"name": name, "value": None, "source": source, "secret": name in secrets})

@@ -18,7 +18,7 @@ from spark_compile.overlay.settings import parse_environment
 from spark_compile.overlay.value_class import value_class
 from spark_compile.quoting import bash_word
 from spark_compile.spec.record import as_data
-from spark_compile.spec.secret_patterns import SECRET_NAME, SECRET_VALUE
+from spark_compile.spec.secret_patterns import SECRET_NAME, SECRET_VALUE, names_secret
 
 if TYPE_CHECKING:
     from spark_compile.capacity import Capacity, RankCapacity
@@ -158,7 +158,15 @@ def _flags(rank: RankPlan) -> str:
 def secret_names(profile: Profile) -> str:
     """The env names a node cuts to NAME=(redacted) before its audit capture leaves it (an ERE, any case):
     the names that mean a secret, and the profile's secrets."""
-    return "|".join((SECRET_NAME.pattern, *profile.secrets.env))
+    return "|".join((SECRET_NAME, *profile.secrets.env))
+
+
+def cut_on_node(name: str, profile: Profile) -> bool:
+    """Whether a node's capture cuts the variable ``name`` (secret_names(), as grep -Ei reads it). Env names
+    are ASCII letters, digits and '_', so the ERE's literal names are found in the upper-cased name, and the
+    pattern is compiled only when a name holds a piece of a secret's word."""
+    upper = name.upper()
+    return any(secret.upper() in upper for secret in profile.secrets.env) or names_secret(name)
 
 
 def secret_values() -> str:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 
-from spark_compile.spec.secret_patterns import SECRET_NAME, hide_tokens, secret_name
+from spark_compile.spec.secret_patterns import SECRET_NAME, hide_tokens, names_secret, secret_name
 
 REDACTED = "(redacted)"
 # These patterns are wanted only for a text that names a secret (most runs print none), so they stay strings
 # and each use compiles through re's own cache: compiling all seven up front cost 0.9 ms of every run.
-_NAME = r"[A-Za-z0-9_.-]*(?:" + SECRET_NAME.pattern + r")[A-Za-z0-9_-]*"
+_NAME = r"[A-Za-z0-9_.-]*(?:" + SECRET_NAME + r")[A-Za-z0-9_-]*"
 _QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
 # A value: quoted, a flow list or mapping closed on the same line, or a plain word (never the `{` or `[`
 # that opens a block: `"api_key": {` in a JSON document is structure, not a value).
@@ -52,9 +52,9 @@ def _redact_line(line: str) -> str:
 def redact(text: str) -> str:
     """``text`` with every secret-shaped substring, and every value given to a secret's name, replaced."""
     text = hide_tokens(text, REDACTED)
-    if not SECRET_NAME.search(text):
+    if not names_secret(text):
         return text
-    return "\n".join(_redact_line(line) if SECRET_NAME.search(line) else line for line in text.split("\n"))
+    return "\n".join(_redact_line(line) if names_secret(line) else line for line in text.split("\n"))
 
 
 class Redacted(str):

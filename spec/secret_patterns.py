@@ -44,7 +44,17 @@ def hide_tokens(text: str, mark: str = "(redacted)") -> str:
 
 _ALWAYS_SECRET = (r"SECRET|PASSWORD|PASSWD|API[_-]?KEY|ACCESS[_-]KEY|PRIVATE[_-]KEY|CREDENTIAL|AUTH[_-]KEY"
                   r"|AUTH[_-]HEADER|AUTHORIZATION")
-SECRET_NAME = re.compile(rf"(TOKEN|{_ALWAYS_SECRET})", re.IGNORECASE)
+# A secret's name, searched in any case (re.IGNORECASE), and an ERE as the nodes' grep -Ei reads it too.
+SECRET_NAME = rf"(TOKEN|{_ALWAYS_SECRET})"
+_SECRET_NAME_PIECES = ("TOKEN", "SECRET", "PASSW", "KEY", "CREDENTIAL", "AUTH")  # each match holds one
+
+
+def names_secret(text: str) -> bool:
+    """Whether ``text`` holds a secret's name (SECRET_NAME, in any case). ASCII text without one of its
+    pieces is answered without the pattern: compiled ignoring case, it cost a quarter millisecond a run."""
+    if text.isascii() and not any(piece in text.upper() for piece in _SECRET_NAME_PIECES):
+        return False
+    return re.search(SECRET_NAME, text, re.IGNORECASE) is not None
 # Only TOKEN has innocent meanings (a count of tokens, token ids, a tokenizer); the other words always
 # mean a secret. A name that refers to where a secret lives (_PATH, _FILE, _DIR) holds none itself.
 _TOKEN_COUNT_WORDS = frozenset((
