@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from spark_compile.load import MAX_BYTES, LoadError, load_file, parse_text
+from spark_compile.load import MAX_BYTES, LoadError, _first_hidden_break, load_file, parse_text
 from spark_compile.resolve import resolve
 
 from conftest import REFERENCE_PROFILE
@@ -82,3 +85,12 @@ def test_three_level_chain_reports_the_whole_route(tmp_path: Path) -> None:
     assert isinstance(validated, Rejected) and validated.planned is not None  # a rule refused it, not the schema
     port = validated.planned.resolved.origin(("engine", "port"))
     assert (port.spot.value.file, port.via) == (str(middle), (str(leaf),))
+
+
+HIDDEN_BREAKS = re.compile("[\x85\u2028\u2029]|\r(?!\n)")  # the one pattern the loader's search stands for
+
+
+@given(st.text(st.sampled_from("a\n\r\x85\u2028\u2029\u2027"), max_size=8))
+def test_the_first_hidden_break_is_where_the_one_pattern_finds_it(text: str) -> None:
+    found = HIDDEN_BREAKS.search(text)
+    assert _first_hidden_break(text) == (found.start() if found else -1)
