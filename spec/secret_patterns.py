@@ -61,7 +61,17 @@ _TOKEN_COUNT_WORDS = frozenset((
     "MAX", "MIN", "NUM", "NEW", "PER", "RATIO", "IDS", "ID", "USAGE", "BLOCK", "ORACLE", "MODE", "SWAP", "PROB",
     "ASSERT", "ACTIVATION", "THINK", "CHUNK", "QUERY", "INPUT", "RECV", "DISPATCH", "PREFILL", "FLUSH", "LOOKUP",
     "LIMIT", "COUNT", "BUDGET", "LEN", "LENGTH", "SIZE", "TOTAL", "FULL"))  # FULL: SGLang's full_token count
-_REFERENCE = re.compile(r"_(PATH|FILE|DIR)$", re.IGNORECASE)
+_REFERENCE = r"_(PATH|FILE|DIR)$"  # in any case: the name says where a secret lives
+
+
+def _reference_at(upper: str) -> int:
+    """Where an upper-cased name's _REFERENCE suffix starts, or -1; an ASCII name is read without the pattern,
+    whose compile ignoring case cost 0.06 ms a run."""
+    if not upper.isascii():
+        found = re.search(_REFERENCE, upper, re.IGNORECASE)
+        return found.start() if found else -1
+    name = upper.removesuffix("\n")  # where `$` matches too
+    return next((len(name) - len(end) for end in ("_PATH", "_FILE", "_DIR") if name.endswith(end)), -1)
 
 
 _SECRET_WORDS = frozenset(("TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "APIKEY",
@@ -74,7 +84,7 @@ def secret_name(name: str) -> bool:
     """True when a variable, key or flag called ``name`` holds a secret by its name: one of its words
     (split at '_' and '-') is a secret's word (SecretRef, TOKENIZER or MAX_NEW_TOKENS are not)."""
     upper = name.upper().replace("-", "_").strip("_")
-    if _REFERENCE.search(upper):
+    if _reference_at(upper) >= 0:
         return False
     words = upper.split("_")
     pairs = set(itertools.pairwise(words))
@@ -88,7 +98,7 @@ def looks_secret(name: str, value: str) -> bool:
     ``name`` says where a secret lives (HF_TOKEN_PATH) but the value is no path: the secret itself."""
     if may_hold_token(value) and re.search(SECRET_VALUE, value):
         return True
-    reference = _REFERENCE.search(name.upper().replace("-", "_"))
-    if reference and secret_name(name[:reference.start()]):
+    reference = _reference_at(name.upper().replace("-", "_"))
+    if reference >= 0 and secret_name(name[:reference]):
         return bool(value) and not value.startswith(("/", "./", "../", "~"))
     return bool(value) and secret_name(name)

@@ -16,6 +16,7 @@ from spark_compile.spec.secret_patterns import (
     BEARER,
     SECRET_NAME,
     TOKEN_FORMATS,
+    _reference_at,
     hide_tokens,
     may_hold_token,
     names_secret,
@@ -75,3 +76,12 @@ def test_a_variable_is_cut_on_the_node_as_its_grep_cuts_it(secrets: list[str], n
     profile = _Profile(secrets)
     expected = bool(re.search(secret_names(profile), name, re.IGNORECASE))  # type: ignore[arg-type]
     assert cut_on_node(name, profile) == expected  # type: ignore[arg-type]
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(["HF", "_", "-", "TOKEN", "PATH", "file", "Dir", "DİR", "\n", "x"]), max_size=5)
+       .map("".join))
+def test_a_reference_suffix_is_found_where_its_pattern_finds_it(name: str) -> None:
+    upper = name.upper().replace("-", "_")
+    found = re.search(r"_(PATH|FILE|DIR)$", upper, re.IGNORECASE)
+    assert _reference_at(upper) == (found.start() if found else -1)
