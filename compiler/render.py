@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
     from spark_compile.spec.model import Profile
 
-TEMPLATES_KEPT = 64  # compiled templates kept per compiler version (one per template, edits overwrite theirs)
 SCRIPT_MODE = 0o755
 FILE_MODE = 0o644
 
@@ -65,33 +64,6 @@ def sh_lines(lines: list[list[str]] | tuple[tuple[str, ...], ...], first: str = 
     return f"{first}{body}"
 
 
-def _bytecode_cache(autoescape: bool) -> Any:
-    """Compiled templates kept between runs (a compile is a short process: compiling 12 templates each time
-    would double its cost), in the user's private cache (spec/user_cache.py), apart for autoescaped code:
-    Jinja's files hold code, so a directory or file another user could write is never read. A cache that
-    cannot be used only costs speed."""
-    import jinja2
-
-    from spark_compile.spec import user_cache
-
-    found = user_cache.cache_dir()
-    if found is None:
-        return None
-    directory, prefix = found, f"jinja{'-html' * autoescape}-{__version__}-"  # no prefix starts the other
-
-    class PrivateCache(jinja2.BytecodeCache):
-        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-            data = user_cache.read(directory, prefix + bucket.key)
-            if data is not None:
-                bucket.bytecode_from_string(data)
-
-        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-            user_cache.write(directory, prefix + bucket.key, bucket.bytecode_to_string(), prefix=prefix,
-                             keep=TEMPLATES_KEPT)
-
-    return PrivateCache()
-
-
 def _redacted(value: Any) -> Any:
     """Every value the review page prints passes redaction and the terminal-safe escaping (no bidi control
     reorders the page); markup a template built itself is already done."""
@@ -113,12 +85,13 @@ def environment(autoescape: bool = False) -> jinja2.Environment:
     # The templates are package data beside their package's __init__ (in a checkout and a wheel alike);
     # importlib.resources would import tempfile, random and zipfile's readers on every compile for nothing.
     from spark_compile import templates
+    from spark_compile.template_store import CompiledTemplates
 
     root = Path(templates.__file__).parent
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(root)), undefined=jinja2.StrictUndefined, autoescape=autoescape,
-        finalize=_redacted if autoescape else None, keep_trailing_newline=True, trim_blocks=True,
-        lstrip_blocks=True, bytecode_cache=_bytecode_cache(autoescape),
+        loader=CompiledTemplates(str(root), "html" if autoescape else "text"), undefined=jinja2.StrictUndefined,
+        autoescape=autoescape, finalize=_redacted if autoescape else None, keep_trailing_newline=True,
+        trim_blocks=True, lstrip_blocks=True,
         auto_reload=False,  # a run's templates do not change under it: no stat of each at every use
     )
     env.filters.update(sh=quoting.bash_word, sh_command=sh_command, sh_lines=sh_lines, systemd=quoting.systemd_exec_arg,
