@@ -187,6 +187,21 @@ def test_the_key_changes_with_any_model_source(monkeypatch: pytest.MonkeyPatch, 
     assert core_validator.cache_key() != before
 
 
+def test_the_key_changes_with_an_edit_that_keeps_size_and_time(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    real = core_validator._origin
+    copy = tmp_path / "fields.py"
+    copy.write_bytes(Path(real("spark_compile.spec.fields")).read_bytes())
+    monkeypatch.setattr(core_validator, "_origin",
+                        lambda name: str(copy) if name == "spark_compile.spec.fields" else real(name))
+    before, status = core_validator.cache_key(), os.stat(copy)
+    data = copy.read_bytes()
+    copy.write_bytes(data[:-2] + (b"#\n" if data[-2:] != b"#\n" else b" \n"))  # one byte other, in place
+    os.utime(copy, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert os.stat(copy).st_size == status.st_size and os.stat(copy).st_mtime_ns == status.st_mtime_ns
+    assert core_validator.cache_key() != before
+
+
 def test_compiled_templates_are_kept_private_and_change_no_output(tmp_path: Path) -> None:
     """Jinja's compiled templates (code) live in the same private cache; with or without them, and with a
     cache directory others could write (refused), a compile writes the same files."""
