@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -68,16 +69,18 @@ def _switch(*names: str, help: str | None = None, required: bool = False) -> Arg
 
 _FORCE_OUTPUT = "replace an -o file spark-compile did not write"
 
-# Each command: its one line of help and its arguments, in --help's order.
-_COMMANDS: dict[str, tuple[str, tuple[Arg, ...]]] = {
-    "compile": ("compile a profile into generated/<profile>/ (the default command)", (
+def _compile_args() -> tuple[Arg, ...]:
+    return (
         Arg(("profile",), path=True),
         Arg(("--out",), path=True, help="output root (default: generated/ beside spec/)"),
         _root(),
         _switch("--force", help="replace an output directory another profile of the same name wrote"),
         _target(),
-    )),
-    "check": ("validate profiles; with --generated also compare committed output", (
+    )
+
+
+def _check_args() -> tuple[Arg, ...]:
+    return (
         Arg(("profiles",), nargs="+", path=True),
         Arg(("--format",), choices=("text", "json", "github", "summary"), default="text",
             help="summary: only the counts line (a hook beside one that prints the findings)"),
@@ -90,34 +93,53 @@ _COMMANDS: dict[str, tuple[str, tuple[Arg, ...]]] = {
         Arg(("--engine-python",), help="with --engine: the engine venv's interpreter (default: $ENGINE_PYTHON, "
             "else the .venv-engine of spark-compile's own checkout, never the current directory's)"),
         _target(),
-    )),
-    "plan": ("print the launch plan", (
+    )
+
+
+def _plan_args() -> tuple[Arg, ...]:
+    return (
         Arg(("profile",), path=True),
         _switch("--json", help="machine-readable plan (the default form)"),
         _switch("--capacity", help="print the per-rank memory budget as a table instead"),
         _root(),
-    )),
-    "schema": ("print the profile's JSON Schema", ()),
-    "rules": ("list every rule", ()),
-    "explain": ("print a rule's documentation", (Arg(("rule",)),)),
-    "flags": ("list the SPARK_* overlay flags", (_switch("--json"),)),
-    "diff": ("semantic diff of two profiles (path or GITREV:path)", (
+    )
+
+
+def _explain_args() -> tuple[Arg, ...]:
+    return (Arg(("rule",)),)
+
+
+def _flags_args() -> tuple[Arg, ...]:
+    return (_switch("--json"),)
+
+
+def _diff_args() -> tuple[Arg, ...]:
+    return (
         Arg(("profiles",), nargs="+", metavar="OLD NEW", help="the two sides (with --since: the paths)"),
         Arg(("--since",), metavar="GITREV",
             help="diff each path against itself at GITREV (pre-commit); prints, exits 0 unless unreadable"),
         _switch("--unified"),
         Arg(("--format",), choices=("text", "json", "markdown"), default="text"),
-    )),
-    "history": ("release table of the extends chains in a directory", (
+    )
+
+
+def _history_args() -> tuple[Arg, ...]:
+    return (
         Arg(("directory",), path=True),
         Arg(("--format",), choices=("text", "markdown"), default="text"),
-    )),
-    "report": ("write a self-contained HTML review page of a profile", (
+    )
+
+
+def _report_args() -> tuple[Arg, ...]:
+    return (
         Arg(("profile",)),
         Arg(("--against",), help="an older profile (path or GITREV:path) to highlight"),
         Arg(("-o", "--output"), path=True, help="the HTML file (default: stdout)"),
-    )),
-    "import": ("write a profile from a sparkrun recipe, a docker run line or a launcher", (
+    )
+
+
+def _import_args() -> tuple[Arg, ...]:
+    return (
         Arg(("sources",), nargs="+", path=True, metavar="SOURCE"),
         Arg(("-o", "--output"), path=True, help="the profile to write (default: stdout)"),
         Arg(("--hosts",), default="", help="the nodes, head first: H1,H2,... (address or user@address)"),
@@ -131,21 +153,49 @@ _COMMANDS: dict[str, tuple[str, tuple[Arg, ...]]] = {
                 "lines it records"),
         Arg(("--env",), action="append", metavar="NAME=VALUE",
             help="with --trace: a variable of the script's environment (repeatable)"),
-    )),
-    "export": ("write a profile as a sparkrun recipe", (
+    )
+
+
+def _export_args() -> tuple[Arg, ...]:
+    return (
         Arg(("profile",), path=True),
         _switch("--sparkrun", required=True, help="as a sparkrun 0.4.2 recipe"),
         Arg(("-o", "--output"), path=True, help="the recipe to write (default: stdout)"),
         _switch("--force", help=_FORCE_OUTPUT),
         _root(),
-    )),
-    "audit": ("compare a fleet's captured state with the profile, key by key, per rank", (
+    )
+
+
+def _audit_args() -> tuple[Arg, ...]:
+    return (
         Arg(("profile",), path=True),
         Arg(("--inspect",), path=True, required=True, metavar="DIR",
             help="the captures, one per node (launch.sh audit --save DIR, launch.sh postmortem DIR)"),
         Arg(("--format",), choices=("text", "json"), default="text"),
         _root(),
-    )),
+    )
+
+
+def _no_args() -> tuple[Arg, ...]:
+    return ()
+
+
+# Each command: its one line of help and what makes its arguments (made for the command a run names only:
+# the table of all costs a pre-commit run a third of a millisecond), in --help's order.
+_COMMANDS: dict[str, tuple[str, Callable[[], tuple[Arg, ...]]]] = {
+    "compile": ("compile a profile into generated/<profile>/ (the default command)", _compile_args),
+    "check": ("validate profiles; with --generated also compare committed output", _check_args),
+    "plan": ("print the launch plan", _plan_args),
+    "schema": ("print the profile's JSON Schema", _no_args),
+    "rules": ("list every rule", _no_args),
+    "explain": ("print a rule's documentation", _explain_args),
+    "flags": ("list the SPARK_* overlay flags", _flags_args),
+    "diff": ("semantic diff of two profiles (path or GITREV:path)", _diff_args),
+    "history": ("release table of the extends chains in a directory", _history_args),
+    "report": ("write a self-contained HTML review page of a profile", _report_args),
+    "import": ("write a profile from a sparkrun recipe, a docker run line or a launcher", _import_args),
+    "export": ("write a profile as a sparkrun recipe", _export_args),
+    "audit": ("compare a fleet's captured state with the profile, key by key, per rank", _audit_args),
 }
 COMMANDS = (*_COMMANDS, "catalog")
 
@@ -159,7 +209,7 @@ def quick_read(argv: list[str]) -> Arguments | None:
     pre-commit run; tests/test_cli_parser.py holds this reader to argparse's answers."""
     if not argv or argv[0] not in _COMMANDS:
         return None
-    args = _COMMANDS[argv[0]][1]
+    args = _COMMANDS[argv[0]][1]()
     by_name = {name: arg for arg in args if not arg.positional for name in arg.names}
     values = {arg.dest: arg.initial() for arg in args}
     given: set[str] = set()
@@ -236,7 +286,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=type(parser))
     for name, (help_text, args) in _COMMANDS.items():
         if command is None or command == name:
-            _add_arguments(sub.add_parser(name, help=help_text), args)
+            _add_arguments(sub.add_parser(name, help=help_text), args())
     if command is None:
         # Listed for --help only: `run` hands `catalog ...` to the catalog generator's own parser first.
         sub.add_parser("catalog", add_help=False,

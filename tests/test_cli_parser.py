@@ -27,8 +27,8 @@ def _argparse(argv: list[str]) -> dict[str, Any] | None:
 def _tokens(command: str) -> st.SearchStrategy[str]:
     """Words of a command line of ``command``: its option strings whole, cut short and with =values, the values
     its choices take, and words that look like options, paths or nothing."""
-    names = [name for arg in _COMMANDS[command][1] if not arg.positional for name in arg.names]
-    choices = [choice for arg in _COMMANDS[command][1] for choice in arg.choices or ()]
+    names = [name for arg in _COMMANDS[command][1]() if not arg.positional for name in arg.names]
+    choices = [choice for arg in _COMMANDS[command][1]() for choice in arg.choices or ()]
     words = ["a.yaml", "b.yaml", "dir", "", " ", "-", "--", "-x", "--x", "-1", "-a b", "a=b", "--help", "-h",
              *choices, "--version"]
     cut = [name[:-1] for name in names if len(name) > 3]
@@ -51,7 +51,7 @@ def _given(arg: Arg) -> st.SearchStrategy[list[str]]:
 def _command_lines(draw: st.DrawFn, command: str) -> list[str]:
     """Command lines of ``command`` as they are written: its positional and required arguments, some others,
     in any order, and now and then a stray word among them."""
-    args = _COMMANDS[command][1]
+    args = _COMMANDS[command][1]()
     chosen = [arg for arg in args if arg.positional or arg.required]
     chosen += draw(st.lists(st.sampled_from([arg for arg in args if not arg.positional]), max_size=4)) \
         if any(not arg.positional for arg in args) else []
