@@ -70,11 +70,14 @@ def init(self: Any, *args: Any, **kwargs: Any) -> None:
         return None
     values.update(zip(layout.names, args, strict=False))  # too many: _wrong says so
     values.update(kwargs)
-    if len(values) == len(args) + len(kwargs) and values.keys() == layout.name_set:
+    # No field given twice or past the last, none unknown: only defaults are left to fill, unless one is
+    # missing (then _wrong says which; keywords leaving defaults out are most of the calls that reach here).
+    if len(values) == len(args) + len(kwargs) and values.keys() <= layout.name_set and _filled(layout, values):
         return None
     wrong = _wrong(layout, args, kwargs, values)
     if wrong is None:
-        return _fill(layout, values)
+        _filled(layout, values)
+        return None
     values.clear()
     if layout.compiled:  # the compiled __init__ refuses it in dataclasses' own words, as it will every later one
         return _compile_then_init(cls, self, args, kwargs)
@@ -96,7 +99,16 @@ def _wrong(layout: Any, args: tuple[Any, ...], kwargs: dict[str, Any], values: d
     return f"missing the argument {missing[0]!r}" if missing else None
 
 
-def _fill(layout: Any, values: dict[str, Any]) -> None:
+def _filled(layout: Any, values: dict[str, Any]) -> bool:
+    """Every field ``values`` lacks filled from its default or factory; False at the first that has neither."""
+    if len(values) == len(layout.names):
+        return True
     for name in layout.names:
         if name not in values:
-            values[name] = layout.factories[name]() if name in layout.factories else layout.defaults[name]
+            if name in layout.defaults:
+                values[name] = layout.defaults[name]
+            elif name in layout.factories:
+                values[name] = layout.factories[name]()
+            else:
+                return False
+    return True
