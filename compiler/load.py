@@ -311,18 +311,21 @@ def read_bytes(path: Path) -> bytes:
     except ValueError:
         raise InputError(f"{path!r}: not a usable file name") from None
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
+        status = os.fstat(fd)
+        if stat.S_ISDIR(status.st_mode):
             raise InputError(f"{path}: is a directory, expected a profile file")
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(status.st_mode):
             raise InputError(f"{path}: not a regular file (a FIFO, device or socket); a profile is a file")
+        # First what fstat counts and a byte more, then (a file that grows) 64 KiB at a time: asking for the
+        # whole limit allocated a megabyte read buffer for each profile.
         chunks, size = [], 0
-        while size <= MAX_BYTES:
-            chunk = os.read(fd, MAX_BYTES + 1 - size)
-            if not chunk:
-                break
+        chunk = os.read(fd, min(status.st_size, MAX_BYTES) + 1)
+        while chunk:
             chunks.append(chunk)
             size += len(chunk)
+            if size > MAX_BYTES:
+                break
+            chunk = os.read(fd, min(1 << 16, MAX_BYTES + 1 - size))
         return b"".join(chunks)
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 
@@ -32,7 +33,11 @@ _PIECES = tuple(piece for piece, _ in TOKEN_FORMATS)
 
 def may_hold_token(text: str) -> bool:
     """False when ``text`` cannot hold a token of any format (it has none of their pieces)."""
-    return any(piece in text for piece in _PIECES)
+    # A loop, not any() over a generator: half the cost, paid for every value of every profile.
+    for piece in _PIECES:  # noqa: SIM110
+        if piece in text:
+            return True
+    return False
 
 
 def hide_tokens(text: str, mark: str = "(redacted)") -> str:
@@ -80,6 +85,7 @@ _SECRET_PAIRS = frozenset((("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY")
                            ("API", "KEYS"), ("AUTH", "HEADER"), ("AUTH", "HEADERS")))
 
 
+@functools.lru_cache(maxsize=4096)  # the keys and flags of a repository's profiles are mostly the same
 def secret_name(name: str) -> bool:
     """True when a variable, key or flag called ``name`` holds a secret by its name: one of its words
     (split at '_' and '-') is a secret's word (SecretRef, TOKENIZER or MAX_NEW_TOKENS are not)."""
