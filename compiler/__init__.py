@@ -14,10 +14,11 @@ def _interrupted(signum: int, frame: object) -> None:
 def _set_up_the_program() -> None:
     """Only when spark-compile is the program (not when a test or a tool imports the package): the
     interrupt handler, which the CLI's main() hands back to KeyboardInterrupt once its own handler is in
-    place, and the cycle collector's thresholds. The collector runs rarely in such a process: a run makes
-    tens of thousands of objects that all live to its end (the catalogs, the plan), and at the default
-    thresholds it traversed them 25 times in a 37 ms compile (2.5 ms); what little cyclic garbage a run
-    makes is freed on a later pass, or at exit."""
+    place, and no cycle collector. A run makes hundreds of thousands of objects that all live to its end
+    (the catalogs, the plans) and next to no cyclic garbage: 6 unreachable objects after one profile's
+    check, 16 after fifty, 80 after a 1,024-node compile, so peak memory is the same without it. The
+    collector only traversed the live ones: 17 ms a pass over 100,000 young objects, a tenth of a
+    fifty-profile check."""
     import gc
     import os
     import signal
@@ -25,7 +26,7 @@ def _set_up_the_program() -> None:
 
     program = os.path.basename(sys.argv[0]) if sys.argv else ""
     if program in ("-m", "spark-compile"):
-        gc.set_threshold(100_000, 50, 100)
+        gc.disable()
         signal.signal(signal.SIGINT, _interrupted)
         # The interrupt test signals once this handler is in place, not after a guessed delay.
         ready = os.environ.get("SPARK_COMPILE_TEST_READY_FD", "")

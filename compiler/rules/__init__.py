@@ -9,7 +9,7 @@ id: it names the profile path at fault, and the rules stage (rules/stage.py) pla
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from spark_compile.overlay.value_class import value_class
@@ -89,6 +89,31 @@ class Context:
     def checkpoint_problem(self) -> str:
         """Why a named config.json could not be read; empty when it could (or none is named)."""
         return self._checkpoints[2]
+
+    @functools.cached_property
+    def written(self) -> tuple[tuple[Path, Any, Any], ...]:
+        """Every node of the profile's records that the profile writes, as (path, node, parent), depth first;
+        a subtree it does not write (defaults only) is not entered. The rules that look at every value share
+        this one walk."""
+        from spark_compile.spec.record import Record
+
+        found: list[tuple[Path, Any, Any]] = []
+        stack: list[tuple[Path, Any, Any]] = [((), self.profile, None)]
+        while stack:
+            path, node, parent = stack.pop()
+            if path and not self.present(path):
+                continue
+            found.append((path, node, parent))
+            if isinstance(node, Record):
+                items: Iterable[tuple[str | int, Any]] = ((name, getattr(node, name)) for name in node.FIELDS)
+            elif isinstance(node, dict):
+                items = node.items()
+            elif isinstance(node, list):
+                items = enumerate(node)
+            else:
+                continue
+            stack.extend(((*path, key), value, node) for key, value in reversed(list(items)))
+        return tuple(found)
 
     @functools.cached_property
     def hardware(self) -> Hardware:

@@ -112,25 +112,14 @@ def extra_mounts(ctx: Context) -> Iterator[Hit]:
                       "/mnt (or inside the writable /root/.cache)")
 
 
-def _lists(node: object, path: Path) -> Iterator[tuple[Path, list[object]]]:
-    if isinstance(node, Record):
-        for name in node.FIELDS:
-            yield from _lists(getattr(node, name), (*path, name))
-    elif isinstance(node, dict):
-        for key, value in node.items():
-            yield from _lists(value, (*path, key))
-    elif isinstance(node, list) and path[:2] not in ARGV_LISTS:
-        yield path, node
-        for index, item in enumerate(node):
-            yield from _lists(item, (*path, index))
-
-
 @rule("SC422", "error", "no list repeats an entry",
       "A repeated entry in a list (an RDMA device, a capability, a device, a needle size) is a "
       "copy-and-paste slip: it means nothing twice, and some consumers refuse it.",
       "container: {cap_add: [IPC_LOCK, IPC_LOCK]}", "container: {cap_add: [IPC_LOCK]}")
 def unique_entries(ctx: Context) -> Iterator[Hit]:
-    for path, items in _lists(ctx.profile, ()):
+    for path, items, _ in ctx.written:
+        if not isinstance(items, list) or path[:2] in ARGV_LISTS:
+            continue
         seen: dict[object, int] = {}
         for index, item in enumerate(items):
             if isinstance(item, Record | dict | list):

@@ -2,32 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from spark_compile.rules import Context, Hit, Path, rule
-from spark_compile.spec.record import Record
+from spark_compile.rules import Context, Hit, rule
 from spark_compile.spec.secret_patterns import looks_secret
-
-
-def _leaves(profile: Any, present: Callable[[Path], bool]) -> Iterator[tuple[Path, Any, Any]]:
-    """Every (path, value, parent) leaf of the profile's records that the profile writes, depth first; a
-    subtree it does not write (defaults only) is not entered, nor converted."""
-    stack: list[tuple[Path, Any, Any]] = [((), profile, None)]
-    while stack:
-        path, node, parent = stack.pop()
-        if path and not present(path):
-            continue
-        if isinstance(node, Record):
-            items: Iterable[tuple[str | int, Any]] = ((name, getattr(node, name)) for name in node.FIELDS)
-        elif isinstance(node, dict):
-            items = node.items()
-        elif isinstance(node, list):
-            items = enumerate(node)
-        else:
-            yield path, node, parent
-            continue
-        stack.extend(((*path, key), value, node) for key, value in reversed(list(items)))
 
 
 def _named(path: tuple[str | int, ...], value: str, siblings: Any) -> tuple[str, str]:
@@ -53,7 +32,7 @@ def _dotted(path: tuple[str | int, ...]) -> str:
       "where the value lives on the node instead; the unit reads it at start into a root-only runtime file.",
       "engine:\n  env: {HF_TOKEN: hf_abc...}", "secrets:\n  env:\n    HF_TOKEN: {file: /etc/spark-compile/hf-token}")
 def literal_secrets(ctx: Context) -> Iterator[Hit]:
-    for path, value, parent in _leaves(ctx.profile, ctx.present):
+    for path, value, parent in ctx.written:
         if not isinstance(value, str) or path[0] == "secrets":
             continue
         name, shown = _named(path, value, parent)
