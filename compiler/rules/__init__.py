@@ -104,8 +104,9 @@ class Context:
             if path and not self.present(path):
                 continue
             found.append((path, node, parent))
-            if isinstance(node, Record):
-                items: Iterable[tuple[str | int, Any]] = ((name, getattr(node, name)) for name in node.FIELDS)
+            if isinstance(node, Record):  # a field's value is read only when the profile writes it
+                items: Iterable[tuple[str | int, Any]] = [(name, getattr(node, name)) for name in node.FIELDS
+                                                          if self.present((*path, name))]
             elif isinstance(node, dict):
                 items = node.items()
             elif isinstance(node, list):
