@@ -69,6 +69,7 @@ class Document:
     text: str
     data: Any
     spots: dict[YamlPath, Spot] = field(default_factory=dict)
+    edits: int = 0  # values tagged !delete or !replace: a profile that extends nothing may have none
 
     @cached_property
     def lines(self) -> list[str]:
@@ -133,10 +134,12 @@ class _Builder:
                               "of aliases")
         self.doc.spots[path] = Spot(key, _pos(self.doc.path, node.start_mark))
         if node.tag == DELETE_TAG:
+            self.doc.edits += 1
             return Delete(self.scalar(node) if isinstance(node, yaml.ScalarNode) else "")
         if isinstance(node, yaml.ScalarNode):
             return self.scalar(node)
         if node.tag == REPLACE_TAG and isinstance(node, yaml.MappingNode):
+            self.doc.edits += 1
             self.open.add(id(node))
             try:
                 return Replace(self._mapping(node, path))

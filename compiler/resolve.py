@@ -272,7 +272,8 @@ def _resolve(path: Path, display: str, reader: DocumentReader, exists: Callable[
     parent_ref = doc.data.get("extends")
     own = Resolved(display, doc.data, {p: Origin(s) for p, s in doc.spots.items()}, {display: doc}, (display,))
     if parent_ref is None:
-        _refuse_orphan_deletes(doc, doc.data, ())
+        if doc.edits:  # the loader counted them: a profile without any is not walked again
+            _refuse_orphan_deletes(doc, doc.data, ())
         return own
     parent_path = _parent_path(doc, path, parent_ref, roots)
     parent_display = os.path.normpath(Path(display).parent / str(parent_ref))
