@@ -95,7 +95,8 @@ def nccl_env(profile: Profile, gid_index: int | None, rank: int) -> Variables:
     return _merge(base, extra)
 
 
-def _overlay_flags(profile: Profile, max_ids: int | None) -> list[EnvVar]:
+def overlay_flags(profile: Profile, max_ids: int | None) -> Variables:
+    """The SPARK_* flags the profile sets, in registry order: the same on every rank, so made once per plan."""
     overlay = profile.overlay
     variables = []
     for flag in FLAGS:
@@ -109,12 +110,12 @@ def _overlay_flags(profile: Profile, max_ids: int | None) -> list[EnvVar]:
                 variables.append(EnvVar(flag.name, ",".join(profile.model.aliases), ("model", "aliases")))
         elif flag.source != "plan" and flag_value(overlay, flag.key) is not None:
             variables.append(EnvVar(flag.name, env_text(flag_value(overlay, flag.key)), ("overlay", flag.key)))
-    return variables
+    return tuple(variables)
 
 
-def overlay_env(profile: Profile, engram: EngramPlan | None, max_ids: int | None, gid_index: int | None,
+def overlay_env(profile: Profile, engram: EngramPlan | None, flags: Variables, gid_index: int | None,
                 rank: int) -> Variables:
-    """overlay.env: SPARK_* (master switch and rows first, then registry order) and B12X_*."""
+    """overlay.env: SPARK_* (master switch and rows first, then the ``flags`` of overlay_flags) and B12X_*."""
     if engram is None:
         return ()
     overlay = profile.overlay
@@ -122,7 +123,7 @@ def overlay_env(profile: Profile, engram: EngramPlan | None, max_ids: int | None
     if engram.source == "shards":
         rows = format_rows({layer: (lo, hi) for layer, lo, hi in engram.rows})
         variables.append(EnvVar("SPARK_ENGRAM_ROWS", rows, ("model", "engram", "tables")))
-    variables += _overlay_flags(profile, max_ids)
+    variables += flags
     if overlay.roce_ar or overlay.mxfp8_backend == "b12x":
         # Written because of roce_ar (or b12x), but its value is the fabric's device list: credited there.
         devices = profile.fleet.fabric.rdma_devices if profile.fleet.fabric else []

@@ -10,7 +10,7 @@ import ipaddress
 from typing import TYPE_CHECKING
 
 from spark_compile.engine_options import TYPED_FLAGS, api_bind, engine_options
-from spark_compile.envsets import engine_env, nccl_env, overlay_env
+from spark_compile.envsets import Variables, engine_env, nccl_env, overlay_env, overlay_flags
 from spark_compile.launch_plan import (
     ApiPlace,
     EngineDefault,
@@ -249,7 +249,7 @@ def _runtime_env(profile: Profile, files: tuple[EnvFile, ...], gid_index: int | 
     return runtime + tuple(profile.secrets.env)
 
 
-def _rank(profile: Profile, rank: int, install: str, runtime_path: str) -> RankPlan:
+def _rank(profile: Profile, rank: int, install: str, runtime_path: str, flags: Variables) -> RankPlan:
     node, fabric = profile.fleet.nodes[rank], profile.fleet.fabric
     roce = fabric is not None and fabric.kind == "roce" and bool(fabric.rdma_devices)
     gid = node.gid_index if node.gid_index is not None else fabric.gid_index if fabric else "probe"
@@ -257,7 +257,7 @@ def _rank(profile: Profile, rank: int, install: str, runtime_path: str) -> RankP
     engram = _engram(profile, rank)
     files: tuple[EnvFile, ...] = (EnvFile("engine.env", engine_env(profile, rank)),
              EnvFile("nccl.env", nccl_env(profile, gid_index, rank)),
-             EnvFile("overlay.env", overlay_env(profile, engram, engram_max_ids(profile), gid_index, rank)))
+             EnvFile("overlay.env", overlay_env(profile, engram, flags, gid_index, rank)))
     files = tuple(env_file for env_file in files if env_file.variables)  # no empty file is written or mounted
     runtime = _runtime_env(profile, files, gid_index, roce)
     mounts = _mounts(profile, rank)
@@ -297,7 +297,8 @@ def build_plan(profile: Profile) -> LaunchPlan:
     """The launch plan of a validated profile (pure)."""
     install = f"{profile.deploy.install_dir}/{profile.name}"
     runtime_path = f"{profile.deploy.runtime_dir}/{profile.name}/{RUNTIME_ENV}"
-    ranks = tuple(_rank(profile, rank, install, runtime_path) for rank in range(len(profile.fleet.nodes)))
+    flags = overlay_flags(profile, engram_max_ids(profile))  # SPARK_* flags: the same on every rank
+    ranks = tuple(_rank(profile, rank, install, runtime_path, flags) for rank in range(len(profile.fleet.nodes)))
     return LaunchPlan(profile.name, profile.release, profile.engine.image, profile.engine.container_name,
                       unit_name(profile), install, runtime_path, profile.fleet.nodes[0].fabric_ip,
                       profile.engine.port, ranks, fleet_plan(profile, install), profile.engine.catalog,
