@@ -41,9 +41,9 @@ def _read_config(path: Path) -> dict[str, Any] | str:
 
 
 def capacity_inputs(resolved: Resolved, profile: Profile,
-                    committed: dict[str, Any] | None = None) -> CapacityInputs:
+                    committed: dict[str, Any] | str | None = None) -> CapacityInputs:
     """config.json (model.config_json, else the snapshot's) and the snapshot's per-rank weight bytes;
-    ``committed`` is model.config_json's object when the caller has read it already."""
+    ``committed`` is model.config_json's object (or why it cannot be read) when the caller has read it."""
     path = _config_path(resolved, profile)
     config: dict[str, Any] | None = None
     if path is None:

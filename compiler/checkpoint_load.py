@@ -61,22 +61,25 @@ def committed_path(resolved: Resolved, name: str, at: tuple[str | int, ...]) -> 
     return Path(str(resolved.origin(at).spot.value.file)).parent / name
 
 
-def committed_config(resolved: Resolved, profile: Profile) -> dict[str, Any] | None:
-    """The JSON object model.config_json names; None when unset or unreadable (SC247 says why)."""
+def committed_config(resolved: Resolved, profile: Profile) -> dict[str, Any] | str | None:
+    """The JSON object model.config_json names, or why it cannot be read (SC247 reports it); None when unset.
+    The pipeline reads it once for the budget and the rules."""
     if profile.model.config_json is None:
         return None
     try:
         return read_object(committed_path(resolved, str(profile.model.config_json), ("model", "config_json")))
-    except ConfigError:
-        return None
+    except ConfigError as why:
+        return str(why)
 
 
 def committed_checkpoint(resolved: Resolved, profile: Profile,
-                         data: dict[str, Any] | None = None) -> tuple[Checkpoint | None, str]:
-    """The committed config.json's facts (from ``data`` when committed_config already read it), or (None, why it
-    cannot be read); (None, "") when none is named."""
+                         data: dict[str, Any] | str | None = None) -> tuple[Checkpoint | None, str]:
+    """The committed config.json's facts (from ``data`` when committed_config already read it, or its reason
+    when it could not), or (None, why it cannot be read); (None, "") when none is named."""
     if profile.model.config_json is None:
         return None, ""
+    if isinstance(data, str):
+        return None, data
     path = committed_path(resolved, str(profile.model.config_json), ("model", "config_json"))
     try:
         return checkpoint(read_config(path, data), str(profile.model.config_json)), ""

@@ -56,14 +56,19 @@ class Context:
     object derived from them, each built once per profile on first use."""
 
     def __init__(self, profile: Profile, plan: LaunchPlan, present: Callable[[Path], bool],
-                 model_config: dict[str, Any] | None = None, capacity: Capacity | None = None,
+                 model_config: dict[str, Any] | str | None = None, capacity: Capacity | None = None,
                  resolved: Resolved | None = None) -> None:
         self.profile = profile
         self.plan = plan
         self.present = present  # whether a path was written in the profile (not a model default)
-        self.model_config = model_config  # the committed config.json model.config_json names, if readable
+        self._committed = model_config  # the config.json model.config_json names, or why it cannot be read
         self.capacity = capacity  # every rank's memory budget (spark_compile.capacity), built with the plan
         self.resolved = resolved  # where the profile's files are: committed config.json files are read beside them
+
+    @property
+    def model_config(self) -> dict[str, Any] | None:
+        """The committed config.json model.config_json names, when it could be read."""
+        return self._committed if isinstance(self._committed, dict) else None
 
     @functools.cached_property
     def _checkpoints(self) -> tuple[Checkpoint | None, Checkpoint | None, str]:
@@ -71,7 +76,7 @@ class Context:
 
         if self.resolved is None:
             return None, None, ""
-        target, problem = committed_checkpoint(self.resolved, self.profile, self.model_config)
+        target, problem = committed_checkpoint(self.resolved, self.profile, self._committed)
         draft, draft_problem = committed_draft(self.resolved, self.profile)
         return target, draft, "; ".join(p for p in (problem, draft_problem) if p)
 

@@ -25,7 +25,7 @@ def _redacted(finding: Finding, secret: str) -> Finding:
 
 
 def rule_findings(resolved: Resolved, profile: Profile, plan: LaunchPlan, capacity: Capacity | None = None,
-                  committed: dict[str, Any] | None = None) -> list[Finding]:
+                  committed: dict[str, Any] | str | None = None) -> list[Finding]:
     """Every rule's findings, placed at the profile line each names, in source order (``committed``: the
     object model.config_json names, when the caller has read it)."""
     load_all()
