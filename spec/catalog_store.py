@@ -29,15 +29,17 @@ FORMAT = 1  # of the split form; part of the key, so a new form is never read as
 @value_class(eq=False)
 class StoredCatalog:
     """A catalog's JSON with its entry list split out: ``keys`` maps each name an entry is looked up by
-    (a flag's every option string, a variable's name) to the entry's JSON text in ``texts``."""
+    (a flag's every option string, a variable's name) to the entry in ``texts``: its JSON text as the cache
+    keeps it, or the object itself in a run that parsed the catalog whole."""
 
     head: dict[str, Any]
     keys: dict[str, int]
-    texts: tuple[str, ...]
+    texts: tuple[str | dict[str, Any], ...]
 
     def entry(self, index: int) -> dict[str, Any]:
         """The entry at ``index``, parsed."""
-        parsed: dict[str, Any] = json.loads(self.texts[index])
+        item = self.texts[index]
+        parsed: dict[str, Any] = json.loads(item) if isinstance(item, str) else item
         return parsed
 
 
@@ -51,9 +53,10 @@ def read_catalog(path: str, entries: str, key: str) -> StoredCatalog:
     if stored is None:
         with open(path, "rb") as file:
             stored = _split(json.loads(file.read()), entries, key)
-        if directory:
-            payload = marshal.dumps((stored.head, stored.keys, stored.texts))
-            user_cache.write(directory, name, payload, prefix=PREFIX, keep=KEEP)
+        if directory:  # the texts are written only for the cache: without one, a run does not pay for them
+            texts = tuple(json.dumps(item, ensure_ascii=False) for item in stored.texts)
+            user_cache.write(directory, name, marshal.dumps((stored.head, stored.keys, texts)), prefix=PREFIX,
+                             keep=KEEP)
     return stored
 
 
@@ -66,13 +69,12 @@ def _cache_name(path: str, entries: str, key: str) -> str:
 
 def _split(document: dict[str, Any], entries: str, key: str) -> StoredCatalog:
     head = {name: value for name, value in document.items() if name != entries}
-    texts = tuple(json.dumps(entry, ensure_ascii=False) for entry in document[entries])
     keys: dict[str, int] = {}
     for index, entry in enumerate(document[entries]):
         names = entry[key]
         for one in [names] if isinstance(names, str) else names:
             keys[one] = index  # a name listed twice is its last entry's, as in a dict built in order
-    return StoredCatalog(head, keys, texts)
+    return StoredCatalog(head, keys, tuple(document[entries]))
 
 
 def _from_cache(payload: bytes) -> StoredCatalog | None:
