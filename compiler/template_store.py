@@ -2,11 +2,11 @@
 edit of its file, and kept compiled, one file per environment, in the user's private cache
 (spec/user_cache.py).
 
-Jinja's own bytecode cache reads and hashes each template's source to find its code, and keeps one file
-per template: 2.8 ms of a compile's eight templates. Here a template is known by the stamp of its file
-(inode, size, modification and change times: no write leaves them all as they were), and one read brings
-every kept template. Jinja's files hold code, so only the user's own private cache is read; a missing,
-damaged or foreign file only means the templates are compiled again, to the same code.
+Jinja's own bytecode cache reads and hashes each template's source to find its code, and keeps one file per
+template: 2.8 ms of a compile's eight templates. Here a template is known by the stamp of its file
+(user_cache.stamp), and one read brings every kept template. Jinja's files hold code, so only the user's own
+private cache is read; a missing, damaged or foreign file only means the templates are compiled again, to the
+same code.
 """
 
 from __future__ import annotations
@@ -56,10 +56,9 @@ class CompiledTemplates(jinja2.BaseLoader):
         # get_source; none combines this one, and load is where the source can go unread.
         path = self._path(name)
         try:
-            status = os.stat(path)
+            stamp = user_cache.stamp(path)
         except OSError:
             raise jinja2.TemplateNotFound(name) from None
-        stamp = f"{status.st_ino} {status.st_size} {status.st_mtime_ns} {status.st_ctime_ns}"
         kept = self._read().get(name)
         if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == stamp and isinstance(kept[1], types.CodeType):
             code = kept[1]

@@ -2,10 +2,9 @@
 until it is looked up. This split form is kept in the user cache (spec/user_cache.py).
 
 A compile reads two catalogs: 1,700 entries in 380 KB of JSON. Parsing them whole cost 3 ms of each cold
-run, and a run looks up a few dozen entries. The cache key names the file by its path, inode, size and
-modification and change times, as a bytecode cache does: hashing the contents cost another 0.7 ms a run,
-and no write leaves all of those as they were (the change time cannot be set back). The split form is
-marshal data, so the key also names the interpreter that wrote it. A missing, damaged or foreign cache
+run, and a run looks up a few dozen entries. The cache key names the file by its stamp (user_cache.stamp),
+as a bytecode cache does: hashing the contents cost another 0.7 ms a run. The split form is marshal data, so
+the key also names the interpreter that wrote it. A missing, damaged or foreign cache
 file only means the JSON is parsed again: the entries are the same either way.
 """
 
@@ -14,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
-import os
 import sys
 from typing import Any
 
@@ -61,9 +59,7 @@ def read_catalog(path: str, entries: str, key: str) -> StoredCatalog:
 
 
 def _cache_name(path: str, entries: str, key: str) -> str:
-    status = os.stat(path)
-    stamp = f"{status.st_ino} {status.st_size} {status.st_mtime_ns} {status.st_ctime_ns}"
-    source = f"{FORMAT} {sys.implementation.cache_tag} {entries} {key} {stamp} {os.path.abspath(path)}"
+    source = f"{FORMAT} {sys.implementation.cache_tag} {entries} {key} {user_cache.stamp(path)}"
     return PREFIX + hashlib.sha256(source.encode("utf-8", "surrogateescape")).hexdigest()
 
 

@@ -1,15 +1,14 @@
 """The profile's validator on the check path: pydantic-core over the model's own core schema.
 
-spec/model.py is the only declaration of the profile. Importing and building its pydantic classes costs
-nearly half of a cold `check` (README, Speed), so the check path validates with a pydantic-core
-SchemaValidator over ``Profile.__pydantic_core_schema__``, frozen to JSON once (spec/core_schema.py) and
-kept in the user's cache (spec/user_cache.py) under a key of the pydantic-core version and the stamp of
-pydantic's version file and of every module the model is built from (path, inode, size, modification and
-change times: no write leaves them all as they were, and reading and hashing the sources cost 0.3 ms a
-run): any change to them is a new key, so a stale schema is never read. On a miss the model is imported
-and the schema frozen again, which is also what runs when the cache cannot be used at all. Sections are
-read-only records (spec/record.py) with the model's field names; tests/test_core_validator.py holds both
-validators to the same profiles and the same errors.
+spec/model.py is the only declaration of the profile. Importing and building its pydantic classes costs nearly
+half of a cold `check` (README, Speed), so the check path validates with a pydantic-core SchemaValidator over
+``Profile.__pydantic_core_schema__``, frozen to JSON once (spec/core_schema.py) and kept in the user's cache
+(spec/user_cache.py) under a key of the pydantic-core version and the stamp of pydantic's version file and of
+every module the model is built from (user_cache.stamp; reading and hashing the sources cost 0.3 ms a run):
+any change to them is a new key, so a stale schema is never read. On a miss the model is imported and the
+schema frozen again, which is also what runs when the cache cannot be used at all. Sections are read-only
+records (spec/record.py) with the model's field names; tests/test_core_validator.py holds both validators to
+the same profiles and the same errors.
 """
 
 from __future__ import annotations
@@ -81,9 +80,7 @@ def cache_key() -> str:
     # importing pydantic (which the check path does not need).
     pydantic_version = os.path.join(os.path.dirname(_origin("pydantic")), "version.py")
     for path in (pydantic_version, *map(_origin, MODEL_MODULES)):
-        status = os.stat(path)
-        stamp = f"{os.path.abspath(path)} {status.st_ino} {status.st_size} {status.st_mtime_ns} {status.st_ctime_ns}\n"
-        digest.update(stamp.encode("utf-8", "surrogateescape"))
+        digest.update(f"{user_cache.stamp(path)}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 

@@ -33,6 +33,14 @@ def cache_dir() -> Path | None:
     return root / "spark-compile"
 
 
+def stamp(path: str) -> str:
+    """What names one version of the file at ``path`` in a cache key: its absolute path, inode, size, and
+    modification and change times. No write leaves them all as they were (the change time cannot be set
+    back), and a stat costs a fraction of reading and hashing the file. Raises OSError."""
+    status = os.stat(path)
+    return f"{os.path.abspath(path)} {status.st_ino} {status.st_size} {status.st_mtime_ns} {status.st_ctime_ns}"
+
+
 def _private(status: os.stat_result) -> bool:
     """Owned by this user and writable by no one else."""
     return status.st_uid == os.geteuid() and not status.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
