@@ -11,7 +11,6 @@ same code.
 
 from __future__ import annotations
 
-import marshal
 import os
 import sys
 import types
@@ -74,16 +73,11 @@ class CompiledTemplates(jinja2.BaseLoader):
 
     def _read(self) -> dict[str, Any]:
         if self._kept is None:
-            data = user_cache.read(self.directory, self.file_name) if self.directory else None
-            try:
-                kept = marshal.loads(data) if data is not None else {}
-            except (ValueError, EOFError, TypeError):
-                kept = {}
+            kept = user_cache.load(self.directory, self.file_name)
             self._kept = kept if isinstance(kept, dict) else {}
         return self._kept
 
     def _keep(self, name: str, stamp: str, code: types.CodeType) -> None:
         kept = self._read()
         kept[name] = (stamp, code)
-        if self.directory:
-            user_cache.write(self.directory, self.file_name, marshal.dumps(kept), prefix=PREFIX, keep=KEPT)
+        user_cache.dump(self.directory, self.file_name, kept, prefix=PREFIX, keep=KEPT)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import marshal
 import sys
 from typing import Any
 
@@ -46,15 +45,13 @@ def read_catalog(path: str, entries: str, key: str) -> StoredCatalog:
     (a name, or a list of names)."""
     name = _cache_name(path, entries, key)
     directory = user_cache.cache_dir()
-    cached = user_cache.read(directory, name) if directory else None
-    stored = _from_cache(cached) if cached is not None else None
+    stored = _from_cache(user_cache.load(directory, name))
     if stored is None:
         with open(path, "rb") as file:
             stored = _split(json.loads(file.read()), entries, key)
         if directory:  # the texts are written only for the cache: without one, a run does not pay for them
             texts = tuple(json.dumps(item, ensure_ascii=False) for item in stored.texts)
-            user_cache.write(directory, name, marshal.dumps((stored.head, stored.keys, texts)), prefix=PREFIX,
-                             keep=KEEP)
+            user_cache.dump(directory, name, (stored.head, stored.keys, texts), prefix=PREFIX, keep=KEEP)
     return stored
 
 
@@ -73,12 +70,11 @@ def _split(document: dict[str, Any], entries: str, key: str) -> StoredCatalog:
     return StoredCatalog(head, keys, tuple(document[entries]))
 
 
-def _from_cache(payload: bytes) -> StoredCatalog | None:
-    """The split form a cache file holds, or None for data this code did not write."""
-    try:
-        head, keys, texts = marshal.loads(payload)
-    except (ValueError, EOFError, TypeError):
+def _from_cache(kept: object) -> StoredCatalog | None:
+    """The split form a cache file holds, or None for none, or data this code did not write."""
+    if not (isinstance(kept, tuple) and len(kept) == 3):
         return None
+    head, keys, texts = kept
     if not (isinstance(head, dict) and isinstance(keys, dict) and isinstance(texts, tuple)):
         return None
     return StoredCatalog(head, keys, texts)

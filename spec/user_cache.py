@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import marshal
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 MAX_BYTES = 8 << 20
 _DIGEST_LINE = 65  # a file's first line: the SHA-256 of the rest in hex, and a newline
@@ -81,6 +83,22 @@ def read(directory: Path, name: str) -> bytes | None:
     if digest[-1:] != b"\n" or digest[:-1].decode("ascii", "replace") != hashlib.sha256(body).hexdigest():
         return None
     return body
+
+
+def load(directory: Path | None, name: str) -> object:
+    """The marshal data of the file ``name`` (read as read() reads it), or None: no cache, no such file, or
+    bytes marshal cannot read. The value is the caller's to check: any value marshal makes can come back."""
+    data = read(directory, name) if directory else None
+    try:
+        return marshal.loads(data) if data is not None else None
+    except (ValueError, EOFError, TypeError):
+        return None
+
+
+def dump(directory: Path | None, name: str, value: Any, *, prefix: str, keep: int) -> None:
+    """Store ``value`` as marshal data under ``name`` (write(); nothing without a cache directory)."""
+    if directory:
+        write(directory, name, marshal.dumps(value), prefix=prefix, keep=keep)
 
 
 def write(directory: Path, name: str, data: bytes, *, prefix: str, keep: int) -> None:
