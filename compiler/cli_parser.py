@@ -49,6 +49,10 @@ class Arg:
             return self.names[0]
         return next((n for n in self.names if n.startswith("--")), self.names[0]).lstrip("-").replace("-", "_")
 
+    def typed(self, text: str) -> str | Path:
+        """A value of it, as argparse's type makes it."""
+        return Path(text) if self.path else text
+
     def initial(self) -> Any:
         """Its value when the command line does not give it."""
         return False if self.action == "store_true" else [] if self.action == "append" else self.default
@@ -239,7 +243,7 @@ def quick_read(argv: list[str]) -> Arguments | None:
                     inline = argv[index]
                 if arg.choices is not None and inline not in arg.choices:
                     return None
-                value = Path(inline) if arg.path else inline
+                value = arg.typed(inline)
                 values[arg.dest] = [*values[arg.dest], value] if arg.action == "append" else value
             given.add(arg.dest)
         index += 1
@@ -255,7 +259,7 @@ def _with_positional(command: str, args: tuple[Arg, ...], values: dict[str, Any]
         return Arguments(command=command, **values) if not words else None
     if not words or (positional.nargs is None and len(words) > 1):
         return None
-    typed = [Path(word) if positional.path else word for word in words]
+    typed = [positional.typed(word) for word in words]
     values[positional.dest] = typed if positional.nargs else typed[0]
     return Arguments(command=command, **values)
 
