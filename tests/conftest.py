@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -35,6 +35,15 @@ def run_cli_process(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = N
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "spark_compile.cli", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, check=False)
+
+
+def refuses(call: Callable[[str], object], value: str, error: type[Exception]) -> bool:
+    """Whether ``call(value)`` raises ``error``: a check or a quoting function held to a pattern's verdict."""
+    try:
+        call(value)
+    except error:
+        return True
+    return False
 
 
 @pytest.fixture(scope="session")

@@ -4,13 +4,14 @@ paragraph separators, bidi controls) apart. Each function is held here to the on
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from spark_compile import quoting
 from spark_compile.errors import UnquotableError
+
+from conftest import refuses
 
 # The classes as one regex each (compiler/quoting.py before the split).
 CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
@@ -33,18 +34,10 @@ def test_terminal_text_escapes_exactly_the_unsafe_class(value: str) -> None:
     assert quoting.terminal_text(value, one_line=True) == UNSAFE_LINE.sub(_escape, value)
 
 
-def _refused(quote: Callable[[str], str], value: str) -> bool:
-    try:
-        quote(value)
-    except UnquotableError:
-        return True
-    return False
-
-
 @given(TEXTS)
 def test_a_systemd_setting_refuses_exactly_the_control_class(value: str) -> None:
-    assert _refused(quoting.systemd_text, value) == bool(CONTROL.search(value))
-    assert _refused(quoting.markdown_code, value) == bool(CONTROL.search(value))
+    assert refuses(quoting.systemd_text, value, UnquotableError) == bool(CONTROL.search(value))
+    assert refuses(quoting.markdown_code, value, UnquotableError) == bool(CONTROL.search(value))
 
 
 @given(TEXTS)
