@@ -1,7 +1,7 @@
 """The per-user cache of spark-compile: files named by a key of their content's sources, in
 $XDG_CACHE_HOME/spark-compile (default ~/.cache/spark-compile).
 
-It holds the frozen core schema (spec/core_validator.py), Jinja's compiled templates (render.py) and the
+It holds the frozen core schema (spec/core_validator.py), the compiled templates (template_store.py) and the
 catalogs split for lookup (spec/catalog_store.py), and is trusted only as far as its owner: a directory or
 file that is a symlink, not the user's own, or writable by group or others is neither read nor written, so
 no other user can put code or data in a run. Each file
