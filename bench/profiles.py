@@ -22,7 +22,7 @@ _RESERVED = {"true", "false", "null", "yes", "no", "on", "off", "y", "n"}
 
 def reference_data(path: Path) -> dict[str, Any]:
     """The reference profile's resolved data (its `extends:` chain, if any, merged)."""
-    from spark_compile.resolve import resolve
+    from spark_compile.stages.resolve import resolve
 
     data = resolve(path).data
     if not isinstance(data, dict):
@@ -79,7 +79,7 @@ def to_yaml(data: dict[str, Any], comment: str = "") -> str:
 
 def check_round_trip(data: dict[str, Any], where: Path) -> None:
     """Fail loudly when the emitter changes what the compiler's loader reads back."""
-    from spark_compile.load import parse_text
+    from spark_compile.stages.load import parse_text
 
     back = parse_text(to_yaml(data), str(where)).data
     if back != data:

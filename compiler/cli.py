@@ -4,8 +4,8 @@ Exit codes: 0 fine; 1 findings (errors, or warnings with --strict), drift (of ge
 `audit`), or a diff that differs; 2 usage or I/O error (a closed or full standard output too), or for `audit`
 a rank unreachable, not running or not captured; 3 an internal error (a bug: reported in one
 line, never as a traceback); 130 interrupted (Ctrl-C), without a traceback.
-Everything printed passes through one redaction step (spark_compile.secrets.redact; JSON is redacted value by
-value before serialisation) and one terminal-safe escaping (spark_compile.quoting.terminal_text).
+Everything printed passes through one redaction step (spark_compile.common.secrets.redact; JSON is redacted value by
+value before serialisation) and one terminal-safe escaping (spark_compile.common.quoting.terminal_text).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from spark_compile import _interrupted
-from spark_compile.commands import error_line, render, run
-from spark_compile.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, InputError, RejectedError, SparkCompileError
+from spark_compile.commands.run import error_line, render, run
+from spark_compile.common.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, InputError, RejectedError, SparkCompileError
 
 
 class _Redacting(io.TextIOBase):
@@ -31,8 +31,8 @@ class _Redacting(io.TextIOBase):
         self.stream = stream
 
     def write(self, text: str) -> int:
-        from spark_compile.quoting import terminal_text
-        from spark_compile.secrets import Redacted, redact
+        from spark_compile.common.quoting import terminal_text
+        from spark_compile.common.secrets import Redacted, redact
 
         self.stream.write(text if isinstance(text, Redacted) else terminal_text(redact(text)))
         return len(text)
@@ -126,7 +126,7 @@ def _run_guarded(argv: Sequence[str] | None) -> int:
 
 
 def _internal(exc: BaseException) -> int:
-    from spark_compile.quoting import terminal_text
+    from spark_compile.common.quoting import terminal_text
 
     sys.stderr.write(f"spark-compile: internal error: {type(exc).__name__}: "
                      f"{terminal_text(str(exc)[:300], one_line=True)} (please report this)\n")

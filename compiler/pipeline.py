@@ -1,4 +1,5 @@
-"""The one pipeline entry every command uses: load → resolve → schema → plan → rules.
+"""The one pipeline entry every command uses: load → resolve → schema → plan → capacity → rules, and the render
+of every target's files.
 
 A profile comes out Planned (typed, planned, with its warnings) or Rejected (with the findings that stop it).
 A command that cannot go on past a rejected profile raises RejectedError, which the CLI prints as the
@@ -10,19 +11,24 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from spark_compile.errors import RejectedError
-from spark_compile.findings import Finding, has_errors
-from spark_compile.launch_plan import LaunchPlan
-from spark_compile.load import LoadError
+from spark_compile.capacity.budget import Capacity, build_capacity
+from spark_compile.capacity.inputs import capacity_inputs
+from spark_compile.common.errors import RejectedError
+from spark_compile.common.findings import Finding, has_errors
+from spark_compile.fleet.audit_plan import audit_artifact
+from spark_compile.fleet.scripts import fleet_artifacts
 from spark_compile.overlay.value_class import value_class
-from spark_compile.resolve import DocumentReader, Resolved, resolve
-
-if TYPE_CHECKING:
-    from spark_compile.capacity import Capacity
-    from spark_compile.render import Artifact
-    from spark_compile.spec.model import Profile
+from spark_compile.rules.stage import rule_findings
+from spark_compile.spec.model import Profile
+from spark_compile.stages.checkpoint import committed_config
+from spark_compile.stages.launch_plan import LaunchPlan
+from spark_compile.stages.load import LoadError
+from spark_compile.stages.plan import build_plan
+from spark_compile.stages.render import Artifact, render_plan
+from spark_compile.stages.resolve import DocumentReader, Resolved, resolve
+from spark_compile.stages.validate import schema
+from spark_compile.targets.k8s_render import k8s_artifacts
 
 
 @value_class
@@ -33,14 +39,12 @@ class Planned:
     profile: Profile
     plan: LaunchPlan
     findings: list[Finding]
-    capacity: Capacity | None = None  # every rank's memory budget (spark_compile.capacity)
+    capacity: Capacity | None = None  # every rank's memory budget (spark_compile.capacity.budget)
 
     @functools.cached_property
     def files(self) -> list[Artifact]:
         """Every file of the profile's directory except MANIFEST.json, rendered once (a diff and history
         compare each profile with two others)."""
-        from spark_compile.compile import rendered_files
-
         return rendered_files(self.plan, self.profile, self.capacity)
 
 
@@ -55,16 +59,20 @@ class Rejected:
 Outcome = Planned | Rejected
 
 
+def rendered_files(plan: LaunchPlan, profile: Profile, capacity: Capacity | None = None) -> list[Artifact]:
+    """Every file of the profile's directory except MANIFEST.json, rendered in memory (the fleet's verify.sh
+    also reads the memory budget's predictions)."""
+    extra = fleet_artifacts(plan, profile, capacity)
+    if profile.kubernetes is not None:
+        extra += k8s_artifacts(plan, profile)
+    files = render_plan(plan, profile, extra=extra)
+    # The audit's expectations hold the sha256 of the rank files just rendered.
+    return sorted([*files, audit_artifact(plan, profile, files)], key=lambda a: a.path)
+
+
 def validate(resolved: Resolved) -> Outcome:
     """Schema → plan → capacity (the memory budget, from the plan and what config.json and the snapshot's
     headers say) → rules over resolved data; only a profile that passes the schema is planned and ruled."""
-    from spark_compile.capacity import build_capacity
-    from spark_compile.capacity_inputs import capacity_inputs
-    from spark_compile.checkpoint_load import committed_config
-    from spark_compile.plan import build_plan
-    from spark_compile.rules.stage import rule_findings
-    from spark_compile.validate import schema
-
     profile = schema(resolved)
     if isinstance(profile, list):
         return Rejected(profile)

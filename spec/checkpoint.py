@@ -1,6 +1,6 @@
 """What a checkpoint's config.json tells the rules: heads, context limit, quantization, experts.
 
-Pure: the rules stage reads the file (``spark_compile.checkpoint_load``) and hands the parsed object here. How
+Pure: the rules stage reads the file (``spark_compile.stages.checkpoint``) and hands the parsed object here. How
 SGLang 0.5.23 derives each value is named beside it.
 """
 

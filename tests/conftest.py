@@ -49,8 +49,8 @@ def refuses(call: Callable[[str], object], value: str, error: type[Exception]) -
 @pytest.fixture(scope="session")
 def reference_plan() -> object:
     from spark_compile.pipeline import planned, validate
-    from spark_compile.plan import build_plan
-    from spark_compile.resolve import resolve
+    from spark_compile.stages.plan import build_plan
+    from spark_compile.stages.resolve import resolve
 
     validated = validate(resolve(REFERENCE_PROFILE))
     assert [f.rule for f in validated.findings] == ["SC312"], validated.findings  # its tag-only image

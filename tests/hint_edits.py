@@ -39,7 +39,7 @@ class Profile:
     """The negative profile's merged data and origins, and the finding's path in it."""
 
     def __init__(self, path: Path) -> None:
-        from spark_compile.resolve import resolve
+        from spark_compile.stages.resolve import resolve
 
         self.resolved = resolve(path.relative_to(ROOT))
 
@@ -217,7 +217,7 @@ def _keyed_item(items: list[dict[str | int, Any]], field: str, merged: dict[str,
 
 def _place(child: dict[str | int, Any], profile: Profile, edit: Edit) -> None:
     """Write one edit into the child profile's data (over what the child already holds)."""
-    from spark_compile.resolve import KEYED_LISTS
+    from spark_compile.stages.resolve import KEYED_LISTS
 
     node: dict[str | int, Any] = child
     merged: Any = profile.resolved.data
@@ -248,9 +248,9 @@ def child_text(path: Path, profile: Profile, edits: list[Edit]) -> str:
 
 def checked(path: Path, text: str) -> list[Any]:
     """The findings of the child profile ``text``, read as if it stood beside ``path``."""
-    from spark_compile.load import LoadError, load_file, parse_text
     from spark_compile.pipeline import validate
-    from spark_compile.resolve import resolve
+    from spark_compile.stages.load import LoadError, load_file, parse_text
+    from spark_compile.stages.resolve import resolve
 
     child = path.with_name(path.stem + ".hinted.yaml").relative_to(ROOT)
 

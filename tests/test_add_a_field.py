@@ -70,15 +70,16 @@ def test_a_new_field_is_one_edit_and_one_command(tmp_path: Path) -> None:
     assert "0 errors, 1 warning in 1 profile" in after.stdout.splitlines()
     assert len(list((tmp_path / "cache" / "spark-compile").glob("core-schema-*"))) == 2  # a new key, not the old
 
-    stale = _run(env, repo, "spark_compile.regenerate", "--check")
+    stale = _run(env, repo, "spark_compile.commands.regenerate", "--check")
     assert stale.returncode == 1
     assert ("generated/profile.schema.json: differs from `spark-compile schema` (rewrite it: spark-compile schema > "
             "generated/profile.schema.json)") in stale.stdout.splitlines()
-    assert stale.stderr.splitlines()[-1] == "regenerate: stale: generated/; run `python -m spark_compile.regenerate`"
-    regenerated = _run(env, repo, "spark_compile.regenerate")
+    assert stale.stderr.splitlines()[-1] == \
+        "regenerate: stale: generated/; run `python -m spark_compile.commands.regenerate`"
+    regenerated = _run(env, repo, "spark_compile.commands.regenerate")
     assert regenerated.returncode == 0, regenerated.stdout + regenerated.stderr
     assert '"motd": {' in (repo / "generated" / "profile.schema.json").read_text(encoding="utf-8")
-    current = _run(env, repo, "spark_compile.regenerate", "--check")
+    current = _run(env, repo, "spark_compile.commands.regenerate", "--check")
     assert current.returncode == 0, current.stdout + current.stderr
     assert current.stdout.splitlines()[-1] == (
         "regenerate: current: spec/overlay_section.py, the NCCL catalog, generated/")

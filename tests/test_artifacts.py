@@ -152,7 +152,7 @@ def test_manifest_lists_every_file_with_its_digest(fleet: Fleet) -> None:
 
 
 def test_nccl_debug_is_the_profiles_to_set_or_leave_out(tmp_path: Path) -> None:
-    from spark_compile.findings import has_errors
+    from spark_compile.common.findings import has_errors
     from spark_compile.pipeline import planned, run
 
     for value, line in (("INFO", "NCCL_DEBUG=INFO"), ("off", None)):

@@ -1,4 +1,4 @@
-"""The fleet audit's comparison (spark_compile.audit, shipped as fleet/audit.py) on captures made here: the
+"""The fleet audit's comparison (spark_compile.fleet.audit, shipped as fleet/audit.py) on captures made here: the
 reference fleet as Docker records its generated `docker run` (support.docker_engine), then one hand change
 at a time. Whole messages; `spark-compile audit` and the shipped audit.py must print the same."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from spark_compile import audit
+from spark_compile.fleet import audit
 
 from conftest import REFERENCE_PROFILE, ROOT, run_cli
 from support.docker_engine import create_request, image_record, inspect_record

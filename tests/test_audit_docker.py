@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from spark_compile import audit
+from spark_compile.fleet import audit
 
 from conftest import ROOT
 from support.docker_engine import create_request, env_file_lines, image_record, inspect_record

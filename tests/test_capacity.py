@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_compile.capacity import Capacity, RankCapacity, Term
+from spark_compile.capacity.budget import Capacity, RankCapacity, Term
 from spark_compile.pipeline import Rejected, run
 
 from conftest import REFERENCE_PROFILE, ROOT, run_cli

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_compile.cli_parser import _COMMANDS, Arg, Arguments, build_parser, parse, quick_read
-from spark_compile.errors import UsageError
+from spark_compile.commands.parser import _COMMANDS, Arg, Arguments, build_parser, parse, quick_read
+from spark_compile.common.errors import UsageError
 
 
 def _argparse(argv: list[str]) -> dict[str, Any] | None:

@@ -13,11 +13,11 @@ import yaml
 from pydantic import BaseModel
 from pydantic_core import ValidationError
 
-from spark_compile.load import LoadError
-from spark_compile.resolve import resolve
 from spark_compile.spec import core_validator
 from spark_compile.spec.model import Profile as ProfileModel
 from spark_compile.spec.record import Record, as_data
+from spark_compile.stages.load import LoadError
+from spark_compile.stages.resolve import resolve
 
 from conftest import REFERENCE_PROFILE, ROOT
 

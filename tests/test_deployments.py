@@ -104,7 +104,7 @@ def test_env_files_mean_the_plan_to_docker_and_systemd(compiled: Compiled) -> No
 
 def test_profile_without_limits_writes_none_of_their_flags() -> None:
     """two-node-tcp states nothing under engine.limits: SGLang's defaults apply, no flag is written."""
-    from spark_compile.engine_options import TYPED_FLAGS
+    from spark_compile.stages.engine_options import TYPED_FLAGS
 
     plan = json.loads(run_cli("plan", str(EXAMPLES / "two-node-tcp.yaml")).stdout)
     limit_flags = {flag for flag, source in TYPED_FLAGS.items() if source[:2] == ("engine", "limits")}

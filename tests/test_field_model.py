@@ -50,7 +50,7 @@ def _host_config(rank: Any) -> dict[str, Any]:
 
 
 def _options(rank: Any, flag: str) -> list[tuple[tuple[str, ...], str]]:
-    from spark_compile.launch_plan import dotted
+    from spark_compile.stages.launch_plan import dotted
 
     return [(o.values, dotted(o.source)) for o in rank.docker_options if o.flag == flag]
 
@@ -283,7 +283,7 @@ def test_a_hub_id_as_the_draft_model(tmp_path: Path) -> None:
 
 def test_a_gpu_device_list_reaches_docker_as_one_request_for_those_devices(tmp_path: Path) -> None:
     # Unquoted, docker's CSV reading of `device=0,1` is device 0 plus a count of 1, which its daemon refuses.
-    from spark_compile.audit_plan import gpu_request
+    from spark_compile.fleet.audit_plan import gpu_request
 
     rank = _plan(tmp_path, "container:\n  gpus: device=0,1\n", SINGLE)[1].ranks[0]
     assert _host_config(rank)["DeviceRequests"] == [{"Driver": "", "Count": 0, "DeviceIDs": ["0", "1"],

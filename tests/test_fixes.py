@@ -41,9 +41,9 @@ def findings(path: Path, text: str | None = None) -> list[object]:
     """The findings of the profile at ``path``, read with ``text`` instead of the file when given."""
     import os
 
-    from spark_compile.load import LoadError, load_file, parse_text
     from spark_compile.pipeline import validate
-    from spark_compile.resolve import resolve
+    from spark_compile.stages.load import LoadError, load_file, parse_text
+    from spark_compile.stages.resolve import resolve
 
     def reader(source: Path, display: str) -> object:
         if text is not None and source.resolve() == path.resolve():

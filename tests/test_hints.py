@@ -99,7 +99,7 @@ def _applied(path: Path, finding: Any) -> tuple[str, list[Any], list[Any]] | Non
     is not concrete."""
     from test_fixes import findings
 
-    from spark_compile.load import LoadError
+    from spark_compile.stages.load import LoadError
 
     try:
         profile = Profile(path)

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from spark_compile.load import LoadError
-from spark_compile.resolve import resolve
+from spark_compile.stages.load import LoadError
+from spark_compile.stages.resolve import resolve
 
 from conftest import REFERENCE_PROFILE, ROOT
 
@@ -103,7 +103,7 @@ def _diff_is_the_node_and_the_fleet(diff: Any, node_files: set[str]) -> None:
 
 
 def test_removing_inherited_nodes_compiles_the_fleet_without_them(tmp_path: Path) -> None:
-    from spark_compile.diff import diff_profiles
+    from spark_compile.review.diff import diff_profiles
 
     # Two nodes go: tp 3 cannot split the model's 64 attention heads (SC242), tp 2 can.
     child = _child(tmp_path, "fleet:\n  nodes:\n    - !delete spark-c\n    - !delete spark-d\n"

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spark_compile.load import MAX_BYTES, LoadError, _first_hidden_break, load_file, parse_text
-from spark_compile.resolve import resolve
+from spark_compile.stages.load import MAX_BYTES, LoadError, _first_hidden_break, load_file, parse_text
+from spark_compile.stages.resolve import resolve
 
 from conftest import REFERENCE_PROFILE
 

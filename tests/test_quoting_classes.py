@@ -1,4 +1,4 @@
-"""compiler/quoting.py keeps its character classes within latin-1 and handles the characters past it (line and
+"""compiler/common/quoting.py keeps its character classes within latin-1 and handles the characters past it (line and
 paragraph separators, bidi controls) apart. Each function is held here to the one class it stands for."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spark_compile import quoting
-from spark_compile.errors import UnquotableError
+from spark_compile.common import quoting
+from spark_compile.common.errors import UnquotableError
 
 from conftest import refuses
 
-# The classes as one regex each (compiler/quoting.py before the split).
+# The classes as one regex each (compiler/common/quoting.py before the split).
 CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
 UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 UNSAFE_LINE = re.compile(r"[\n\t]|" + UNSAFE.pattern)

@@ -1,4 +1,4 @@
-"""`python -m spark_compile.regenerate`: its refusals, and the --check modes of the generators it runs (the
+"""`python -m spark_compile.commands.regenerate`: its refusals, and the --check modes of the generators it runs (the
 whole command on an edited copy of the project: tests/test_add_a_field.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_compile import regenerate
+from spark_compile.commands import regenerate
 from spark_compile.spec.generators import make_nccl_catalog
 
 from conftest import ROOT
@@ -16,7 +16,7 @@ from conftest import ROOT
 
 def test_usage_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert regenerate.main(["--chek"]) == 2
-    assert capsys.readouterr().err == "usage: python -m spark_compile.regenerate [--check]\n"
+    assert capsys.readouterr().err == "usage: python -m spark_compile.commands.regenerate [--check]\n"
 
 
 def test_an_installed_package_is_not_a_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,

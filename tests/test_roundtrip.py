@@ -66,7 +66,7 @@ def _set(data: dict[str, Any], path: tuple[str | int, ...], value: Any) -> None:
 
 
 def _compile(data: dict[str, Any], workdir: Path) -> tuple[list[Any], Any]:
-    from spark_compile.compile import artifacts
+    from spark_compile.commands.compile import artifacts
     from spark_compile.pipeline import Rejected, run
 
     profile = workdir / "profile.yaml"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from spark_compile.capacity_weights import split_tensors
-from spark_compile.safetensors_header import HeaderError, Tensor, checkpoint_tensors, read_header
+from spark_compile.capacity.safetensors_header import HeaderError, Tensor, checkpoint_tensors, read_header
+from spark_compile.capacity.weights import split_tensors
 
 ITEM = {"BF16": 2, "F8_E4M3": 1, "F8_E8M0": 1, "F32": 4, "I8": 1, "U8": 1}
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_compile.fleet_data import cut_on_node, secret_names
+from spark_compile.fleet.data import cut_on_node, secret_names
 from spark_compile.spec.secret_patterns import (
     BEARER,
     SECRET_NAME,

@@ -1,4 +1,4 @@
-"""The templates' own cache (compiler/template_store.py): a kept template renders as a fresh compile does, an
+"""The templates' own cache (compiler/stages/template_store.py): a kept template renders as a fresh compile does, an
 edited one is compiled again however its file's size and time are kept, and a damaged cache file or a name
 outside the templates changes nothing but speed, or is refused."""
 
@@ -11,7 +11,7 @@ import jinja2
 import pytest
 
 from spark_compile.spec import user_cache
-from spark_compile.template_store import PREFIX, CompiledTemplates
+from spark_compile.stages.template_store import PREFIX, CompiledTemplates
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from pydantic_core import SchemaValidator
 
-from spark_compile.resolve import resolve
 from spark_compile.spec import core_validator, user_cache
 from spark_compile.spec.core_schema import SchemaFormatError, Thawed, thaw
 from spark_compile.spec.record import as_data
+from spark_compile.stages.resolve import resolve
 
 from conftest import REFERENCE_PROFILE, run_cli_process
 

@@ -106,8 +106,8 @@ def test_a_second_profile_of_the_same_name_is_refused(tmp_path: Path) -> None:
 
 
 def test_write_file_replaces_only_what_it_wrote_when_told_its_mark(tmp_path: Path) -> None:
-    from spark_compile.errors import InputError
-    from spark_compile.write import write_file
+    from spark_compile.common.errors import InputError
+    from spark_compile.stages.write import write_file
 
     mine, theirs = tmp_path / "mine.yaml", tmp_path / "theirs.yaml"
     mine.write_bytes(b"# written by spark-compile\nold\n")

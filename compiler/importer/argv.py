@@ -44,7 +44,7 @@ def _catalogs() -> list[EngineCatalog]:
 
 def preferred(entry: EngineFlag) -> str:
     """The spelling the plan writes for a flag: its typed spelling when the plan has one, else argparse's first."""
-    from spark_compile.engine_options import TYPED_FLAGS
+    from spark_compile.stages.engine_options import TYPED_FLAGS
 
     return next((o for o in entry.options if o in TYPED_FLAGS), entry.option)
 
@@ -52,7 +52,7 @@ def preferred(entry: EngineFlag) -> str:
 def resolve_flag(flag: str) -> tuple[EngineFlag | None, str]:
     """The catalog entry of a flag as written (exact, else argparse's unique-prefix expansion), and why renamed:
     a typed flag takes the plan's spelling, any other keeps the source's."""
-    from spark_compile.engine_options import TYPED_FLAGS
+    from spark_compile.stages.engine_options import TYPED_FLAGS
 
     for catalog in _catalogs():
         entry = catalog.lookup(flag)

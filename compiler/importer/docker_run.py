@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spark_compile.errors import InputError
+from spark_compile.common.errors import InputError
 from spark_compile.importer.shell import ShellWord, commands
 from spark_compile.importer.source import Launch, Leftover, Origin, Word
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from spark_compile.errors import InputError
+from spark_compile.common.errors import InputError
 from spark_compile.importer import fields
 from spark_compile.importer.argv import EngineCommand, EngineOption, build_of, parse_engine, resolve_flag
 from spark_compile.importer.draft import Draft, Scalar

@@ -8,7 +8,7 @@ import re
 
 from pydantic_core import PydanticUndefined
 
-from spark_compile.errors import UsageError
+from spark_compile.common.errors import UsageError
 from spark_compile.importer import fields, mapping
 from spark_compile.importer.draft import Draft
 from spark_compile.importer.mapping import Rank

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from spark_compile.errors import InputError, UsageError
+from spark_compile.common.errors import InputError, UsageError
 from spark_compile.importer import sparkrun_facts as facts
 from spark_compile.importer.shell import ShellWord, commands
 from spark_compile.importer.source import Launch, Leftover, Origin

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from spark_compile.errors import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
+from spark_compile.common.errors import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
 from spark_compile.importer.docker_run import launches, read_source
 from spark_compile.importer.draft import Draft, comment, render
 from spark_compile.importer.profile import Request, build, safe_name
@@ -74,7 +74,7 @@ def run_import(sources: list[Path], output: Path | None, request: Request, *, fo
     if output is None:
         sys.stdout.write(text)
     else:
-        from spark_compile.write import write_file
+        from spark_compile.stages.write import write_file
 
         write_file(output, text.encode("utf-8"), ours=MARK.encode("utf-8"), force=force)
     _report(draft)

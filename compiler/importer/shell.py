@@ -6,7 +6,7 @@ as written and marked, so the mapper can report a word whose value only the shel
 
 from __future__ import annotations
 
-from spark_compile.errors import InputError
+from spark_compile.common.errors import InputError
 from spark_compile.importer.source import Origin, Word
 from spark_compile.overlay.value_class import value_class
 

@@ -18,7 +18,7 @@ import time
 from importlib.resources import files
 from pathlib import Path
 
-from spark_compile.errors import InputError, UsageError
+from spark_compile.common.errors import InputError, UsageError
 from spark_compile.importer.argv import launcher_split
 from spark_compile.importer.docker_run import parse_launch
 from spark_compile.importer.shell import ShellWord

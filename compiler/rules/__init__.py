@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from spark_compile.overlay.value_class import value_class
 
 if TYPE_CHECKING:
-    from spark_compile.capacity import Capacity
-    from spark_compile.k8s import Settings
-    from spark_compile.launch_plan import LaunchPlan
-    from spark_compile.resolve import Resolved
+    from spark_compile.capacity.budget import Capacity
     from spark_compile.spec.catalog import EngineCatalog, EnvCatalog
     from spark_compile.spec.checkpoint import Checkpoint
     from spark_compile.spec.hardware import Hardware, ModelFamily
     from spark_compile.spec.model import Profile
+    from spark_compile.stages.launch_plan import LaunchPlan
+    from spark_compile.stages.resolve import Resolved
+    from spark_compile.targets.k8s import Settings
 
 Severity = Literal["error", "warning"]
 Path = tuple[str | int, ...]
@@ -62,7 +62,7 @@ class Context:
         self.plan = plan
         self.present = present  # whether a path was written in the profile (not a model default)
         self._committed = model_config  # the config.json model.config_json names, or why it cannot be read
-        self.capacity = capacity  # every rank's memory budget (spark_compile.capacity), built with the plan
+        self.capacity = capacity  # every rank's memory budget (spark_compile.capacity.budget), built with the plan
         self.resolved = resolved  # where the profile's files are: committed config.json files are read beside them
 
     @property
@@ -72,7 +72,7 @@ class Context:
 
     @functools.cached_property
     def _checkpoints(self) -> tuple[Checkpoint | None, Checkpoint | None, str]:
-        from spark_compile.checkpoint_load import committed_checkpoint, committed_draft
+        from spark_compile.stages.checkpoint import committed_checkpoint, committed_draft
 
         if self.resolved is None:
             return None, None, ""
@@ -158,14 +158,14 @@ class Context:
     @functools.cached_property
     def k8s_settings(self) -> Settings:
         """The Kubernetes target's settings (its section's values, or the container's)."""
-        from spark_compile.k8s import settings
+        from spark_compile.targets.k8s import settings
 
         return settings(self.profile)
 
     @functools.cached_property
     def manifest(self) -> dict[str, Any]:
         """The LeaderWorkerSet the Kubernetes target renders (the ConfigMap digest, a label only, left empty)."""
-        from spark_compile.k8s import leaderworkerset
+        from spark_compile.targets.k8s import leaderworkerset
 
         return leaderworkerset(self.plan, self.profile, self.k8s_settings, "")
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from spark_compile.rules import Context, Hit, Path, rule
 
 if TYPE_CHECKING:
-    from spark_compile.capacity import Kv, RankCapacity
+    from spark_compile.capacity.budget import Kv, RankCapacity
 
 LABELS = {"weights": "weights", "draft": "draft", "nccl": "NCCL", "head_share": "HTTP/tokenizer",
           "cuda_graphs": "CUDA graphs", "engram_host": "Engram rows",

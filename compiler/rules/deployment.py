@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from spark_compile.launch_plan import Mount, dotted
-from spark_compile.plan import RDMA_DEVICE, rdma_access
 from spark_compile.rules import Context, Hit, Path, rule
 from spark_compile.spec.record import Record
+from spark_compile.stages.launch_plan import Mount, dotted
+from spark_compile.stages.plan import RDMA_DEVICE, rdma_access
 
 RDMA_KINDS = ("roce", "infiniband")
 # Lists that are command lines, where a repeated word is meaningful, and lists another rule owns (SC211).

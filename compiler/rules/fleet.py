@@ -6,9 +6,9 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
-from spark_compile.engine_options import api_bind
+from spark_compile.capacity.budget import size_gib
 from spark_compile.rules import PLAN_ENGRAM_VARIABLES, Context, Hit, env_settings, gid_hint, rule
-from spark_compile.spec.checks import docker_size_bytes
+from spark_compile.stages.engine_options import api_bind
 
 ENGRAM_ROW_BYTES = 264  # F8_E4M3 [N,256] weight + F8_E8M0 [N,8] scale
 
@@ -262,11 +262,6 @@ def engram_one_gpu(ctx: Context) -> Iterator[Hit]:
     if ctx.profile.model.engram is not None and hw.gpus_per_node != 1:
         yield Hit(("hardware",), f"{hw.name} has {hw.gpus_per_node} GPUs per node; the Engram overlay "
                   "needs one", "use one GPU per container, or a model without Engram tables")
-
-
-def size_gib(text: str) -> float:
-    """GiB meant by a docker size such as 112g or 32gb."""
-    return docker_size_bytes(text) / (1 << 30)
 
 
 def _nccl_values(ctx: Context, name: str) -> Iterator[tuple[str, tuple[str | int, ...]]]:

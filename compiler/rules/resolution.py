@@ -1,5 +1,5 @@
 """SC217-SC219: what SGLang's resolution silently rewrites or refuses on the supported hardware, as plain rules;
-SC6xx: the findings of `check --engine`, which runs that resolution itself (compiler/engine_check.py).
+SC6xx: the findings of `check --engine`, which runs that resolution itself (compiler/engine/check.py).
 
 Each plain rule here has a test that runs the same profile through `check --engine` and shows the engine
 and the rule agree (tests/engine/test_engine_rules_agree.py).

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from spark_compile.capacity import Capacity
-from spark_compile.checkpoint_load import committed_config
-from spark_compile.findings import Finding
-from spark_compile.launch_plan import LaunchPlan
+from spark_compile.capacity.budget import Capacity
+from spark_compile.common.findings import Finding
 from spark_compile.overlay.value_class import replace
-from spark_compile.resolve import Resolved
 from spark_compile.rules import CHECKS, RULES, Context, load_all
-from spark_compile.validate import locate
+from spark_compile.stages.checkpoint import committed_config
+from spark_compile.stages.launch_plan import LaunchPlan
+from spark_compile.stages.resolve import Resolved
+from spark_compile.stages.validate import locate
 
 if TYPE_CHECKING:
-    from spark_compile.capacity import Capacity
+    from spark_compile.capacity.budget import Capacity
     from spark_compile.spec.model import Profile
 
 

@@ -139,7 +139,7 @@ def _run_probe(command: list[str]) -> Any:
 
 def write_catalogs(flags: Catalog, env: Catalog, out_dir: Path, write: Writer) -> tuple[Path, Path]:
     """Write both catalogs into ``out_dir`` with ``write`` (the CLI's one atomic write of an output file,
-    compiler/write.py; its refusals are the CLI's errors); return their paths."""
+    compiler/stages/write.py; its refusals are the CLI's errors); return their paths."""
     paths = named_paths(out_dir, str(flags["catalog"]))
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

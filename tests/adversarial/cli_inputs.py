@@ -24,7 +24,7 @@ POSITIVE = ROOT / "tests" / "profiles" / "positive" / "llama-2node-h100.yaml"
 
 def cli_options() -> set[tuple[str, str]]:
     """(command, option or positional name) of every argument that takes a value, in every parser."""
-    from spark_compile.cli_parser import build_parser
+    from spark_compile.commands.parser import build_parser
     from spark_compile.spec.generators.catalog_extract import _parser as catalog_parser
 
     found: set[tuple[str, str]] = set()

@@ -37,7 +37,7 @@ def extends_reference(tmp: Path) -> str:
 
 def bash_word_reads_back(value: str) -> str:
     """What the real bash makes of ``value`` quoted by quoting.bash_word."""
-    from spark_compile.quoting import bash_word
+    from spark_compile.common.quoting import bash_word
 
     proc = subprocess.run([require_tool("bash"), "-c", f"printf '%s' {bash_word(value)}"], capture_output=True,
                           check=True)

@@ -42,7 +42,7 @@ def test_item_10_foreign_directories_and_modes_are_kept(tmp_path: Path) -> None:
 
 
 def test_item_11_files_created_during_a_compile_survive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from spark_compile import write
+    from spark_compile.stages import write
 
     out = tmp_path / "out"
     assert run_main("compile", str(REFERENCE_PROFILE), "--out", str(out)).code == 0
@@ -82,7 +82,7 @@ def test_item_12_target_that_is_a_file_or_a_symlink(tmp_path: Path) -> None:
 
 
 def test_item_13_enospc_removes_the_staging_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from spark_compile import write
+    from spark_compile.stages import write
 
     real = write._write_new
     count = {"n": 0}

@@ -34,7 +34,7 @@ def test_item_02_heredoc_terminator_in_engine_arg(tmp_path: Path) -> None:
     got = findings(check_text(tmp_path, body))
     assert got[0][:3] == (4, 20, "SC111") and "line break" in got[0][3]
     # A word with a line break is quoted on one line ($'...'), so no value can end a here-document early.
-    from spark_compile.quoting import bash_word, heredoc_line
+    from spark_compile.common.quoting import bash_word, heredoc_line
 
     value = "a\nDRYRUN\ntouch /tmp/spark-compile-pwned"
     script = f"cat <<'DRYRUN'\n  {bash_word(value)} {heredoc_line(value)}\nDRYRUN\n"
@@ -50,7 +50,7 @@ def _unit(exec_path: str, env_file: str = "/etc/x.env") -> str:
 
 @pytest.mark.parametrize("path", ["/opt/sc%n/run", "/opt/a$b/run", "/opt/a b/run", "/opt/é%%$x/run"])
 def test_item_03_systemd_percent_specifier(path: str, tmp_path: Path) -> None:
-    from spark_compile.quoting import systemd_exec_path, systemd_path_setting
+    from spark_compile.common.quoting import systemd_exec_path, systemd_path_setting
 
     # The real systemd finds the program at exactly `path`: a stub there is all it needs.
     unit = _unit(systemd_exec_path(path), systemd_path_setting("/etc/sc%n.env"))
@@ -62,8 +62,8 @@ def test_item_03_systemd_percent_specifier(path: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("path", ['/opt/a"b/run', "/opt/a'b/run", "/opt/a\\b/run", "/opt/a\nb/run"])
 def test_item_03_systemd_refuses_special_characters(path: str, tmp_path: Path) -> None:
-    from spark_compile.errors import UnquotableError
-    from spark_compile.quoting import systemd_exec_arg, systemd_exec_path
+    from spark_compile.common.errors import UnquotableError
+    from spark_compile.common.quoting import systemd_exec_arg, systemd_exec_path
 
     # systemd itself says "Executable name contains special characters" for these, however quoted:
     raw = _unit('"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"')
@@ -148,7 +148,7 @@ def test_item_18_every_output_is_redacted(tmp_path: Path) -> None:
         assert "hunter2" not in outcome.out + outcome.err, argv
     outcome = run_main("diff", str(REFERENCE_PROFILE), str(path))  # stops with check's report of the new side
     assert outcome.code == 1 and "SC101 error" in outcome.out and "hunter2" not in outcome.out + outcome.err
-    from spark_compile.secrets import redact
+    from spark_compile.common.secrets import redact
 
     assert redact("  HF_TOKEN: hunter2\n--api-key=hunter2 'x'\n\"API_KEY\": \"hunter2\"").count("hunter2") == 0
 
@@ -210,7 +210,7 @@ def test_item_20_extends_stays_in_the_repository(tmp_path: Path) -> None:
 def test_item_18_redaction_leaves_legitimate_output_alone() -> None:
     """The step every output passes is not allowed to blank what is no secret (a schema description such
     as `full_token=`, a plan's flags, SecretRef)."""
-    from spark_compile.schema import schema_text
+    from spark_compile.commands.schema import schema_text
 
     assert run_main("schema").out == schema_text()
     for profile in [REFERENCE_PROFILE, *sorted((ROOT / "spec" / "profiles" / "examples").glob("*.yaml"))]:

@@ -109,7 +109,7 @@ def test_item_17_interrupt_closed_stdout_and_full_disk() -> None:
 
 
 def test_item_17_keyboard_interrupt_in_a_stage_is_130(monkeypatch: pytest.MonkeyPatch) -> None:
-    from spark_compile import commands
+    from spark_compile.commands import run as commands
 
     def interrupted(args: object) -> int:
         raise KeyboardInterrupt

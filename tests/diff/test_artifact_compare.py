@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from spark_compile.artifact_diff import Change, Renamer, Side, compare, file_changes
+from spark_compile.review.artifact_diff import Change, Renamer, Side, compare, file_changes
 
 MANIFESTS = """\
 apiVersion: apps/v1

@@ -11,8 +11,8 @@ from pathlib import Path
 import cmarkgfm
 from cmarkgfm.cmark import Options
 
-from spark_compile.artifact_diff import Change, Comparison, Fold, Grouped, ProfileChange, ProfileDiff
-from spark_compile.diff_format import FORMATS, md
+from spark_compile.review.artifact_diff import Change, Comparison, Fold, Grouped, ProfileChange, ProfileDiff
+from spark_compile.review.diff_format import FORMATS, md
 
 from conftest import REFERENCE_PROFILE, run_cli
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from spark_compile.artifact_diff import Grouped, ProfileDiff
-from spark_compile.diff import diff_profiles
 from spark_compile.pipeline import planned, validate
-from spark_compile.resolve import resolve
+from spark_compile.review.artifact_diff import Grouped, ProfileDiff
+from spark_compile.review.diff import diff_profiles
+from spark_compile.stages.resolve import resolve
 
 from conftest import REFERENCE_PROFILE, ROOT, run_cli
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from spark_compile.artifact_diff import ProfileChange
-from spark_compile.diff_stale import stale_mentions
-from spark_compile.resolve import Resolved
+from spark_compile.review.artifact_diff import ProfileChange
+from spark_compile.review.diff_stale import stale_mentions
+from spark_compile.stages.resolve import Resolved
 
 TEXT = "DeepSeek-V4.1-Flash, 4x DGX Spark, TP4/EP4, DSpark block 5, port 8210."
 
@@ -22,7 +22,7 @@ def test_a_value_next_to_its_key_glued_or_spelled_is_stale() -> None:
 
 
 def test_a_number_without_its_key_a_default_and_the_description_itself_are_not() -> None:
-    from spark_compile.diff import Default
+    from spark_compile.review.diff import Default
 
     assert _stale(ProfileChange("engine.limits.max_running_requests", 4, 8, None, None),
                   ProfileChange("container.stop_timeout", Default(5), 61, None, None),

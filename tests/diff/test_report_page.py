@@ -162,9 +162,9 @@ def test_the_page_is_deterministic(page: Path, tmp_path: Path) -> None:
 
 
 def test_every_value_on_the_page_is_redacted_and_escaped() -> None:
-    from spark_compile.report_fleet import Picture, Shape
-    from spark_compile.report_page import Page, SettingRow, render_page
-    from spark_compile.report_values import ChangeLine, FindingLine, Section, ValueRow
+    from spark_compile.review.page import Page, SettingRow, render_page
+    from spark_compile.review.page_fleet import Picture, Shape
+    from spark_compile.review.page_values import ChangeLine, FindingLine, Section, ValueRow
 
     token = "hf_" + "Z9y8X7w6V5" * 4
     bad = f"<b>{token}</b>"
@@ -230,8 +230,8 @@ def test_the_page_lists_engine_flags_and_docker_options_with_their_keys() -> Non
 
 
 def test_a_stale_mention_is_a_word_of_the_key_right_before_its_old_value() -> None:
-    from spark_compile.artifact_diff import ProfileChange
-    from spark_compile.report_values import stale_mentions
+    from spark_compile.review.artifact_diff import ProfileChange
+    from spark_compile.review.page_values import stale_mentions
 
     def change(path: str, old: object, new: object) -> ProfileChange:
         return ProfileChange(path, old, new, None, None)

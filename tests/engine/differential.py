@@ -83,7 +83,7 @@ def _nest(path: tuple[str, ...], value: Any) -> dict[str, Any]:
 
 def _resolved_of(parent: Path) -> dict[str, Any]:
     """The parent as spark-compile resolves it (extends folded in, !delete applied)."""
-    from spark_compile.resolve import resolve
+    from spark_compile.stages.resolve import resolve
 
     here = os.getcwd()
     os.chdir(ROOT)

@@ -15,7 +15,7 @@ from spark_compile.spec.generators.catalog_extract import (
     named_paths,
     render_catalog,
 )
-from spark_compile.write import write_file
+from spark_compile.stages.write import write_file
 
 from sglang_parse import engine_python
 

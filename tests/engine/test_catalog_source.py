@@ -199,8 +199,8 @@ def test_a_tree_in_another_style_is_refused(tmp_path: Path) -> None:
 def test_plan_writes_the_spelling_of_the_selected_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         graphs: str, off: list[str], on: list[str]) -> None:
     from spark_compile.pipeline import planned, validate
-    from spark_compile.resolve import resolve
     from spark_compile.spec import catalog
+    from spark_compile.stages.resolve import resolve
 
     out = tmp_path / "catalogs"
     build(make_tree(tmp_path / "tree", graphs), out, "--name", "sglang-fixture-1")

@@ -26,7 +26,7 @@ from conftest import ROOT
 from sglang_parse import engine_python
 
 if TYPE_CHECKING:
-    from spark_compile.findings import Finding
+    from spark_compile.common.findings import Finding
     from spark_compile.pipeline import Outcome, Planned
 
 pytestmark = pytest.mark.engine
@@ -103,7 +103,7 @@ def _spots(findings: list[Finding], rules: tuple[str, ...] | None = None) -> set
 
 @pytest.fixture(scope="module")
 def outcomes() -> list[Verdict]:
-    from spark_compile.engine_check import engine_findings_many
+    from spark_compile.engine.check import engine_findings_many
 
     work = Path(tempfile.mkdtemp(prefix="mutants-", dir=ROOT / "tests"))
     try:

@@ -133,8 +133,8 @@ def test_a_draft_with_its_config_is_resolved_beside_the_target(tmp_path: Path) -
     """The probe builds the draft worker's ModelConfig from the draft's own config.json (a one-layer EAGLE3 head
     for Qwen3-30B-A3B, made for this test with a 2,048-token limit): a rewrite in the target and the draft's own
     context check are both reported."""
-    from spark_compile.engine_check import hardware_request
-    from spark_compile.engine_probe import run_probe_jobs
+    from spark_compile.engine.check import hardware_request
+    from spark_compile.engine.probe import run_probe_jobs
 
     target, draft = tmp_path / "target", tmp_path / "draft"
     for where, config in ((target, ROOT / "spec" / "profiles" / "examples" / "qwen3-30b-a3b.config.json"),

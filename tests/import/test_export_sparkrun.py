@@ -10,7 +10,7 @@ from roundtrip import compiled
 from sparkrun_oracle import dry_run, load_errors, node_commands
 
 from spark_compile.cli import main
-from spark_compile.launch_plan import LaunchPlan
+from spark_compile.stages.launch_plan import LaunchPlan
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILES = sorted((REPO / "spec" / "profiles" / "examples").glob("*.yaml"))

@@ -10,7 +10,7 @@ import yaml
 from sparkrun_oracle import node_commands
 
 from spark_compile.cli import main
-from spark_compile.errors import UsageError
+from spark_compile.common.errors import UsageError
 from spark_compile.importer.docker_run import launches
 from spark_compile.importer.shell import commands
 from spark_compile.importer.source import Leftover
@@ -129,14 +129,15 @@ def test_hosts_must_be_addresses(capsys: pytest.CaptureFixture[str], tmp_path: P
 def test_export_refuses_a_value_sparkrun_would_replace(tmp_path: Path) -> None:
     from roundtrip import compiled
 
-    from spark_compile.export_sparkrun import recipe_text
+    from spark_compile.targets.sparkrun import recipe_text
 
     profile = tmp_path / "p.yaml"
     example = Path(__file__).resolve().parents[2] / "spec" / "profiles" / "examples" / "single-node.yaml"
     text = example.read_text().replace("engine:\n", "engine:\n  args: {chat-template: '{tools}'}\n", 1)
     profile.write_text(text)
     with pytest.raises(UsageError, match=r"^--chat-template \{tools\}: a value shaped like a sparkrun placeholder"):
-        recipe_text(compiled(profile), str(profile), [])
+        planned = compiled(profile)
+        recipe_text(planned.plan, planned.profile, str(profile), [])
 
 
 def test_a_flag_of_an_older_sglang_selects_its_catalog(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -148,7 +148,7 @@ HOSTILE = ["yes", "on", "0x1F", "1e3", "012", "# not a comment", "a: b", "...", 
 def test_hostile_strings_are_quoted_by_the_serialiser(tmp_path: Path) -> None:
     # What YAML would read as something else (a boolean, a number, a comment, a mapping, null, an alias),
     # written by our serialiser and read back by kustomize's Go YAML parser, the real consumer.
-    from spark_compile.k8s_render import yaml_text
+    from spark_compile.targets.k8s_render import yaml_text
 
     kubectl = require_tool("kubectl")
     data = {f"k{i}": value for i, value in enumerate(HOSTILE)}
@@ -223,8 +223,10 @@ def test_every_shipped_example_compiles_to_valid_objects(example: str, tmp_path:
 def test_every_target_writes_env_files_with_the_one_writer() -> None:
     """The ConfigMap's env files and the nodes' come from quoting.env_file: a value either consumer would read
     differently is refused as a finding (exit 1), never a ValueError (exit 3)."""
-    from spark_compile import k8s, quoting, render
-    from spark_compile.errors import EXIT_FINDINGS, UnquotableError
+    from spark_compile.common import quoting
+    from spark_compile.common.errors import EXIT_FINDINGS, UnquotableError
+    from spark_compile.stages import render
+    from spark_compile.targets import k8s
 
     assert vars(k8s)["env_file"] is quoting.env_file is render.environment().filters["envfile"]
     assert quoting.env_file([("A", "1"), ("B", "x y")]) == "A=1\nB=x y\n"

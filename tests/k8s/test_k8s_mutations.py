@@ -26,8 +26,8 @@ def checks() -> Callable[[Lws], list[str]]:
     """What the manifest rules (SC501-SC504) find on a manifest, as 'SCxxx: message', run as the rules stage runs
     them on the reference profile and its plan, the Context's manifest replaced by the one given."""
     from spark_compile.pipeline import planned, validate
-    from spark_compile.resolve import resolve
     from spark_compile.rules import CHECKS, Context, load_all
+    from spark_compile.stages.resolve import resolve
 
     from k8s_support import K8S_PROFILE
 

@@ -120,8 +120,8 @@ def test_check_of_a_kubernetes_profile_stays_light() -> None:
 
 def test_the_manifest_is_built_once_per_profile(monkeypatch: pytest.MonkeyPatch) -> None:
     """The SC5xx rules read the Context's manifest: one build per profile, none kept between profiles."""
-    from spark_compile import k8s
     from spark_compile.pipeline import run
+    from spark_compile.targets import k8s
 
     built: list[str] = []
     real = k8s.leaderworkerset
