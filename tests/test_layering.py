@@ -93,6 +93,60 @@ def test_the_folders_are_layered_as_the_readme_says() -> None:
     assert {edge[1] for edge in edges if edge[0] in ("overlay", "spec")} == {"overlay"}
 
 
+# compiler/'s packages, low to high: a module imports only from its own package or a lower one (the top-level
+# modules pipeline and cli are places in the order too). Each __init__ says what it owns and may import.
+LAYERS = ("common", "stages", "capacity", "importer", "targets", "fleet", "rules", "pipeline", "engine",
+          "review", "commands", "cli")
+TOP_LEVEL = {"__init__.py", "cli.py", "pipeline.py"}  # the package's marker, the entry point and the pipeline
+
+
+def layer_of(module: str) -> str | None:
+    """The compiler layer a spark_compile module belongs to; None outside compiler/ (spec/, overlay/, ...)."""
+    parts = module.split(".")
+    if folder_of(module) != "compiler" or len(parts) < 2:
+        return None
+    return parts[1] if parts[1] in LAYERS else None
+
+
+def layer_violations(root: Path) -> list[str]:
+    """`file:line: importer -> imported` for each import of compiler/ that reaches up the layers."""
+    found = []
+    for path in sorted((root / "compiler").rglob("*.py")):
+        rel = path.relative_to(root / "compiler")
+        own = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+        for module, line in imported_modules(ast.parse(path.read_text(), str(path))):
+            target = layer_of(module)
+            if own in LAYERS and target is not None and LAYERS.index(target) > LAYERS.index(own):
+                found.append(f"compiler/{rel.as_posix()}:{line}: {own} -> {target}")
+    return found
+
+
+def test_compiler_packages_are_layered() -> None:
+    assert layer_violations(ROOT) == []
+
+
+def test_a_reach_up_the_layers_is_found(tmp_path: Path) -> None:
+    (tmp_path / "compiler" / "stages").mkdir(parents=True)
+    (tmp_path / "compiler" / "stages" / "plan.py").write_text(
+        "from spark_compile.common.errors import InputError\nfrom spark_compile.review.diff import x\n")
+    assert layer_violations(tmp_path) == ["compiler/stages/plan.py:2: stages -> review"]
+
+
+def test_every_module_of_compiler_sits_in_a_named_package() -> None:
+    assert {p.name for p in (ROOT / "compiler").glob("*.py")} == TOP_LEVEL
+    packages = {p.parent.name for p in (ROOT / "compiler").glob("*/__init__.py")}
+    assert packages == set(LAYERS) - {"pipeline", "cli"}
+
+
+def test_every_package_says_what_it_owns() -> None:
+    """Each package's docstring names every module it holds and what it may import (a new module is placed)."""
+    for init in sorted((ROOT / "compiler").glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        modules = {p.stem for p in init.parent.glob("*.py")} - {"__init__"}
+        assert {m for m in modules if not re.search(rf"\b{m}\b", doc)} == set(), init
+        assert "import" in doc.lower(), init
+
+
 def test_find_cycle_finds_one() -> None:
     assert find_cycle({("compiler", "spec"), ("spec", "compiler"), ("spec", "overlay")}) == \
         ["compiler", "spec", "compiler"]

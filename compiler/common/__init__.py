@@ -1,1 +1,3 @@
-"""common: TODO."""
+"""What every part of the compiler shares: the one exception base and the exit codes (errors), findings with
+their source positions (findings), quoting for each consumer of a generated value (quoting) and the redaction
+every printed line passes through (secrets). It imports nothing else of the compiler: spec/ and overlay/ only."""

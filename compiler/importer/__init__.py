@@ -1,2 +1,4 @@
-"""Stage: `spark-compile import` — an existing deployment (docker run line, sparkrun recipe, traced launcher)
-becomes a minimal profile, with every value's source line and every setting that does not map reported."""
+"""`spark-compile import`: an existing deployment (a docker run line, a sparkrun recipe, a traced launcher) read
+into launches (source, shell, argv, docker_run, recipe, trace) and mapped onto a minimal profile (mapping,
+profile, draft, tables, fields, and sparkrun_facts: what sparkrun does with a recipe). Imports common/ and
+stages/."""

@@ -1,7 +1,9 @@
 """The rule registry: every finding spark-compile can report, with its id, severity and documentation.
 
-SC1xx schema and file, SC2xx cross-field, SC3xx catalogs, SC4xx fleet and hardware (SC44x memory), SC5xx
-Kubernetes.
+SC1xx schema and file (schema), SC2xx cross-field (engine, overlay, secrets, sglang_model), SC3xx catalogs
+(catalogs, images), SC4xx fleet and hardware (fleet, deployment; SC44x memory: capacity), SC5xx Kubernetes (k8s),
+SC6xx `check --engine` (resolution); the rules stage runs them all (stage). Imports common/, stages/, capacity/
+and targets/ (the Kubernetes manifest its rules read).
 A check is a generator over the Context registered with @rule; it raises only that rule, so a Hit carries no
 id: it names the profile path at fault, and the rules stage (rules/stage.py) places it in the source.
 """
