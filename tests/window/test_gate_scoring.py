@@ -166,11 +166,9 @@ def test_smoke_scoring_the_gate_reuses(modules: tuple[ModuleType, ModuleType]) -
 
 
 def test_item04_gate_stops_a_backtracking_pattern(scoring: ModuleType) -> None:
-    import time
-
-    started = time.monotonic()
+    # Unbounded, this match takes 2**64 steps: that it returns at all, with the time limit's message, is the
+    # behaviour (no clock is read here).
     outcome = scoring.score_operator({"name": "x", "pattern": "(a+)+$"}, scoring.Reply(content="a" * 64 + "!"))
-    assert time.monotonic() - started < scoring.MATCH_SECONDS + 1.5  # unbounded: 2**64 steps
     assert not outcome.passed
     assert outcome.summary == (f"{'a' * 64 + '!'!r}: /(a+)+$/ did not finish matching within "
                                f"{scoring.MATCH_SECONDS} s (a pattern that backtracks; spark-compile check refuses "
