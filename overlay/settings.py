@@ -8,10 +8,10 @@ and every value must parse, or start-up stops with one message per problem. Stan
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from .errors import OverlayConfigError
 from .registry import FLAGS, FLAGS_BY_NAME, REGISTRY_VERSION, Flag
-from .value_class import value_class
 from .values import FlagValueError, parse_value
 
 PREFIX = "SPARK_"
@@ -21,7 +21,7 @@ MASTER_SWITCH = "SPARK_ENGRAM_DIR"
 _EMPTY_MEANS_NONE = frozenset({"list", "path", "rows"})
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Every registry flag's value: parsed from the environment, else from its default."""
 

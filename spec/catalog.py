@@ -13,9 +13,9 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from spark_compile.overlay.value_class import field, value_class
 from spark_compile.spec.catalog_entries import LazyEntries, as_tuple, close_matches, make_entry, or_list
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ _CONVERTERS: dict[str, tuple[str, Callable[[str], Any]]] = {
 }
 
 
-@value_class(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class EngineFlag:
     """One command-line flag of the engine, as argparse declares it."""
 
@@ -161,7 +161,7 @@ class EngineFlag:
         return None
 
 
-@value_class(eq=False)
+@dataclass(frozen=True, eq=False)  # no slots: cached_property keeps its value in the instance's __dict__
 class EngineCatalog:
     """Every flag one engine release accepts, indexed by option string."""
 
@@ -221,7 +221,7 @@ def parse_engine_catalog(stored: StoredCatalog) -> EngineCatalog:
 _SGLANG_BOOLS = frozenset({"true", "1", "yes", "y", "false", "0", "no", "n"})
 
 
-@value_class(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class EnvVar:
     """One environment variable the engine reads."""
 
@@ -233,7 +233,7 @@ class EnvVar:
     source: str  # environ.py (typed, declared in class Envs) | os.environ (read ad hoc elsewhere)
 
 
-@value_class(eq=False)
+@dataclass(frozen=True, eq=False)  # no slots: cached_property keeps its value in the instance's __dict__
 class EnvCatalog:
     """Every environment variable one engine release reads, indexed by name."""
 

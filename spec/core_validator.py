@@ -38,8 +38,6 @@ MODEL_MODULES = (
     "spark_compile",
     "spark_compile.overlay",
     "spark_compile.overlay.registry",
-    "spark_compile.overlay.value_class",
-    "spark_compile.overlay.value_init",
     "spark_compile.spec",
     "spark_compile.spec.checks",
     "spark_compile.spec.container_model",

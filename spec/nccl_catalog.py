@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from spark_compile.overlay.value_class import field, value_class
 from spark_compile.spec.catalog_entries import LazyEntries, as_tuple, close_matches, make_entry, or_list
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ INT64 = (-(2**63), 2**63 - 1)
 IFNAMSIZ = 15  # Linux interface names are at most 15 characters, so a longer entry can never match
 
 
-@value_class(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class NcclVar:
     """One environment variable of the NCCL fact table, typed by the parser that reads it."""
 
@@ -48,7 +48,7 @@ class NcclVar:
         return self.source in ("nccl", "gloo")
 
 
-@value_class(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class NcclFamily:
     """A name prefix read by an NCCL plugin or library rather than libnccl itself."""
 
@@ -57,7 +57,7 @@ class NcclFamily:
     doc: str
 
 
-@value_class(eq=False)
+@dataclass(frozen=True, eq=False)  # no slots: cached_property keeps its value in the instance's __dict__
 class NcclCatalog:
     """The NCCL variables of one release, with the token sets NCCL_ALGO and NCCL_PROTO use."""
 

@@ -10,11 +10,11 @@ for DeepSeek-V4/V4.1 its size in tokens follows SGLang's own pool configurator (
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.capacity.kv_dsv4 import Dsv4Inputs, Dsv4Pool, Speculation, UnmodelledError, dsv4_pool
 from spark_compile.capacity.weights import GIB, Split, estimate_dsv4, text_config
-from spark_compile.overlay.value_class import value_class
 from spark_compile.spec.checks import docker_size_bytes
 from spark_compile.spec.hardware import FAMILIES, HARDWARE
 from spark_compile.spec.nccl_presets import NCCL_DEFAULT_PINNED_GIB, NCCL_PRESETS, NCCL_TRIM_PINNED_GIB
@@ -28,7 +28,7 @@ INDEXER_TRANSIENT_BYTES = 14  # DSV4 sparse indexer's prefill peak per (chunk to
 DSV4 = "DeepseekV4ForCausalLM"
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class CapacityInputs:
     """What the stage reads from disk, gathered at the edge: config.json and the snapshot's headers."""
 
@@ -38,7 +38,7 @@ class CapacityInputs:
     split_source: str
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Term:
     """One amount of memory: GiB (None when it cannot be known here), where the figure comes from, how."""
 
@@ -47,7 +47,7 @@ class Term:
     formula: str = ""
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Kv:
     """The predicted KV pool, with SGLang's names (bytes_per_full_token, full_token)."""
 
@@ -60,7 +60,7 @@ class Kv:
     fixed_gib: float = 0.0  # the request-scoped pools SGLang takes off first
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class RankCapacity:
     """One rank's budget."""
 
@@ -81,7 +81,7 @@ class RankCapacity:
         return [(name, self.gib(name)) for name in names if self.gib(name) > 0]
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Capacity:
     """Every rank's budget, and the model family's KV arithmetic used."""
 
@@ -205,7 +205,7 @@ def _engram(profile: Profile, inputs: CapacityInputs, plan_rank: RankPlan) -> tu
     return held, Term(float(budget) * 1e9 / GIB, f"the overlay's row cache budget, SPARK_ENGRAM_CACHE_GB={budget}")
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class EngineReads:
     """The engine settings the budget reads, in one place (typed fields may move; this is the one edit)."""
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from spark_compile.common.findings import Finding
 from spark_compile.engine.pool import available_bytes, pool_notes
 from spark_compile.engine.probe import NotRunError, run_probe_jobs
-from spark_compile.overlay.value_class import value_class
 from spark_compile.pipeline import Planned
 from spark_compile.spec.engine_values import DRAFT_PATH, draft_model, own_mtp_draft
 from spark_compile.spec.generators.catalog_extract import default_engine_python
@@ -42,7 +42,7 @@ SPOKEN = {"ep_size": ("expert parallel size",), "tp_size": ("tensor parallel siz
           "dp_size": ("data-parallel",), "pp_size": ("pipeline parallelism", "Pipeline parallelism")}
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Rewrite:
     """One written flag SGLang resolves to another value, and the ranks where it does."""
 

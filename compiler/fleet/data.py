@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.common.quoting import bash_word
 from spark_compile.overlay.gates import enabled_hooks
 from spark_compile.overlay.settings import parse_environment
-from spark_compile.overlay.value_class import value_class
 from spark_compile.spec.record import as_data
 from spark_compile.spec.secret_patterns import SECRET_NAME, SECRET_VALUE, names_secret
 from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
@@ -98,7 +98,7 @@ def armed_hooks(rank: RankPlan) -> list[str]:
     return enabled_hooks(parse_environment(spark).values)
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Derived:
     """What a derived fleet.env value is computed from: flags or variables (by name prefix) and profile keys."""
 

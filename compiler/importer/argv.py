@@ -6,8 +6,9 @@ recorded as a normalisation, so the round trip can say exactly what it compared 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from spark_compile.importer.source import Origin, Word
-from spark_compile.overlay.value_class import field, value_class
 from spark_compile.spec.catalog import EngineCatalog, EngineFlag, engine_catalog
 
 # The builds an imported command line is read against, newest first: a flag only an older build knows
@@ -16,7 +17,7 @@ CATALOGS = ("sglang-0.5.23", "sglang-0.5.10.post1")
 LAUNCHERS = ("sglang.launch_server",)
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class EngineOption:
     """One engine option: the canonical flag (as the plan spells it), its values, where it was written."""
 
@@ -28,7 +29,7 @@ class EngineOption:
     known: bool = True
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class EngineCommand:
     """The launcher words and the engine options of one container command."""
 

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import itertools
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from spark_compile.importer.source import Leftover, Origin
-from spark_compile.overlay.value_class import field, value_class
 
 Path = tuple[str | int, ...]
 Scalar = str | int | float | bool
 _UNSAFE_COMMENT = re.compile(r"[^\x20-\x7e]")
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class Draft:
     """The imported profile: values by path (in the order set), what was left out, and what was normalised."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from spark_compile.common.errors import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
@@ -11,7 +12,6 @@ from spark_compile.importer.draft import Draft, comment, render
 from spark_compile.importer.profile import Request, build, safe_name
 from spark_compile.importer.recipe import is_recipe, metadata, recipe_launches
 from spark_compile.importer.source import Launch, Leftover
-from spark_compile.overlay.value_class import replace
 
 MARK = "# Written by spark-compile import from "
 

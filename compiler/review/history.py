@@ -7,11 +7,11 @@ import difflib
 import itertools
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spark_compile.common.errors import EXIT_OK, InputError, RejectedError
-from spark_compile.overlay.value_class import value_class
 from spark_compile.pipeline import Planned
 from spark_compile.review.artifact_diff import Grouped, ProfileDiff
 from spark_compile.review.diff import diff_profiles, load_side
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from spark_compile.spec.model import ReleaseNotes
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Release:
     """One row: the release, its file, the release it extends, its date and notes, and the two columns."""
 

@@ -10,11 +10,11 @@ construction; nothing on the page loads from the network.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spark_compile.common.errors import EXIT_OK
-from spark_compile.overlay.value_class import field, value_class
 from spark_compile.pipeline import Planned
 from spark_compile.review.artifact_diff import ProfileDiff
 from spark_compile.review.diff import diff_profiles, load_side
@@ -39,7 +39,7 @@ SETTINGS = (("overlay.env", "overlay"), ("nccl.env", "nccl"))
 OPTIONS = (("engine-flags", "engine"), ("docker-options", "docker"))
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class SettingRow:
     """One variable of the page's settings tables: its value on each rank, default, where it was set (and
     the section it is derived from, when no single line set it)."""
@@ -62,7 +62,7 @@ class SettingRow:
                          for value in distinct)
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class Page:
     """Everything the template formats (strings and numbers only)."""
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
-
-from spark_compile.overlay.value_class import value_class
 
 if TYPE_CHECKING:
     from spark_compile.capacity.budget import Capacity
@@ -28,7 +27,7 @@ Severity = Literal["error", "warning"]
 Path = tuple[str | int, ...]
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Rule:
     """One rule: what it checks, why, and a bad and a good example."""
 
@@ -40,7 +39,7 @@ class Rule:
     good: str
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Hit:
     """A violation of the check's own rule before it is located: the YAML path at fault and what to say."""
 

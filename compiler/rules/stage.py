@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.capacity.budget import Capacity
 from spark_compile.common.findings import Finding
-from spark_compile.overlay.value_class import replace
 from spark_compile.rules import CHECKS, RULES, Context, load_all
 from spark_compile.stages.checkpoint import committed_config
 from spark_compile.stages.launch_plan import LaunchPlan

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spark_compile.overlay.value_class import value_class
 from spark_compile.stages.launch_plan import Option, ProfilePath
 from spark_compile.stages.model_paths import container_path
 
@@ -40,7 +40,7 @@ def fraction_text(value: float | None) -> str | None:
 Value = Callable[["Profile", int], object]  # Profile is a type-checking import: the check path never loads pydantic
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class TypedFlag:
     """An engine flag the plan writes from a typed field: the field, and the rank's value of the flag (None:
     left out; True: a bare switch; a tuple: several values). ``source`` names the field a profile's value

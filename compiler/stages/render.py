@@ -10,12 +10,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spark_compile import __version__
 from spark_compile.common import quoting
-from spark_compile.overlay.value_class import value_class
 from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
 from spark_compile.stages.plan import ENGINE_SECRETS, secrets_dir
 
@@ -28,7 +28,7 @@ SCRIPT_MODE = 0o755
 FILE_MODE = 0o644
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Artifact:
     """One rendered file: its path under generated/<profile>/, its bytes and mode."""
 

@@ -18,11 +18,11 @@ import os
 import shutil
 import stat
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spark_compile.common.errors import InputError
-from spark_compile.overlay.value_class import field, value_class
 
 if TYPE_CHECKING:
     from spark_compile.stages.render import Artifact
@@ -93,7 +93,7 @@ def _umask() -> int:
     return mask
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class WriteReport:
     """What a write did: files written, kept unchanged, removed, and foreign files left alone."""
 
@@ -107,7 +107,7 @@ MANIFEST = "MANIFEST.json"
 MAX_MANIFEST = 64 << 20  # a 1,024-rank fleet's manifest is a few MB
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class _Scan:
     """What the target held before the compile: files with their inode, directories with their mode."""
 

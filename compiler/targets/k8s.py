@@ -12,10 +12,10 @@ import hashlib
 import ipaddress
 import math
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_compile.common.quoting import env_file
-from spark_compile.overlay.value_class import value_class
 from spark_compile.spec.hardware import HARDWARE
 from spark_compile.stages.launch_plan import LaunchPlan, Mount, ProfilePath, RankPlan
 from spark_compile.stages.plan import rdma_access
@@ -48,7 +48,7 @@ SECURITY_OPTS: dict[str, dict[str, Any]] = {
 }
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Settings:
     """The kubernetes section with every default filled in from the rest of the profile."""
 
@@ -135,7 +135,7 @@ def config_env(rank: RankPlan) -> dict[str, tuple[tuple[str, str], ...]]:
             for env_file in rank.env_files}
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Volume:
     """A hostPath volume of the uniform template: name, node path, container path, and its hostPath type."""
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spark_compile.overlay.value_class import value_class
 from spark_compile.spec.hardware import HARDWARE
 from spark_compile.stages.engine_options import api_bind
 from spark_compile.stages.launch_plan import LaunchPlan
@@ -25,7 +25,7 @@ _UNITS = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
 _QUANTITY = re.compile(r"([0-9]+)(Ki|Mi|Gi|Ti|k|M|G|T)?")
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Problem:
     """What breaks the check's rule: the profile path to blame, and what is wrong."""
 
