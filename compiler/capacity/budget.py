@@ -11,17 +11,15 @@ for DeepSeek-V4/V4.1 its size in tokens follows SGLang's own pool configurator (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spark_compile.capacity.kv_dsv4 import Dsv4Inputs, Dsv4Pool, Speculation, UnmodelledError, dsv4_pool
 from spark_compile.capacity.weights import GIB, Split, estimate_dsv4, text_config
 from spark_compile.spec.checks import docker_size_bytes
 from spark_compile.spec.hardware import FAMILIES, HARDWARE
+from spark_compile.spec.model import Profile
 from spark_compile.spec.nccl_presets import NCCL_DEFAULT_PINNED_GIB, NCCL_PRESETS, NCCL_TRIM_PINNED_GIB
 from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
-
-if TYPE_CHECKING:
-    from spark_compile.spec.model import Profile
 
 HEAD_SHARE_GIB = 1.3  # HTTP server, tokenizer and detokenizer on rank 0 (an operator's published TP4 notes)
 INDEXER_TRANSIENT_BYTES = 14  # DSV4 sparse indexer's prefill peak per (chunk token x prefix token), published

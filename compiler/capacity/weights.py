@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from spark_compile.capacity.safetensors_header import Tensor
+from spark_compile.capacity.safetensors_header import Tensor
 
 GIB = float(1 << 30)
 # Name fragments of replicated tensors (see the module docstring).

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 # Unit-like files systemd reads as [Section] Key=Value.
 UNIT_SUFFIXES = (".service", ".timer", ".socket", ".path", ".mount", ".target")
 _ENV_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
@@ -180,8 +182,6 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def _structured(kind: str, text: str) -> dict[str, Any] | None:
-    import yaml
-
     try:  # a file that does not parse is compared line by line
         if kind == "json":
             return flatten(json.loads(text))

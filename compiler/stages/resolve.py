@@ -10,6 +10,7 @@ from typing import Any
 
 from spark_compile.common.errors import InputError
 from spark_compile.common.findings import Finding, Position
+from spark_compile.common.secrets import redact
 from spark_compile.stages.load import Delete, Document, LoadError, Replace, Spot, YamlPath, load_file
 
 MAX_DEPTH = 16
@@ -226,8 +227,6 @@ def _chain_error(doc: Document, message: str, hint: str) -> LoadError:
 
 def _cut(text: str) -> str:
     """At most 100 characters of a value for a message; secrets hidden before the cut."""
-    from spark_compile.common.secrets import redact
-
     return redact(text)[:100]
 
 
