@@ -3,14 +3,15 @@ in messages."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from spark_compile.spec.catalog_store import StoredCatalog
+
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
-
-    from spark_compile.spec.catalog_store import StoredCatalog
 
 T = TypeVar("T", bound="DataclassInstance")
 E = TypeVar("E")
@@ -29,8 +30,6 @@ def as_tuple(items: Sequence[Any] | None) -> tuple[Any, ...] | None:
 
 def close_matches(word: str, candidates: Sequence[str]) -> list[str]:
     """The candidates ``word`` is most likely a misspelling of (the same word in another case first)."""
-    import difflib
-
     other_case = [c for c in candidates if c.casefold() == word.casefold() and c != word]
     close = difflib.get_close_matches(word, candidates, n=3, cutoff=0.75)  # 0.6 pairs NCCL_NET, NCCL_MNNVL
     return other_case + [c for c in close if c not in other_case]

@@ -38,19 +38,23 @@ MODEL_MODULES = (
     "spark_compile",
     "spark_compile.overlay",
     "spark_compile.overlay.registry",
+    "spark_compile.overlay.values",
     "spark_compile.spec",
     "spark_compile.spec.checks",
     "spark_compile.spec.container_model",
     "spark_compile.spec.core_schema",
     "spark_compile.spec.engine_model",
     "spark_compile.spec.fields",
+    "spark_compile.spec.hardware",
     "spark_compile.spec.model",
     "spark_compile.spec.nccl_presets",
     "spark_compile.spec.operations_model",
     "spark_compile.spec.overlay_section",
     "spark_compile.spec.overlay_types",
+    "spark_compile.spec.patterns",
     "spark_compile.spec.secret_patterns",
     "spark_compile.spec.section",
+    "spark_compile.spec.suggest",
 )
 
 

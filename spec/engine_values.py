@@ -7,14 +7,10 @@ and a change of field changes one function here and no rule.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from spark_compile.spec.engine_model import Draft
+from spark_compile.spec.model import Profile
 from spark_compile.spec.sglang_facts import DRAFT_MTP_ARCHITECTURES, MTP_DRAFT_ARCHITECTURES
-
-if TYPE_CHECKING:
-    from spark_compile.spec.engine_model import Draft
-    from spark_compile.spec.model import Profile
-
 
 YamlPath = tuple[str | int, ...]
 DRAFT_PATH: YamlPath = ("engine", "speculative", "draft")

@@ -35,7 +35,7 @@ def fraction_text(value: float | None) -> str | None:
     return f"{value:.2f}" if round(value, 2) == value else repr(value)
 
 
-Value = Callable[["Profile", int], object]  # Profile is a type-checking import: the check path never loads pydantic
+Value = Callable[[Profile, int], object]
 
 
 @dataclass(frozen=True, slots=True)

@@ -211,7 +211,7 @@ def check_objects(lws: dict[str, Any], plan: LaunchPlan, profile: Profile) -> It
             if not _DNS_LABEL.fullmatch(str(volume.get("name", ""))):
                 yield Problem(("container", "mounts"), f"volume name {volume.get('name')!r} of the "
                               f"{role} pod is not a DNS label (a-z, 0-9 and '-', 63 at most, no '-' at an end)")
-    # The entrypoint is a few KB: only a ConfigMap near the limit is worth rendering it (and importing Jinja).
+    # The entrypoint is a few KB: only a ConfigMap near the limit is worth rendering it.
     data = configmap_data(plan, "")
     if sum(len(key) + len(value.encode()) for key, value in data.items()) + ENTRYPOINT_ROOM > CONFIGMAP_LIMIT:
         problem = configmap_problem(plan, settings(profile), configmap_data(plan, entrypoint_text(plan, profile)))
