@@ -1,12 +1,15 @@
 """spark-compile: typed fleet profiles compiled into per-rank SGLang launch artifacts."""
 
+import contextlib
+import os
+import signal
+import sys
+
 __version__ = "0.2.0"
 
 
 def _interrupted(signum: int, frame: object) -> None:
     """Ctrl-C while the program's modules load: a message and exit 130, never a traceback."""
-    import os
-
     os.write(2, b"spark-compile: interrupted\n")
     os._exit(130)
 
@@ -14,25 +17,13 @@ def _interrupted(signum: int, frame: object) -> None:
 def _set_up_the_program() -> None:
     """Only when spark-compile is the program (not when a test or a tool imports the package): the
     interrupt handler, which the CLI's main() hands back to KeyboardInterrupt once its own handler is in
-    place, and no cycle collector. A run makes hundreds of thousands of objects that all live to its end
-    (the catalogs, the plans) and next to no cyclic garbage (about 4 objects a profile, tests/test_no_cycles.py;
-    peak memory of fifty profiles' check and of a 1,024-node compile is the same without the collector). The
-    collector only traversed the live ones: 17 ms a pass over 100,000 young objects, a tenth of a
-    fifty-profile check."""
-    import gc
-    import os
-    import signal
-    import sys
-
+    place."""
     program = os.path.basename(sys.argv[0]) if sys.argv else ""
     if program in ("-m", "spark-compile"):
-        gc.disable()
         signal.signal(signal.SIGINT, _interrupted)
         # The interrupt test signals once this handler is in place, not after a guessed delay.
         ready = os.environ.get("SPARK_COMPILE_TEST_READY_FD", "")
         if ready.isdigit():
-            import contextlib
-
             with contextlib.suppress(OSError):
                 os.write(int(ready), b"r")
 

@@ -10,7 +10,6 @@ value before serialisation) and one terminal-safe escaping (spark_compile.common
 
 from __future__ import annotations
 
-import gc
 import io
 import os
 import signal
@@ -82,9 +81,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if program:  # a Ctrl-C between here and the exit: the message and 130 too, never a traceback
             signal.signal(signal.SIGINT, _interrupted)
-            # The interpreter's teardown collects garbage over every object still alive, and a run's are
-            # all alive to its end: frozen, they are left to reference counting (20 ms of a 120 ms compile).
-            gc.freeze()
         sys.stdout, sys.stderr = stdout, stderr
 
 

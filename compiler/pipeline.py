@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from spark_compile.capacity.budget import Capacity, build_capacity
@@ -18,7 +19,6 @@ from spark_compile.common.errors import RejectedError
 from spark_compile.common.findings import Finding, has_errors
 from spark_compile.fleet.audit_plan import audit_artifact
 from spark_compile.fleet.scripts import fleet_artifacts
-from spark_compile.overlay.value_class import value_class
 from spark_compile.rules.stage import rule_findings
 from spark_compile.spec.model import Profile
 from spark_compile.stages.checkpoint import committed_config
@@ -31,7 +31,7 @@ from spark_compile.stages.validate import schema
 from spark_compile.targets.k8s_render import k8s_artifacts
 
 
-@value_class
+@dataclass(frozen=True)  # no slots: cached_property keeps its value in the instance's __dict__
 class Planned:
     """A profile that passed the schema: its resolved source, typed Profile, plan, and every rule's findings."""
 
@@ -48,7 +48,7 @@ class Planned:
         return rendered_files(self.plan, self.profile, self.capacity)
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Rejected:
     """A profile that stops here, with its findings (an error among them); ``planned`` when only rules refused it."""
 

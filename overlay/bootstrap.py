@@ -19,6 +19,7 @@ import os
 import sys
 import traceback
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Protocol, cast
 
@@ -27,7 +28,6 @@ from .errors import OverlayConfigError, OverlayHookError
 from .gates import GATES, armable_hooks, enabled_hooks, patch_order
 from .registry import HOOKS
 from .settings import MASTER_SWITCH, Settings, master_switch_on, parse_environment
-from .value_class import value_class
 
 # sysexits.h: EX_CONFIG for flags the overlay refuses, EX_SOFTWARE for a hook that failed.
 EXIT_CONFIG = 78
@@ -41,7 +41,7 @@ class HookModule(Protocol):
     def apply(self, module: ModuleType, flags: Mapping[str, object]) -> None: ...
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Activation:
     """What start-up decided: the hooks armed (empty when the master switch is off)."""
 

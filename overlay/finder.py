@@ -13,18 +13,18 @@ import importlib.machinery
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from .errors import OverlayHookError
-from .value_class import value_class
 
 # Found by attribute, not isinstance: the package may be loaded twice under two names
 # (spark_overlay and spark_compile.overlay) and there must still be only one finder.
 FINDER_MARKER = "_spark_overlay_finder"
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Patch:
     """One hook applied to one target module."""
 

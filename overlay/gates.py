@@ -7,14 +7,14 @@ profile that the container asks of its environment. Standard library only.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from .registry import HOOKS
-from .value_class import value_class
 
 Values = Mapping[str, object]
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Gate:
     """When a hook is armed: the flags that decide it (named in messages) and the test on them."""
 

@@ -7,9 +7,8 @@ Facts (defaults, hooks, targets, releases) come from the peer deployment's 1.7.1
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Literal
-
-from .value_class import value_class
 
 REGISTRY_VERSION = "1.7.1"
 
@@ -20,7 +19,7 @@ FlagSource = Literal["profile", "plan", "pinnable"]
 SRT = "sglang.srt."
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Hook:
     """An import hook: the modules it patches and whether it needs GB10 kernels or the dev image."""
 
@@ -31,7 +30,7 @@ class Hook:
     first_on: tuple[str, ...] = ()  # targets where this hook patches before the others (registry order elsewhere)
 
 
-@value_class
+@dataclass(frozen=True)  # no slots: cached_property keeps its value in the instance's __dict__
 class Flag:
     """One SPARK_* environment variable, typed, with the hook it gates."""
 

@@ -7,11 +7,12 @@ and every value must parse, or start-up stops with one message per problem. Stan
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from .errors import OverlayConfigError
 from .registry import FLAGS, FLAGS_BY_NAME, REGISTRY_VERSION, Flag
-from .value_class import value_class
 from .values import FlagValueError, parse_value
 
 PREFIX = "SPARK_"
@@ -21,7 +22,7 @@ MASTER_SWITCH = "SPARK_ENGRAM_DIR"
 _EMPTY_MEANS_NONE = frozenset({"list", "path", "rows"})
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Every registry flag's value: parsed from the environment, else from its default."""
 
@@ -55,8 +56,6 @@ def parse_flag(flag: Flag, text: str | None) -> object:
 
 
 def _unknown(name: str) -> str:
-    import difflib  # only for a name that is not a flag: off the start-up path
-
     close = difflib.get_close_matches(name, list(FLAGS_BY_NAME), n=1, cutoff=0.6)
     hint = (
         f"did you mean {close[0]}?" if close else "list the known ones with `python -m spark_overlay flags`"

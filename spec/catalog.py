@@ -1,8 +1,7 @@
 """Typed read-only access to the catalogs in spec/catalogs/: engine flags, engine env vars, NCCL env vars.
 
-This sits on the pre-commit hot path, so importing it does no I/O, compiles no regex and imports only
-light standard-library modules: a catalog is read on first use (split for lookup and kept in the user
-cache, spec/catalog_store.py), and each entry is parsed and made on its first lookup. Entries and
+Importing it does no I/O: a catalog is read on first use (split for lookup and kept in the user cache,
+spec/catalog_store.py), and each entry is parsed and made on its first lookup. Entries and
 catalogs compare by identity (eq=False): each is made once per run. Every check returns one sentence
 saying what was expected, or None when the value is fine (the NCCL variables and their checks are in
 spec/nccl_catalog.py; making entries, in spec/catalog_entries.py).
@@ -11,19 +10,16 @@ spec/nccl_catalog.py; making entries, in spec/catalog_entries.py).
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from spark_compile.overlay.value_class import field, value_class
 from spark_compile.spec.catalog_entries import LazyEntries, as_tuple, close_matches, make_entry, or_list
-
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from spark_compile.spec.catalog_store import StoredCatalog
-    from spark_compile.spec.nccl_catalog import NcclCatalog
-
+from spark_compile.spec.catalog_store import StoredCatalog, read_catalog
+from spark_compile.spec.nccl_catalog import NcclCatalog, parse_nccl_catalog
 
 
 class CatalogNotFound(LookupError):  # noqa: N818 - the name is part of the module's published API
@@ -32,13 +28,8 @@ class CatalogNotFound(LookupError):  # noqa: N818 - the name is part of the modu
         super().__init__(f"no {what} catalog named {name!r}; available: {', '.join(available) or 'none'}")
 
 
-@functools.cache
 def _directories() -> tuple[Path, ...]:
-    # The JSON files are package data beside this module, in a checkout and in an installed wheel alike;
-    # importlib.resources would cost a few milliseconds of imports on every pre-commit run for nothing, and
-    # pathlib (re, ipaddress, urllib) is imported only once a catalog is wanted.
-    from pathlib import Path
-
+    # The JSON files are package data beside this module, in a checkout and in an installed wheel alike.
     return (Path(__file__).with_name("catalogs"),)
 
 
@@ -53,15 +44,11 @@ def _path(filename: str) -> str:
 
 
 def _read(filename: str) -> Any:
-    import json
-
     with open(_path(filename), encoding="utf-8") as file:
         return json.loads(file.read())
 
 
 def _stored(filename: str, entries: str, key: str) -> StoredCatalog:
-    from spark_compile.spec.catalog_store import read_catalog
-
     return read_catalog(_path(filename), entries, key)
 
 
@@ -102,25 +89,17 @@ def env_catalog(name: str) -> EnvCatalog:
 def nccl_catalog(name: str = "nccl-2.30.7") -> NcclCatalog:
     if f"{name}.json" not in _catalog_files():
         raise CatalogNotFound("NCCL", name, [f[:-5] for f in _catalog_files() if f.startswith("nccl-")])
-    from spark_compile.spec.nccl_catalog import parse_nccl_catalog  # its checks load with the first NCCL catalog
-
     return parse_nccl_catalog(_stored(f"{name}.json", "variables", "name"))
-
-
-def _json(text: str) -> Any:
-    import json
-
-    return json.loads(text)  # its JSONDecodeError is a ValueError, like int()'s and float()'s
 
 
 _SWITCH_ACTIONS = frozenset({"store_true", "store_false", "boolean_optional", "count"})  # no argument
 _CONVERTERS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "int": ("a whole number", int), "float": ("a number", float), "str": ("text", str),
-    "json": ("JSON", _json),
+    "json": ("JSON", json.loads),  # its JSONDecodeError is a ValueError, like int()'s and float()'s
 }
 
 
-@value_class(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class EngineFlag:
     """One command-line flag of the engine, as argparse declares it."""
 
@@ -161,7 +140,7 @@ class EngineFlag:
         return None
 
 
-@value_class(eq=False)
+@dataclass(frozen=True, eq=False)  # no slots: cached_property keeps its value in the instance's __dict__
 class EngineCatalog:
     """Every flag one engine release accepts, indexed by option string."""
 
@@ -221,7 +200,7 @@ def parse_engine_catalog(stored: StoredCatalog) -> EngineCatalog:
 _SGLANG_BOOLS = frozenset({"true", "1", "yes", "y", "false", "0", "no", "n"})
 
 
-@value_class(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class EnvVar:
     """One environment variable the engine reads."""
 
@@ -233,7 +212,7 @@ class EnvVar:
     source: str  # environ.py (typed, declared in class Envs) | os.environ (read ad hoc elsewhere)
 
 
-@value_class(eq=False)
+@dataclass(frozen=True, eq=False)  # no slots: cached_property keeps its value in the instance's __dict__
 class EnvCatalog:
     """Every environment variable one engine release reads, indexed by name."""
 

@@ -1,17 +1,17 @@
-"""How a catalog's JSON objects become its entries: filled at once, made on first lookup, quoted in messages."""
+"""How a catalog's JSON objects become its entries: checked against the fields, made on first lookup, quoted
+in messages."""
 
 from __future__ import annotations
 
-import functools
+import difflib
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from spark_compile.overlay.value_class import field_names
+from spark_compile.spec.catalog_store import StoredCatalog
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
-
-    from spark_compile.spec.catalog_store import StoredCatalog
 
 T = TypeVar("T", bound="DataclassInstance")
 E = TypeVar("E")
@@ -30,31 +30,19 @@ def as_tuple(items: Sequence[Any] | None) -> tuple[Any, ...] | None:
 
 def close_matches(word: str, candidates: Sequence[str]) -> list[str]:
     """The candidates ``word`` is most likely a misspelling of (the same word in another case first)."""
-    import difflib
-
     other_case = [c for c in candidates if c.casefold() == word.casefold() and c != word]
     close = difflib.get_close_matches(word, candidates, n=3, cutoff=0.75)  # 0.6 pairs NCCL_NET, NCCL_MNNVL
     return other_case + [c for c in close if c not in other_case]
 
 
-@functools.cache
-def _field_set(cls: type[Any]) -> frozenset[str]:
-    return frozenset(field_names(cls))
-
-
 def make_entry(cls: type[T], data: Mapping[str, Any], **converted: Any) -> T:
     """A catalog entry from its JSON object, whose keys are the entry's fields; `converted` replaces the
-    values JSON cannot spell (tuples).
-
-    Thousands of entries are made per run: filling the instance's __dict__ from the JSON object at once
-    (C-level copies) takes a fifth of what __init__, or copying field by field, did."""
-    if data.keys() != _field_set(cls):
+    values JSON cannot spell (tuples)."""
+    names = {item.name for item in fields(cls)}
+    if data.keys() != names:
         raise ValueError(f"a {cls.__name__} entry of the catalog has the keys {sorted(data)}; "
-                         f"its fields are {sorted(_field_set(cls))}")
-    entry = object.__new__(cls)
-    entry.__dict__.update(data)
-    entry.__dict__.update(converted)
-    return entry
+                         f"its fields are {sorted(names)}")
+    return cls(**{**data, **converted})
 
 
 class LazyEntries(Mapping[str, E]):

@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from dataclasses import dataclass
 from typing import Any
 
-from spark_compile.overlay.value_class import value_class
 from spark_compile.spec import user_cache
 
 PREFIX = "catalog-"
@@ -23,7 +23,7 @@ KEEP = 16  # split catalogs kept: a few catalogs of a few installs, the oldest d
 FORMAT = 1  # of the split form; part of the key, so a new form is never read as an old one
 
 
-@value_class(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class StoredCatalog:
     """A catalog's JSON with its entry list split out: ``keys`` maps each name an entry is looked up by
     (a flag's every option string, a variable's name) to the entry in ``texts``: its JSON text as the cache

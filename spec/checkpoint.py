@@ -7,9 +7,8 @@ SGLang 0.5.23 derives each value is named beside it.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
-
-from spark_compile.overlay.value_class import value_class
 
 # sglang/srt/utils/hf_transformers/common.py CONTEXT_LENGTH_KEYS: the first key present is the context limit.
 CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
@@ -23,7 +22,7 @@ def _name(value: Any) -> str | None:
     return value if isinstance(value, str) and _NAME.fullmatch(value) else None
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Checkpoint:
     """The facts of one config.json the rules reason with (None: the file does not say)."""
 

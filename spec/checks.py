@@ -10,9 +10,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic_core import PydanticCustomError
 
+from spark_compile.overlay.values import FlagValueError, parse_rows, parse_size
+from spark_compile.spec.hardware import HARDWARE
+from spark_compile.spec.patterns import pattern_problem
 from spark_compile.spec.secret_patterns import hide_tokens
+from spark_compile.spec.suggest import unknown_choice
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the model modules import these checks: their types only, or an import cycle
     from spark_compile.spec.container_model import KubernetesRdma
     from spark_compile.spec.engine_model import Draft
     from spark_compile.spec.model import Model, SecretRef
@@ -340,9 +344,6 @@ def kwarg_name(value: str) -> str:
 
 def check_hardware(value: str) -> str:
     """A hardware catalog entry that exists."""
-    from spark_compile.spec.hardware import HARDWARE
-    from spark_compile.spec.suggest import unknown_choice
-
     if value not in HARDWARE:
         raise unknown_choice("hardware", value, sorted(HARDWARE))
     return value
@@ -373,8 +374,6 @@ def check_previous_stack(stack: PreviousStack) -> PreviousStack:
 
 def check_overlay_size(value: str | int) -> str:
     """An overlay size as the container's parser reads it (spark_compile.overlay.values.parse_size)."""
-    from spark_compile.overlay.values import FlagValueError, parse_size
-
     text = str(value)
     try:
         parse_size(text)
@@ -385,8 +384,6 @@ def check_overlay_size(value: str | int) -> str:
 
 def check_overlay_rows(value: str) -> str:
     """An overlay row list as the container's parser reads it (spark_compile.overlay.values.parse_rows)."""
-    from spark_compile.overlay.values import FlagValueError, parse_rows
-
     try:
         parse_rows(value)
     except FlagValueError as exc:
@@ -427,8 +424,6 @@ def check_operator_check(check: OperatorCheck) -> OperatorCheck:
         raise PydanticCustomError("window_expectation", "check '{name}' needs exactly one of expect (an exact "
                                   "answer) or pattern (a regular expression)", {"name": check.name})
     if check.pattern is not None:
-        from spark_compile.spec.patterns import pattern_problem
-
         problem = pattern_problem(check.pattern)
         if problem:
             raise PydanticCustomError("window_pattern", "check '{name}': pattern '{pattern}' is {why}",

@@ -6,21 +6,17 @@ and a change of field changes one function here and no rule.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from spark_compile.overlay.value_class import value_class
+from spark_compile.spec.engine_model import Draft
+from spark_compile.spec.model import Profile
 from spark_compile.spec.sglang_facts import DRAFT_MTP_ARCHITECTURES, MTP_DRAFT_ARCHITECTURES
-
-if TYPE_CHECKING:
-    from spark_compile.spec.engine_model import Draft
-    from spark_compile.spec.model import Profile
-
 
 YamlPath = tuple[str | int, ...]
 DRAFT_PATH: YamlPath = ("engine", "speculative", "draft")
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Setting:
     """A value the profile wrote and where it wrote it."""
 
@@ -28,7 +24,7 @@ class Setting:
     path: YamlPath
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class DraftModel:
     """A separate draft model (engine.speculative.draft) and its committed config.json if the profile names one
     (relative to the profile file at ``config_path``)."""

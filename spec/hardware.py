@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from spark_compile.overlay.value_class import value_class
+from dataclasses import dataclass
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Hardware:
     """One kind of node: its memory, GPU architecture and GPU count."""
 
@@ -51,7 +51,7 @@ HARDWARE: dict[str, Hardware] = {
 }
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class ModelFamily:
     """What SGLang enforces for one model architecture."""
 

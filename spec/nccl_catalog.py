@@ -8,20 +8,20 @@ refuses what that parser would silently misread as well as what it rejects. All 
 from __future__ import annotations
 
 import functools
+import ipaddress
+import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
-from spark_compile.overlay.value_class import field, value_class
 from spark_compile.spec.catalog_entries import LazyEntries, as_tuple, close_matches, make_entry, or_list
-
-if TYPE_CHECKING:
-    from spark_compile.spec.catalog_store import StoredCatalog
+from spark_compile.spec.catalog_store import StoredCatalog
 
 INT64 = (-(2**63), 2**63 - 1)
 IFNAMSIZ = 15  # Linux interface names are at most 15 characters, so a longer entry can never match
 
 
-@value_class(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class NcclVar:
     """One environment variable of the NCCL fact table, typed by the parser that reads it."""
 
@@ -48,7 +48,7 @@ class NcclVar:
         return self.source in ("nccl", "gloo")
 
 
-@value_class(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class NcclFamily:
     """A name prefix read by an NCCL plugin or library rather than libnccl itself."""
 
@@ -57,7 +57,7 @@ class NcclFamily:
     doc: str
 
 
-@value_class(eq=False)
+@dataclass(frozen=True, eq=False)  # no slots: cached_property keeps its value in the instance's __dict__
 class NcclCatalog:
     """The NCCL variables of one release, with the token sets NCCL_ALGO and NCCL_PROTO use."""
 
@@ -119,8 +119,6 @@ def _is_decimal(text: str) -> bool:
 
 def _strtoll(text: str) -> int:
     """What C's strtoll(text, NULL, 0) returns: it stops quietly at the first character it cannot use."""
-    import re
-
     # Every part is optional, so the pattern always matches once (text with no digits reads as 0).
     pattern = r"^\s*([+-]?)(?:0[xX]([\da-fA-F]+)|(0[0-7]*)|([1-9]\d*))?"
     sign, hexa, octal, decimal = re.findall(pattern, text)[0]
@@ -198,8 +196,6 @@ def _device_list(var: NcclVar, value: str) -> str | None:
 
 
 def _check_cidr(cat: NcclCatalog, var: NcclVar, value: str) -> str | None:
-    import ipaddress
-
     address, slash, length = value.partition("/")
     try:
         width = ipaddress.ip_address(address).max_prefixlen if slash else -1
@@ -247,8 +243,6 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
 
 
 def _check_grammar(cat: NcclCatalog, var: NcclVar, value: str) -> str | None:
-    import re
-
     pattern, expected = _GRAMMARS[var.kind]
     choices = var.choices or ()
     folded = re.IGNORECASE if choices and not var.case_sensitive else 0

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
+
 from pydantic_core import PydanticCustomError
 
 
 def did_you_mean(word: str, choices: list[str], cutoff: float = 0.6) -> str:
     """`did you mean 'x'?` for the closest choice (similarity at least ``cutoff``), or an empty string."""
-    import difflib  # only a profile with an error needs it: kept off the clean check path
-
     close = difflib.get_close_matches(word, choices, n=1, cutoff=cutoff)
     return f"did you mean {close[0]!r}?" if close else ""
 

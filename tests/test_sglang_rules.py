@@ -86,8 +86,8 @@ def test_the_context_limit_of_a_separate_draft_counts() -> None:
     """SGLang's draft worker judges --context-length against the draft's own maximum at boot (test_engine_check_
     exact.py shows it refusing 4096 over a 2,048-token EAGLE3 head); SC209 reads the draft's committed config."""
     from spark_compile.pipeline import Rejected, run
-    from spark_compile.rules import Context
     from spark_compile.rules.engine import context_length
+    from spark_compile.rules.registry import Context
 
     here = os.getcwd()
     os.chdir(ROOT)

@@ -10,25 +10,23 @@ for DeepSeek-V4/V4.1 its size in tokens follows SGLang's own pool configurator (
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from spark_compile.capacity.kv_dsv4 import Dsv4Inputs, Dsv4Pool, Speculation, UnmodelledError, dsv4_pool
 from spark_compile.capacity.weights import GIB, Split, estimate_dsv4, text_config
-from spark_compile.overlay.value_class import value_class
 from spark_compile.spec.checks import docker_size_bytes
 from spark_compile.spec.hardware import FAMILIES, HARDWARE
+from spark_compile.spec.model import Profile
 from spark_compile.spec.nccl_presets import NCCL_DEFAULT_PINNED_GIB, NCCL_PRESETS, NCCL_TRIM_PINNED_GIB
 from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
-
-if TYPE_CHECKING:
-    from spark_compile.spec.model import Profile
 
 HEAD_SHARE_GIB = 1.3  # HTTP server, tokenizer and detokenizer on rank 0 (an operator's published TP4 notes)
 INDEXER_TRANSIENT_BYTES = 14  # DSV4 sparse indexer's prefill peak per (chunk token x prefix token), published
 DSV4 = "DeepseekV4ForCausalLM"
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class CapacityInputs:
     """What the stage reads from disk, gathered at the edge: config.json and the snapshot's headers."""
 
@@ -38,7 +36,7 @@ class CapacityInputs:
     split_source: str
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Term:
     """One amount of memory: GiB (None when it cannot be known here), where the figure comes from, how."""
 
@@ -47,7 +45,7 @@ class Term:
     formula: str = ""
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Kv:
     """The predicted KV pool, with SGLang's names (bytes_per_full_token, full_token)."""
 
@@ -60,7 +58,7 @@ class Kv:
     fixed_gib: float = 0.0  # the request-scoped pools SGLang takes off first
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class RankCapacity:
     """One rank's budget."""
 
@@ -81,7 +79,7 @@ class RankCapacity:
         return [(name, self.gib(name)) for name in names if self.gib(name) > 0]
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Capacity:
     """Every rank's budget, and the model family's KV arithmetic used."""
 
@@ -205,7 +203,7 @@ def _engram(profile: Profile, inputs: CapacityInputs, plan_rank: RankPlan) -> tu
     return held, Term(float(budget) * 1e9 / GIB, f"the overlay's row cache budget, SPARK_ENGRAM_CACHE_GB={budget}")
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class EngineReads:
     """The engine settings the budget reads, in one place (typed fields may move; this is the one edit)."""
 

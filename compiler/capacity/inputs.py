@@ -4,15 +4,14 @@ machine, its safetensors headers (never tensor data). Every failure becomes a se
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spark_compile.capacity.budget import CapacityInputs
+from spark_compile.capacity.safetensors_header import HeaderError, checkpoint_tensors
 from spark_compile.capacity.weights import split_tensors
+from spark_compile.spec.model import Profile
 from spark_compile.stages.checkpoint import ConfigError, committed_path, is_regular, read_object
 from spark_compile.stages.resolve import Resolved
-
-if TYPE_CHECKING:
-    from spark_compile.spec.model import Profile
 
 
 def _snapshot(profile: Profile) -> Path | None:
@@ -57,11 +56,6 @@ def capacity_inputs(resolved: Resolved, profile: Profile,
     split, split_source = None, ("a hub id names the model" if snapshot is None
                                  else f"{snapshot.as_posix()} is not on this machine")
     if snapshot is not None and snapshot.is_dir() and any(snapshot.glob("*.safetensors")):
-        from spark_compile.capacity.safetensors_header import (  # only with a snapshot here
-            HeaderError,
-            checkpoint_tensors,
-        )
-
         try:
             split, split_source = split_tensors(checkpoint_tensors(snapshot), profile.engine.parallel.tp or 1), \
                 snapshot.as_posix()

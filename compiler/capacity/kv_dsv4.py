@@ -10,7 +10,7 @@ a setting that leaves those paths raises UnmodelledError with the reason. tests/
 
 from __future__ import annotations
 
-from spark_compile.overlay.value_class import value_class
+from dataclasses import dataclass
 
 # KVLayout.V4 (sglang/kernels/ops/attention/dsv4/kv_layout.py): 448 fp8 nope + 64 bf16 rope + 8 scale bytes,
 # page stride padded to 576 bytes.
@@ -25,7 +25,7 @@ class UnmodelledError(ValueError):
     """A setting whose pool arithmetic this twin does not follow (the message says which)."""
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Speculation:
     """The resolved speculative settings the pool reads (SGLang's get_spec())."""
 
@@ -34,7 +34,7 @@ class Speculation:
     topk: int = 1
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Dsv4Inputs:
     """What DSV4PoolConfigurator reads: the model's layout and the resolved scheduling settings."""
 
@@ -54,7 +54,7 @@ class Dsv4Inputs:
     swa_prefix_tails: int | None = None  # --swa-prefix-tails when written
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Dsv4Pool:
     """The configurator's result, with SGLang's own names."""
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 import struct
+from dataclasses import dataclass
 from pathlib import Path
-
-from spark_compile.overlay.value_class import value_class
 
 # A header larger than this is refused: real ones are kilobytes to a few megabytes (one entry per tensor).
 MAX_HEADER_BYTES = 64 << 20
@@ -27,7 +26,7 @@ class HeaderError(ValueError):
     """A shard whose header cannot be read or is not a safetensors header; the message names the file."""
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Tensor:
     """One tensor as its shard's header describes it."""
 

@@ -12,12 +12,10 @@ MTP layers (`mtp.*`) are the draft model.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
-from spark_compile.overlay.value_class import value_class
-
-if TYPE_CHECKING:
-    from spark_compile.capacity.safetensors_header import Tensor
+from spark_compile.capacity.safetensors_header import Tensor
 
 GIB = float(1 << 30)
 # Name fragments of replicated tensors (see the module docstring).
@@ -28,7 +26,7 @@ FP8_BLOCK = 1 + 1 / 1024  # e4m3 with one e8m0 scale per 32x32 block
 FP4_ROW = 0.5 + 1 / 32  # e2m1 with one e8m0 scale per 32 values
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Split:
     """Bytes per rank of one checkpoint: target weights, draft weights, Engram tables (whole, all ranks)."""
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from spark_compile import __version__
 from spark_compile.common.errors import UsageError
-from spark_compile.overlay.value_class import value_class
 
 if TYPE_CHECKING:
     import argparse
@@ -24,7 +24,7 @@ class Arguments(SimpleNamespace):
     """A command line, read: the command and each argument's value, by its dest."""
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Arg:
     """One argument of a command: its option strings (or a positional's name) and what it takes."""
 

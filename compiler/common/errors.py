@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from spark_compile.common.findings import Finding
+from spark_compile.common.findings import Finding
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # findings of error severity (or warnings under --strict), drift, or a diff that differs

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Literal
-
-from spark_compile.overlay.value_class import field, value_class
 
 Severity = Literal["error", "warning"]
 
 
-@value_class(order=True)
+@dataclass(frozen=True, slots=True, order=True)
 class Position:
     """A place in a profile file; line and column count from 1."""
 
@@ -18,7 +17,7 @@ class Position:
     column: int
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One problem: rule id, severity, where, what, and how to fix it."""
 

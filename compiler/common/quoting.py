@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 
 from spark_compile.common.errors import UnquotableError
+from spark_compile.common.secrets import redact
 from spark_compile.spec.envfile import env_value_problem
 
 _BASH_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
@@ -31,8 +32,6 @@ _MARKDOWN_LINE_START = re.compile(r"^(\s*[0-9]*)([#>+=.)-])")
 
 
 def _refuse(value: str, consumer: str, why: str) -> UnquotableError:
-    from spark_compile.common.secrets import redact
-
     shown = redact(value)
     return UnquotableError(f"{shown[:80]!r}{'...' if len(shown) > 80 else ''} cannot be written for {consumer}: {why}")
 

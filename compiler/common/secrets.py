@@ -7,6 +7,7 @@ says it holds a secret (``HF_TOKEN: x``, ``HF_TOKEN=x``, ``--api-key x``, ``"HF_
 
 from __future__ import annotations
 
+import json
 import re
 
 from spark_compile.spec.secret_patterns import SECRET_NAME, hide_tokens, names_secret, secret_name
@@ -96,6 +97,4 @@ def redact_value(value: object, name: str = "", *, prose: bool = False) -> objec
 
 def redacted_json(value: object, *, prose: bool = False, **dumps: object) -> Redacted:
     """``value`` as JSON text, redacted value by value first (never as text afterwards)."""
-    import json
-
     return Redacted(json.dumps(redact_value(value, prose=prose), **dumps) + "\n")  # type: ignore[arg-type]

@@ -13,17 +13,20 @@ predicted available bytes and says, on stderr, its ``full_token`` next to the st
 from __future__ import annotations
 
 import json
+import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from spark_compile.common.findings import Finding
 from spark_compile.engine.pool import available_bytes, pool_notes
 from spark_compile.engine.probe import NotRunError, run_probe_jobs
-from spark_compile.overlay.value_class import value_class
 from spark_compile.pipeline import Planned
+from spark_compile.rules import load_all
 from spark_compile.spec.engine_values import DRAFT_PATH, draft_model, own_mtp_draft
 from spark_compile.spec.generators.catalog_extract import default_engine_python
+from spark_compile.spec.hardware import HARDWARE
 from spark_compile.stages.checkpoint import ConfigError, committed_path, is_regular, read_config
 from spark_compile.stages.load import YamlPath
 from spark_compile.stages.model_paths import container_path, host_dir
@@ -42,7 +45,7 @@ SPOKEN = {"ep_size": ("expert parallel size",), "tp_size": ("tensor parallel siz
           "dp_size": ("data-parallel",), "pp_size": ("pipeline parallelism", "Pipeline parallelism")}
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Rewrite:
     """One written flag SGLang resolves to another value, and the ranks where it does."""
 
@@ -110,8 +113,6 @@ def model_config(path: Path, where: YamlPath = ("model", "config_json")) -> str:
 
 def hardware_request(name: str) -> dict[str, Any]:
     """The device facts the probe answers torch's queries with, from the hardware catalog."""
-    from spark_compile.spec.hardware import HARDWARE
-
     hw = HARDWARE[name]
     return {"name": hw.name, "capability": list(hw.sm), "gpus": hw.gpus_per_node, "memory_gib": hw.gpu_memory_gb,
             "gpu_name": hw.gpu_name or hw.name, "unified": hw.unified_memory, "machine": hw.cpu_arch}
@@ -192,10 +193,7 @@ def _where(ranks: tuple[int, ...], total: int) -> str:
 
 def _finding(validated: Planned, path: YamlPath, rule: str, message: str, hint: str,
              *, at_key: bool = False) -> Finding:
-    from spark_compile.rules import RULES, load_all
-
-    load_all()
-    return locate(validated.resolved, path, rule, RULES[rule].severity, message, hint, at_key=at_key)
+    return locate(validated.resolved, path, rule, load_all()[rule].severity, message, hint, at_key=at_key)
 
 
 def _rewrite_findings(validated: Planned, build: str, found: list[Rewrite], total: int,
@@ -254,8 +252,6 @@ def _implied_findings(validated: Planned, build: str, ranks: list[dict[str, Any]
 def _mention(error: str, dest: str, entry: dict[str, Any], by_value: bool = False) -> int:
     """Where SGLang's message first names a written flag: by option, field (dashes, spaces or underscores) or
     words SGLang uses for it, or (``by_value``) by its value; -1 when it does not."""
-    import re
-
     if by_value:
         value = entry["value"]
         if not isinstance(value, str) or len(value) < 3:

@@ -12,12 +12,10 @@ import os
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from spark_compile.engine.report import shape_problem
-
-if TYPE_CHECKING:
-    from spark_compile.stages.load import YamlPath
+from spark_compile.stages.load import YamlPath
 
 PROBE = Path(__file__).resolve().with_name("resolve_probe.py")
 PROBE_TIMEOUT_S = 900.0

@@ -23,6 +23,7 @@ import-only stand-ins, and an error raised by a stand-in or a real device call i
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib.abc
 import importlib.machinery
@@ -36,6 +37,7 @@ import re
 import sys
 import traceback
 import types
+from importlib.metadata import version
 from typing import Any
 
 STANDIN_PACKAGES = ("sgl_kernel", "flashinfer", "torchvision", "deep_gemm", "flash_mla")
@@ -122,6 +124,7 @@ def install_standins() -> list[str]:
 
 def simulate(hardware: dict[str, Any]) -> None:
     """Answer torch's device queries (and platform.machine) as the profile's hardware would."""
+    # torch only after main() installed the stand-ins of the CUDA-only packages it may import
     import torch
 
     major, minor = hardware["capability"]
@@ -159,6 +162,7 @@ def jsonable(value: Any) -> Any:
 
 def _resolved(server_args: Any, dest: str) -> tuple[Any, list[str]]:
     """(resolved value, handlers that declared it) for one dest."""
+    # sglang only after main() installed the stand-ins it imports and simulated the device
     from sglang.srt.arg_groups.overrides import resolution_result
 
     declarations = list(getattr(server_args, "_resolved_overrides", None) or ())
@@ -212,6 +216,7 @@ class _PoolLines(logging.Handler):
 def pool_sizes(server_args: Any, available_bytes: int) -> dict[str, Any]:
     """SGLang's own DeepSeek-V4 pool configurator on this rank's resolved arguments, given the bytes the
     static pool has after the weights: what ModelRunner hands it at boot (the model itself is not built)."""
+    # sglang only after main() installed the stand-ins it imports and simulated the device
     from sglang.srt.configs.model_config import ModelConfig, is_deepseek_v4
     from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state import SpecAuxHiddenStateConfig
     from sglang.srt.model_executor.pool_configurator import DSV4PoolConfigurator
@@ -249,8 +254,7 @@ class _RefusalError(Exception):
 
 
 def _parser() -> Any:
-    import argparse
-
+    # sglang only after main() installed the stand-ins it imports and simulated the device
     from sglang.srt.server_args import ServerArgs
 
     class Parser(argparse.ArgumentParser):
@@ -279,6 +283,7 @@ def _spelled(parser: Any, argv: list[str]) -> dict[str, dict[str, Any]]:
 def _boot_view(argv: list[str], quantization: str) -> None:
     """Resolve again with the quantization the checkpoint gives the model at boot: the MoE runner and its
     checks are chosen from it there (ModelConfig._verify_quantization), not from the flag."""
+    # sglang only after main() installed the stand-ins it imports and simulated the device
     from sglang.srt.server_args import prepare_server_args
 
     server_args = prepare_server_args([*argv, "--quantization", quantization])
@@ -289,6 +294,7 @@ def _boot_view(argv: list[str], quantization: str) -> None:
 def _model_stage(server_args: Any, argv: list[str], result: dict[str, Any]) -> None:
     """The model config SGLang builds at boot: its quantization (reported as the flag's resolved value) and
     the MoE checks under it."""
+    # sglang only after main() installed the stand-ins it imports and simulated the device
     from sglang.srt.arg_groups.model_override_base import model_config_of
 
     model_config = model_config_of(server_args)
@@ -307,6 +313,7 @@ def _draft_stage(server_args: Any, result: dict[str, Any]) -> None:
     """The draft worker's ModelConfig, built from the draft's own config.json as the scheduler builds it at boot:
     its quantization (reported as --speculative-draft-model-quantization's resolved value) and its checks (the
     context length against the draft's own maximum)."""
+    # sglang only after main() installed the stand-ins it imports and simulated the device
     from sglang.srt.configs.model_config import ModelConfig
 
     draft, _ = _resolved(server_args, "speculative_draft_model_path")
@@ -322,6 +329,7 @@ def _draft_stage(server_args: Any, result: dict[str, Any]) -> None:
 
 
 def run_rank(request: dict[str, Any], base_env: dict[str, str]) -> dict[str, Any]:
+    # sglang only after main() installed the stand-ins it imports and simulated the device
     from sglang.srt.server_args import prepare_server_args
 
     argv = [request["paths"].get(a, a) for a in request["argv"]]
@@ -393,8 +401,6 @@ def main() -> int:
     with contextlib.redirect_stdout(sys.stderr):
         standins = install_standins()
         simulate(request["hardware"])
-        from importlib.metadata import version
-
         jobs = [[run_rank({**rank, "paths": job["paths"]}, base_env) for rank in job["ranks"]]
                 for job in request["jobs"]]
         sglang_version = version("sglang")

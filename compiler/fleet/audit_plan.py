@@ -10,14 +10,13 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spark_compile.fleet.data import UNIT_DIR, cut_on_node, secret_names, secret_values
+from spark_compile.spec.checks import docker_size_bytes
+from spark_compile.spec.model import Profile
 from spark_compile.stages.launch_plan import LaunchPlan, Option, RankPlan, dotted
 from spark_compile.stages.render import Artifact
-
-if TYPE_CHECKING:
-    from spark_compile.spec.model import Profile
 
 AUDIT_FILE = "fleet/audit.json"
 # What the daemon writes for an unset size (moby adaptContainerSettings): 64 MiB of /dev/shm, and a swap
@@ -30,13 +29,6 @@ UNSET = ("Privileged", "PidMode", "UsernsMode", "UTSMode", "SecurityOpt", "CapDr
 # Set by the docker flags the plan writes: an item list (id kind) or one value.
 ITEM_FIELDS = {"--cap-add": ("CapAdd", "self"), "--ulimit": ("Ulimits", "Name"),
                "--device": ("Devices", "PathInContainer"), "-v": ("Binds", "bind")}
-
-
-def size_bytes(text: str) -> int:
-    """A docker size (112g, 32gb) in bytes, as the CLI sends it (binary units)."""
-    from spark_compile.spec.checks import docker_size_bytes
-
-    return docker_size_bytes(text)
 
 
 def gpu_request(spec: str) -> list[dict[str, Any]]:
@@ -77,9 +69,9 @@ _SCALARS: dict[str, tuple[tuple[str, ...], Callable[[str], Any]]] = {
     "--network": (("HostConfig", "NetworkMode"), str),
     "--ipc": (("HostConfig", "IpcMode"), str),
     "--gpus": (("HostConfig", "DeviceRequests"), gpu_request),
-    "--shm-size": (("HostConfig", "ShmSize"), size_bytes),
-    "--memory": (("HostConfig", "Memory"), size_bytes),
-    "--memory-swap": (("HostConfig", "MemorySwap"), size_bytes),
+    "--shm-size": (("HostConfig", "ShmSize"), docker_size_bytes),
+    "--memory": (("HostConfig", "Memory"), docker_size_bytes),
+    "--memory-swap": (("HostConfig", "MemorySwap"), docker_size_bytes),
     "--oom-score-adj": (("HostConfig", "OomScoreAdj"), int),
     "--user": (("Config", "User"), str),
     "--cpuset-cpus": (("HostConfig", "CpusetCpus"), str),

@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
+from spark_compile.capacity.budget import Capacity, RankCapacity
 from spark_compile.common.quoting import bash_word
 from spark_compile.overlay.gates import enabled_hooks
 from spark_compile.overlay.settings import parse_environment
-from spark_compile.overlay.value_class import value_class
+from spark_compile.spec.model import Profile
 from spark_compile.spec.record import as_data
 from spark_compile.spec.secret_patterns import SECRET_NAME, SECRET_VALUE, names_secret
 from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
 from spark_compile.stages.model_paths import host_dir, in_snapshot, served_id
-
-if TYPE_CHECKING:
-    from spark_compile.capacity.budget import Capacity, RankCapacity
-    from spark_compile.spec.model import Profile
 
 GID_AT_START = "found at start"
 ENGRAM_MANIFEST = "engram-local.json"
@@ -98,7 +96,7 @@ def armed_hooks(rank: RankPlan) -> list[str]:
     return enabled_hooks(parse_environment(spark).values)
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Derived:
     """What a derived fleet.env value is computed from: flags or variables (by name prefix) and profile keys."""
 

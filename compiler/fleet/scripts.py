@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from spark_compile import __version__
+from spark_compile import __version__, templates
+from spark_compile.capacity.budget import Capacity
 from spark_compile.common.quoting import bash_words
 from spark_compile.fleet.data import LOG_KEEP, UNIT_ACTIVE_TIMEOUT, fleet_env, fleet_json, ssh_user
+from spark_compile.spec.model import Profile
 from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
 from spark_compile.stages.plan import FLEET_DIR
 from spark_compile.stages.render import SCRIPT_MODE, Artifact, environment
-
-if TYPE_CHECKING:
-    from spark_compile.capacity.budget import Capacity
-    from spark_compile.spec.model import Profile
 
 STATIC_SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "window.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py",
                   "engram.py", "gate.py", "gate_scoring.py", "verdict.py")
@@ -32,10 +30,8 @@ WATCHDOG_RUN_MARGIN = 1800
 def static_script(name: str) -> bytes:
     """One of the package's static fleet scripts, as shipped."""
     # Package data beside the templates package, as render.py finds it (importlib.resources would import
-    # zipfile and its readers on every compile for nothing).
-    from spark_compile import templates
-
-    # os.path and an unbuffered read, not pathlib: eleven files on every compile.
+    # zipfile and its readers on every compile for nothing); os.path and an unbuffered read, not pathlib:
+    # eleven files on every compile.
     path = os.path.join(os.path.dirname(templates.__file__), FLEET_DIR, "static", name)
     with open(path, "rb", buffering=0) as script:
         return script.readall()

@@ -6,9 +6,11 @@ recorded as a normalisation, so the round trip can say exactly what it compared 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from spark_compile.importer.source import Origin, Word
-from spark_compile.overlay.value_class import field, value_class
 from spark_compile.spec.catalog import EngineCatalog, EngineFlag, engine_catalog
+from spark_compile.stages.engine_options import TYPED_FLAGS
 
 # The builds an imported command line is read against, newest first: a flag only an older build knows
 # (--cuda-graph-max-bs) still gets its arity from the build that has it.
@@ -16,7 +18,7 @@ CATALOGS = ("sglang-0.5.23", "sglang-0.5.10.post1")
 LAUNCHERS = ("sglang.launch_server",)
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class EngineOption:
     """One engine option: the canonical flag (as the plan spells it), its values, where it was written."""
 
@@ -28,7 +30,7 @@ class EngineOption:
     known: bool = True
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class EngineCommand:
     """The launcher words and the engine options of one container command."""
 
@@ -44,16 +46,12 @@ def _catalogs() -> list[EngineCatalog]:
 
 def preferred(entry: EngineFlag) -> str:
     """The spelling the plan writes for a flag: its typed spelling when the plan has one, else argparse's first."""
-    from spark_compile.stages.engine_options import TYPED_FLAGS
-
     return next((o for o in entry.options if o in TYPED_FLAGS), entry.option)
 
 
 def resolve_flag(flag: str) -> tuple[EngineFlag | None, str]:
     """The catalog entry of a flag as written (exact, else argparse's unique-prefix expansion), and why renamed:
     a typed flag takes the plan's spelling, any other keeps the source's."""
-    from spark_compile.stages.engine_options import TYPED_FLAGS
-
     for catalog in _catalogs():
         entry = catalog.lookup(flag)
         if entry is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spark_compile.common.errors import InputError
+from spark_compile.importer.argv import launcher_split
 from spark_compile.importer.shell import ShellWord, commands
 from spark_compile.importer.source import Launch, Leftover, Origin, Word
 
@@ -123,8 +124,6 @@ def parse_launch(words: list[ShellWord], base: Path, left: list[Leftover]) -> La
 
 def launches(text: str, file: str, base: Path, left: list[Leftover], notes: list[str] | None = None) -> list[Launch]:
     """Every `docker run` of an SGLang server in a shell text, in order (other containers are noted and skipped)."""
-    from spark_compile.importer.argv import launcher_split
-
     found = []
     for words in commands(text, file):
         launch = parse_launch(words, base, left)

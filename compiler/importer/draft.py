@@ -6,19 +6,21 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, get_args
 
 import yaml
+from pydantic import BaseModel
 
 from spark_compile.importer.source import Leftover, Origin
-from spark_compile.overlay.value_class import field, value_class
+from spark_compile.spec.model import Profile
 
 Path = tuple[str | int, ...]
 Scalar = str | int | float | bool
 _UNSAFE_COMMENT = re.compile(r"[^\x20-\x7e]")
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class Draft:
     """The imported profile: values by path (in the order set), what was left out, and what was normalised."""
 
@@ -78,8 +80,6 @@ def key_text(key: str | int) -> str:
 
 def ordered(node: Any, model: Any) -> Any:
     """``node`` with every mapping's keys in the order the profile model declares them (others after)."""
-    from pydantic import BaseModel
-
     if isinstance(node, list):
         return [ordered(item, model) for item in node]
     if not isinstance(node, dict) or not (isinstance(model, type) and issubclass(model, BaseModel)):
@@ -95,10 +95,6 @@ def ordered(node: Any, model: Any) -> Any:
 
 def _inner(annotation: Any) -> Any:
     """The model class inside an annotation (X, X | None, list[X]), or None."""
-    from typing import get_args
-
-    from pydantic import BaseModel
-
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     return next((found for arg in get_args(annotation) if (found := _inner(arg)) is not None), None)
@@ -136,7 +132,6 @@ def _emit(node: Any, path: Path, draft: Draft, indent: str, lines: list[str]) ->
 def render(draft: Draft, header: list[str]) -> str:
     """The profile's YAML text."""
     lines = [f"# {comment(line)}" if line else "#" for line in header]
-    from spark_compile.spec.model import Profile
 
     _emit(ordered(draft.tree(), Profile), (), draft, "", lines)
     return "\n".join(lines) + "\n"

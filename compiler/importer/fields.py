@@ -4,11 +4,13 @@ it sets a typed key, so a key the model does not have (yet) falls back to the ra
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, get_args
+from typing import Annotated, Any, get_args
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
+
+from spark_compile.spec.model import Profile
 
 Path = tuple[str | int, ...]
 
@@ -27,8 +29,6 @@ def _is_mapping(annotation: Any) -> bool:
 @cache
 def field(path: Path) -> FieldInfo | None:
     """The model's field at ``path`` (list indices and mapping keys are stepped over), or None."""
-    from spark_compile.spec.model import Profile
-
     model: type[BaseModel] | None = Profile
     info: FieldInfo | None = None
     for step in path:
@@ -60,8 +60,6 @@ def is_default(path: Path, value: object) -> bool:
 
 def _value_type(info: FieldInfo, path: Path) -> Any:
     """The type a value at ``path`` must have: the field's own, or its mapping's value type for a key below it."""
-    from typing import Annotated
-
     annotation: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
     if path[-1] not in _names(path) and _is_mapping(info.annotation):
         annotation = _mapping_value(info.annotation)
@@ -69,8 +67,6 @@ def _value_type(info: FieldInfo, path: Path) -> Any:
 
 
 def _names(path: Path) -> set[str | int]:
-    from spark_compile.spec.model import Profile
-
     model: type[BaseModel] | None = Profile
     names: set[str | int] = set()
     for step in path:
@@ -92,8 +88,6 @@ def _mapping_value(annotation: Any) -> Any:
 
 def problem(path: Path, value: object) -> str | None:
     """None when the profile model accepts ``value`` at ``path``, else its message."""
-    from pydantic import TypeAdapter, ValidationError
-
     info = field(path)
     if info is None:
         return f"the profile has no key {'.'.join(map(str, path))}"

@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 import re
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -28,7 +29,6 @@ from spark_compile.importer.tables import (
     ENGINE_SWITCHES,
     SUPERVISION,
 )
-from spark_compile.overlay.value_class import value_class
 from spark_compile.spec import fields as f
 
 DEFAULT_LAUNCHER = ["python3", "-m", "sglang.launch_server"]
@@ -36,7 +36,7 @@ _ARG_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 _SNAPSHOT_PATH = re.compile(r"(/.+)/snapshots/([^/]+)")
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class Rank:
     """One node's launch with its parsed engine command and rank."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import dataclass, field
 
 from pydantic_core import PydanticUndefined
 
@@ -14,7 +15,6 @@ from spark_compile.importer.draft import Draft
 from spark_compile.importer.mapping import Rank
 from spark_compile.importer.source import Launch, Origin
 from spark_compile.importer.tables import EMPTY_IS_UNSET, FABRIC_ENV
-from spark_compile.overlay.value_class import field, value_class
 from spark_compile.spec import fields as f
 from spark_compile.spec.secret_patterns import secret_name
 
@@ -22,7 +22,7 @@ HARDWARE = "dgx-spark-gb10"
 _PER_NODE = ("--node-rank",)
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Request:
     """What the command line adds to the sources (node hosts, a profile name, the architecture, the fabric, the
     traced script's environment), and what a recipe says beyond its launches (container name, description)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from spark_compile.common.errors import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
@@ -11,7 +12,8 @@ from spark_compile.importer.draft import Draft, comment, render
 from spark_compile.importer.profile import Request, build, safe_name
 from spark_compile.importer.recipe import is_recipe, metadata, recipe_launches
 from spark_compile.importer.source import Launch, Leftover
-from spark_compile.overlay.value_class import replace
+from spark_compile.importer.trace import traced_launches
+from spark_compile.stages.write import write_file
 
 MARK = "# Written by spark-compile import from "
 
@@ -23,8 +25,6 @@ def read_launches(sources: list[Path], request: Request, left: list[Leftover],
     found: list[Launch] = []
     for source in sources:
         if request.trace:
-            from spark_compile.importer.trace import traced_launches
-
             found += traced_launches(source, request.hosts, request.env, left, notes, request.interface,
                                      request.rdma_devices)
             continue
@@ -74,8 +74,6 @@ def run_import(sources: list[Path], output: Path | None, request: Request, *, fo
     if output is None:
         sys.stdout.write(text)
     else:
-        from spark_compile.stages.write import write_file
-
         write_file(output, text.encode("utf-8"), ours=MARK.encode("utf-8"), force=force)
     _report(draft)
     return EXIT_FINDINGS if draft.left else EXIT_OK

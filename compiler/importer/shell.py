@@ -6,16 +6,17 @@ as written and marked, so the mapper can report a word whose value only the shel
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from spark_compile.common.errors import InputError
 from spark_compile.importer.source import Origin, Word
-from spark_compile.overlay.value_class import value_class
 
 OPERATORS = ("&&", "||", ";;", ";", "&", "|", "\n", "(", ")")
 _BREAK = " \t\n;&|()"
 _DQ_ESCAPES = '$`"\\\n'
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class _Scan:
     text: str
     file: str
@@ -33,7 +34,7 @@ class _Scan:
         return char
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class ShellWord(Word):
     """A word, and whether its text holds an unexpanded `$` or backquote outside single quotes."""
 

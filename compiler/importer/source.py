@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from spark_compile.overlay.value_class import field, value_class
+from dataclasses import dataclass, field
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Origin:
     """A place in a source file: its name as given and a 1-based line."""
 
@@ -16,7 +16,7 @@ class Origin:
         return f"{self.file}:{self.line}"
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Word:
     """One shell word after quote removal, and where it started."""
 
@@ -24,7 +24,7 @@ class Word:
     origin: Origin
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Leftover:
     """A setting of the source that the profile does not carry, and why."""
 
@@ -33,7 +33,7 @@ class Leftover:
     why: str
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class Launch:
     """One node's container: docker options (flag, value or None) in order, image, and the engine command."""
 

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
@@ -23,7 +24,6 @@ from spark_compile.importer.argv import launcher_split
 from spark_compile.importer.docker_run import parse_launch
 from spark_compile.importer.shell import ShellWord
 from spark_compile.importer.source import Launch, Leftover, Origin
-from spark_compile.overlay.value_class import field, value_class
 
 STANDINS = ("docker", "ssh", "scp", "rsync", "nvidia-smi", "ip", "ibv_devinfo", "ibdev2netdev", "ibstat",
             "hostname", "curl", "wget", "sleep", "sudo", "systemctl", "journalctl", "nc")
@@ -77,7 +77,7 @@ exit $status
 """
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class Traced:
     """What a traced run did: its exit status, what it printed, each recorded call, and what it was refused."""
 

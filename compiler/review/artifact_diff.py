@@ -12,9 +12,10 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from spark_compile.overlay.value_class import field, value_class
+import yaml
 
 # Unit-like files systemd reads as [Section] Key=Value.
 UNIT_SUFFIXES = (".service", ".timer", ".socket", ".path", ".mount", ".target")
@@ -23,7 +24,7 @@ _UNIT_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9]*)=(.*)$")
 _MASK = "\x00{}\x00"
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Change:
     """One changed key (or block of lines, key "") of one file; old/new None when absent on that side."""
 
@@ -33,7 +34,7 @@ class Change:
     new: str | None
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Grouped:
     """A change with the ranks it happens on (empty for a shared file's key of no rank); ``shared`` when the
     file is not in a rank's folder (plan.json, fleet/, k8s/), though a key of it may belong to a rank."""
@@ -43,7 +44,7 @@ class Grouped:
     shared: bool = False
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Fold:
     """A rename folded out of the artifacts: the profile path, its two values, what followed it."""
 
@@ -55,7 +56,7 @@ class Fold:
     renamed: int = 0
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class Side:
     """One side's rendered files and the folder name of each rank."""
 
@@ -63,7 +64,7 @@ class Side:
     rank_dirs: dict[str, int]
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class Comparison:
     """The outcome: identical bytes or not, the grouped changes, the folded renames, the file renames."""
 
@@ -181,8 +182,6 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def _structured(kind: str, text: str) -> dict[str, Any] | None:
-    import yaml
-
     try:  # a file that does not parse is compared line by line
         if kind == "json":
             return flatten(json.loads(text))
@@ -364,7 +363,7 @@ def compare(old: Side, new: Side, renamer: Renamer) -> Comparison:
 UNSET = "(unset)"
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class ProfileChange:
     """One changed value of the resolved profile, with where each side set it."""
 
@@ -375,7 +374,7 @@ class ProfileChange:
     new_origin: str | None
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class ProfileDiff:
     """Everything `diff` reports: the profile-level changes and what they do to the rendered files."""
 

@@ -19,10 +19,13 @@ from spark_compile.common.errors import EXIT_FINDINGS, EXIT_OK, InputError, Reje
 from spark_compile.common.secrets import redact
 from spark_compile.pipeline import Planned, planned, run
 from spark_compile.review.artifact_diff import UNSET, ProfileChange, ProfileDiff, Renamer, Side, compare
+from spark_compile.review.diff_format import FORMATS, md
 from spark_compile.review.diff_sources import changed_inputs, known_sources, source
 from spark_compile.review.diff_stale import stale_mentions
+from spark_compile.spec.record import Record
 from spark_compile.stages.launch_plan import dotted
-from spark_compile.stages.load import Document, parse_text
+from spark_compile.stages.load import MAX_BYTES, Document, decode, oversized, parse_text
+from spark_compile.stages.report import render
 from spark_compile.stages.resolve import Resolved
 
 
@@ -49,8 +52,6 @@ def _git(args: list[str], rev: str, rel: str) -> bytes:
 
 def _git_reader(rev: str) -> Any:
     def read(path: Path, display: str) -> Document:
-        from spark_compile.stages.load import MAX_BYTES, decode, oversized
-
         rel = _git_path(path)
         size = _git(["cat-file", "-s", "--end-of-options", f"{rev}:./{rel}"], rev, rel)
         if not size.strip().isdigit() or int(size) > MAX_BYTES:  # sized before read: never a huge blob in memory
@@ -96,8 +97,6 @@ def _origin(resolved: Resolved, path: tuple[str | int, ...]) -> str | None:
 
 def model_value(model: Any, path: tuple[str | int, ...]) -> Any:
     """The value the typed profile holds at ``path`` (its default when the file leaves it out), or UNSET."""
-    from spark_compile.spec.record import Record
-
     for part in path:
         indexable = (isinstance(model, dict) and part in model) or (
             isinstance(model, list | tuple) and isinstance(part, int) and part < len(model))
@@ -192,8 +191,6 @@ def load_both(old_spec: str, new_spec: str) -> tuple[Planned, Planned]:
 
 def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = "text") -> int:
     """Print the diff of two profiles; return the exit code (from the artifacts)."""
-    from spark_compile.review.diff_format import FORMATS
-
     old, new = load_both(old_spec, new_spec)
     result = diff_profiles(old, new, unified=unified)
     sys.stdout.write(FORMATS[fmt](result))
@@ -232,17 +229,12 @@ def _unborn_head() -> bool:
 
 
 def _header(fmt: str, text: str) -> str:
-    from spark_compile.review.diff_format import md
-
     return f"#### {md(text)}\n\n" if fmt == "markdown" else f"{text}\n"
 
 
 def run_since(rev: str, paths: list[str], *, fmt: str = "text") -> int:
     """Each path against itself at ``rev`` (the pre-commit hook): prints every diff; exits 0 (it informs),
     1 when a side has errors, 2 when a side cannot be read or ``rev`` names no commit."""
-    from spark_compile.review.diff_format import FORMATS
-    from spark_compile.stages.report import render
-
     has_commits = _verify_revision(rev)
     status = EXIT_OK
     for path in paths:

@@ -7,22 +7,19 @@ import difflib
 import itertools
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from spark_compile.common.errors import EXIT_OK, InputError, RejectedError
-from spark_compile.overlay.value_class import value_class
 from spark_compile.pipeline import Planned
 from spark_compile.review.artifact_diff import Grouped, ProfileDiff
 from spark_compile.review.diff import diff_profiles, load_side
 from spark_compile.review.diff_format import ARROW, fold_text, md, ranks_text, show
+from spark_compile.spec.model import ReleaseNotes
 from spark_compile.stages.load import LoadError, load_file
 
-if TYPE_CHECKING:
-    from spark_compile.spec.model import ReleaseNotes
 
-
-@value_class
+@dataclass(frozen=True, slots=True)
 class Release:
     """One row: the release, its file, the release it extends, its date and notes, and the two columns."""
 

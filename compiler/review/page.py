@@ -10,11 +10,12 @@ construction; nothing on the page loads from the network.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spark_compile.common.errors import EXIT_OK
-from spark_compile.overlay.value_class import field, value_class
+from spark_compile.overlay.registry import FLAGS_BY_NAME
 from spark_compile.pipeline import Planned
 from spark_compile.review.artifact_diff import ProfileDiff
 from spark_compile.review.diff import diff_profiles, load_side
@@ -30,7 +31,10 @@ from spark_compile.review.page_values import (
     mark_stale,
     value_sections,
 )
+from spark_compile.spec.catalog import CatalogNotFound, engine_catalog, nccl_catalog
 from spark_compile.stages.launch_plan import LaunchPlan, ProfilePath, dotted
+from spark_compile.stages.render import environment
+from spark_compile.stages.write import write_file
 
 TEMPLATE = "report.html.j2"
 # The env files whose variables the page lists, with where each variable's default comes from.
@@ -39,7 +43,7 @@ SETTINGS = (("overlay.env", "overlay"), ("nccl.env", "nccl"))
 OPTIONS = (("engine-flags", "engine"), ("docker-options", "docker"))
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class SettingRow:
     """One variable of the page's settings tables: its value on each rank, default, where it was set (and
     the section it is derived from, when no single line set it)."""
@@ -62,7 +66,7 @@ class SettingRow:
                          for value in distinct)
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class Page:
     """Everything the template formats (strings and numbers only)."""
 
@@ -99,10 +103,7 @@ def where_set(validated: Planned, path: ProfilePath) -> tuple[str, str]:
 
 def _defaults(kind: str) -> dict[str, str]:
     if kind == "overlay":
-        from spark_compile.overlay.registry import FLAGS_BY_NAME
-
         return {name: ("-" if flag.default is None else flag.default or '""') for name, flag in FLAGS_BY_NAME.items()}
-    from spark_compile.spec.catalog import nccl_catalog
 
     catalog = nccl_catalog()
     return {var.name: "-" if var.default is None else str(var.default) for var in catalog.variables}
@@ -128,8 +129,6 @@ def _options(validated: Planned, kind: str) -> dict[str, SettingRow]:
     """The engine's flags or docker's options of every rank as rows: each with its values per rank, the
     selected build's default (engine flags) and the profile key behind it; a flag given by several keys (-v,
     --cap-add) has a row per key."""
-    from spark_compile.spec.catalog import CatalogNotFound, engine_catalog
-
     profile, plan = validated.profile, validated.plan
     try:
         catalog = engine_catalog(profile.engine.catalog) if kind == "engine" else None
@@ -281,8 +280,6 @@ def _add_diff(page: Page, result: ProfileDiff, against: str, anchors: Anchors) -
 
 def render_page(page: Page) -> str:
     """The HTML text: deterministic for the same page."""
-    from spark_compile.stages.render import environment
-
     return environment(autoescape=True).get_template(TEMPLATE).render(page=page, arrow=ARROW, legend=LEGEND)
 
 
@@ -294,7 +291,6 @@ def run_report(profile: str, against: str | None, output: Path | None) -> int:
     if output is None:
         sys.stdout.write(text)
         return EXIT_OK
-    from spark_compile.stages.write import write_file
 
     write_file(output, text.encode("utf-8"))
     sys.stdout.write(f"{output}: review page written\n")

@@ -8,10 +8,10 @@ so every text reaches the SVG escaped by construction.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from spark_compile.capacity.budget import Capacity, RankCapacity
-from spark_compile.overlay.value_class import field, value_class
 from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
 
 WIDTH = 480  # the viewBox's width: readable when scaled to a narrow window's ~370 px
@@ -33,7 +33,7 @@ HOST_SEGMENTS = (("head_share", "HTTP/tokenizer", "http"), ("nccl", "NCCL", "ncc
 LEGEND = tuple(dict.fromkeys((css, label) for _, label, css in (*GPU_SEGMENTS, *HOST_SEGMENTS)))
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class Shape:
     """One SVG element: a rect (x, y, w, h), line (x, y to w, h), circle (centre x, y, radius w, with ``text``
     inside) or text at (x, y); ``title`` is its tooltip."""
@@ -49,7 +49,7 @@ class Shape:
     data: dict[str, str] = field(default_factory=dict)
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class Picture:
     """The whole SVG: its height in viewBox units and its shapes in drawing order."""
 

@@ -5,10 +5,10 @@ mentions a change left stale."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from spark_compile.common.findings import Finding
-from spark_compile.overlay.value_class import field, value_class
 from spark_compile.pipeline import Planned
 from spark_compile.review.artifact_diff import UNSET, ProfileChange
 from spark_compile.review.diff import _flatten as leaves
@@ -23,7 +23,7 @@ SECTIONS = (("engine", "Engine", ("engine",)), ("container", "Container", ("cont
             ("profile", "Profile and operations", ()))
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class ValueRow:
     """One value of the profile: its key, shown value, source line and status against the older profile."""
 
@@ -39,7 +39,7 @@ class ValueRow:
     stale: list[str] = field(default_factory=list)  # what this text still says of a changed value
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class Section:
     """A section of the page: its profile values, then the rendered settings tables they feed."""
 
@@ -49,7 +49,7 @@ class Section:
     tables: list[tuple[str, list[Any]]] = field(default_factory=list)
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class ChangeLine:
     """One line of the page's "what changed" list, linked to the row where the change shows."""
 
@@ -61,7 +61,7 @@ class ChangeLine:
     status: str  # changed, added (no old value), removed (no new one)
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class FindingLine:
     """One finding of `check`: rule, severity, where, what, how to fix, and the row it points at."""
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-from spark_compile.rules import Context, Hit, Path, rule
-
-if TYPE_CHECKING:
-    from spark_compile.capacity.budget import Kv, RankCapacity
+from spark_compile.capacity.budget import Kv, RankCapacity
+from spark_compile.rules.registry import Context, Hit, Path, rule
+from spark_compile.spec.nccl_presets import NCCL_DEFAULT_PINNED_GIB
 
 LABELS = {"weights": "weights", "draft": "draft", "nccl": "NCCL", "head_share": "HTTP/tokenizer",
           "cuda_graphs": "CUDA graphs", "engram_host": "Engram rows",
@@ -179,8 +177,6 @@ def container_covers_host(ctx: Context) -> Iterator[Hit]:
       "that is GPU memory the KV cache loses. The trim preset measured 0.14 GB.",
       "hardware: dgx-spark-gb10\nnccl: {preset: default}", "hardware: dgx-spark-gb10\nnccl: {preset: trim}")
 def nccl_trimmed(ctx: Context) -> Iterator[Hit]:
-    from spark_compile.spec.nccl_presets import NCCL_DEFAULT_PINNED_GIB
-
     capacity, hardware = ctx.capacity, ctx.hardware
     if capacity is None or not hardware.unified_memory:
         return

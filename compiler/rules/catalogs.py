@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from spark_compile.overlay.registry import FLAGS_BY_NAME
-from spark_compile.rules import GID_VARIABLES, Context, Hit, env_settings, gid_hint, rule
+from spark_compile.rules.registry import GID_VARIABLES, Context, Hit, env_settings, gid_hint, rule
 from spark_compile.spec.catalog import (
     EngineFlag,
     EnvCatalog,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from spark_compile.rules import Context, Hit, Path, rule
+from spark_compile.rules.registry import Context, Hit, Path, rule
 from spark_compile.spec.record import Record
 from spark_compile.stages.launch_plan import Mount, dotted
 from spark_compile.stages.plan import RDMA_DEVICE, rdma_access

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from spark_compile.overlay.registry import FLAGS_BY_NAME
-from spark_compile.rules import PLAN_ENGRAM_VARIABLES, Context, Hit, rule
+from spark_compile.rules.registry import PLAN_ENGRAM_VARIABLES, Context, Hit, rule
 from spark_compile.rules.sglang_model import divisors, ep_choices, moe_runner, tp_misses_fleet
 from spark_compile.spec.envfile import env_value_problem
 from spark_compile.spec.sglang_facts import EAGLE_FAMILY, SPECULATIVE_ALIASES, SPECULATIVE_BY_MODEL_TYPE

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 from spark_compile.capacity.budget import size_gib
-from spark_compile.rules import PLAN_ENGRAM_VARIABLES, Context, Hit, env_settings, gid_hint, rule
+from spark_compile.rules.registry import PLAN_ENGRAM_VARIABLES, Context, Hit, env_settings, gid_hint, rule
 from spark_compile.stages.engine_options import api_bind
 
 ENGRAM_ROW_BYTES = 264  # F8_E4M3 [N,256] weight + F8_E8M0 [N,8] scale

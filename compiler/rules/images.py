@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from spark_compile.rules import Context, Hit, rule
+from spark_compile.rules.registry import Context, Hit, rule
 from spark_compile.spec.catalog import IMAGE_BUILDS, image_builds
 
 TABLE = f"spec/catalogs/{IMAGE_BUILDS}"

@@ -7,12 +7,17 @@ read the Context's manifest, which the tests replace with mutated ones; these ru
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
-from spark_compile.rules import Context, Hit, rule
-
-if TYPE_CHECKING:  # the target's modules load only for a profile that has it (each rule's first line)
-    from spark_compile.targets.k8s_check import Problem
+from spark_compile.rules.registry import Context, Hit, rule
+from spark_compile.targets.k8s import SECURITY_OPTS, bound_ranks, numeric_user
+from spark_compile.targets.k8s_check import (
+    Problem,
+    check_leader,
+    check_memory,
+    check_objects,
+    check_size,
+    check_uniform,
+)
 
 _DOC_FACTS = "(LWS v1 API: kubernetes-sigs/lws api/leaderworkerset/v1; SGLang's Kubernetes deployment notes.)"
 
@@ -30,7 +35,6 @@ def _hits(problems: Iterable[Problem], hint: str) -> Iterator[Hit]:
 def group_shape(ctx: Context) -> Iterator[Hit]:
     if ctx.profile.kubernetes is None:
         return
-    from spark_compile.targets.k8s_check import check_size
 
     tp = len(ctx.profile.fleet.nodes) * ctx.hardware.gpus_per_node
     yield from _hits(check_size(ctx.manifest, ctx.profile),
@@ -46,7 +50,6 @@ def group_shape(ctx: Context) -> Iterator[Hit]:
 def leader_serves(ctx: Context) -> Iterator[Hit]:
     if ctx.profile.kubernetes is None:
         return
-    from spark_compile.targets.k8s_check import check_leader
 
     yield from _hits(check_leader(ctx.manifest, ctx.profile), "keep startup_policy LeaderCreated")
 
@@ -61,7 +64,6 @@ def leader_serves(ctx: Context) -> Iterator[Hit]:
 def uniform_templates(ctx: Context) -> Iterator[Hit]:
     if ctx.profile.kubernetes is None:
         return
-    from spark_compile.targets.k8s_check import check_uniform
 
     yield from _hits(check_uniform(ctx.manifest, ctx.plan, ctx.profile),
                      "let the entrypoint probe per-node values; keep paths the same on every node")
@@ -77,7 +79,6 @@ def uniform_templates(ctx: Context) -> Iterator[Hit]:
 def objects_accepted(ctx: Context) -> Iterator[Hit]:
     if ctx.profile.kubernetes is None:
         return
-    from spark_compile.targets.k8s_check import check_objects
 
     yield from _hits(check_objects(ctx.manifest, ctx.plan, ctx.profile),
                      "mount elsewhere, or split the fleet into groups of fewer ranks")
@@ -90,7 +91,6 @@ def objects_accepted(ctx: Context) -> Iterator[Hit]:
 def memory_within_node(ctx: Context) -> Iterator[Hit]:
     if ctx.profile.kubernetes is None:
         return
-    from spark_compile.targets.k8s_check import check_memory
 
     yield from _hits(check_memory(ctx.manifest, ctx.profile),
                      "set container.memory and container.shm_size (or kubernetes.memory / shm_size)")
@@ -117,7 +117,6 @@ def image_digest(ctx: Context) -> Iterator[Hit]:
 def ranks_tied_to_nodes(ctx: Context) -> Iterator[Hit]:
     if ctx.profile.kubernetes is None:
         return
-    from spark_compile.targets.k8s import bound_ranks
 
     bound = bound_ranks(ctx.plan, ctx.profile)
     if bound:
@@ -145,7 +144,6 @@ def unsupported_secrets(ctx: Context) -> Iterator[Hit]:
 def docker_only_options(ctx: Context) -> Iterator[Hit]:
     if ctx.profile.kubernetes is None:
         return
-    from spark_compile.targets.k8s import SECURITY_OPTS, numeric_user
 
     box = ctx.profile.container
     if box.user is not None and numeric_user(box.user) is None:

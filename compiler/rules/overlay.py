@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from spark_compile.overlay.registry import FLAGS, FLAGS_BY_NAME, Flag
-from spark_compile.rules import Context, Hit, rule
+from spark_compile.rules.registry import Context, Hit, rule
 from spark_compile.spec.envfile import env_text
 from spark_compile.spec.nccl_presets import NCCL_FABRIC_TAIL, NCCL_PRESETS
 from spark_compile.spec.overlay_types import derived_engram_max_ids, flag_value

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from spark_compile.rules import Context, Hit, define, rule
+from spark_compile.rules.registry import Context, Hit, define, rule
 
 
 def _known_choice(ctx: Context, option: str, value: str) -> bool:

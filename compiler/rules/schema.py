@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spark_compile.rules import define
+from spark_compile.rules.registry import define
 
 define("SC101", "error", "unknown key",
        "Every section is closed: a key the schema does not know is a typo or belongs elsewhere. "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from spark_compile.rules import Context, Hit, rule
+from spark_compile.rules.registry import Context, Hit, rule
 from spark_compile.spec.secret_patterns import looks_secret
 
 

@@ -8,9 +8,9 @@ and whose fix SGLang's resolution accepts (tests/engine/test_negative_engine.py)
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-from spark_compile.rules import Context, Hit, rule
+from spark_compile.rules.registry import Context, Hit, rule
+from spark_compile.spec.checkpoint import Checkpoint
 from spark_compile.spec.engine_values import (
     draft_model,
     draft_quantization,
@@ -36,9 +36,6 @@ from spark_compile.spec.sglang_facts import (
     PP_SPEC_ENV,
     REQUANTIZATION_METHODS,
 )
-
-if TYPE_CHECKING:
-    from spark_compile.spec.checkpoint import Checkpoint
 
 
 def divisors(n: int) -> tuple[int, ...]:

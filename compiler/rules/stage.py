@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
 from spark_compile.capacity.budget import Capacity
 from spark_compile.common.findings import Finding
-from spark_compile.overlay.value_class import replace
-from spark_compile.rules import CHECKS, RULES, Context, load_all
+from spark_compile.rules.registry import CHECKS, RULES, Context  # filled by the rule modules the package imports
+from spark_compile.spec.model import Profile
 from spark_compile.stages.checkpoint import committed_config
 from spark_compile.stages.launch_plan import LaunchPlan
 from spark_compile.stages.resolve import Resolved
 from spark_compile.stages.validate import locate
-
-if TYPE_CHECKING:
-    from spark_compile.capacity.budget import Capacity
-    from spark_compile.spec.model import Profile
 
 
 def _redacted(finding: Finding, secret: str) -> Finding:
@@ -28,7 +25,6 @@ def rule_findings(resolved: Resolved, profile: Profile, plan: LaunchPlan, capaci
                   committed: dict[str, Any] | str | None = None) -> list[Finding]:
     """Every rule's findings, placed at the profile line each names, in source order (``committed``: the
     object model.config_json names, when the caller has read it)."""
-    load_all()
     config = committed if committed is not None else committed_config(resolved, profile)
     context = Context(profile, plan, lambda path: path in resolved.origins, config, capacity, resolved)
     findings = [

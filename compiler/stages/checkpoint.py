@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from spark_compile.common.errors import InputError
 from spark_compile.spec.checkpoint import Checkpoint, checkpoint
 from spark_compile.spec.engine_values import draft_model
+from spark_compile.spec.model import Profile
+from spark_compile.stages.load import read_bytes
 from spark_compile.stages.resolve import Resolved
-
-if TYPE_CHECKING:
-    from spark_compile.spec.model import Profile
 
 MAX_CONFIG_BYTES = 1 << 20
 
@@ -31,9 +31,6 @@ def is_regular(path: Path) -> bool:
 def read_object(path: Path) -> dict[str, Any]:
     """A JSON object of at most MAX_CONFIG_BYTES in a regular file, opened without blocking (a FIFO or device a
     profile names never hangs the check)."""
-    from spark_compile.common.errors import InputError
-    from spark_compile.stages.load import read_bytes
-
     try:
         raw = read_bytes(path)  # at most MAX_CONFIG_BYTES + 1 bytes
         data = json.loads(raw) if len(raw) <= MAX_CONFIG_BYTES else None

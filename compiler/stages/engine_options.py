@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
-from spark_compile.overlay.value_class import value_class
+from spark_compile.spec.catalog import spelling
+from spark_compile.spec.model import Profile
 from spark_compile.stages.launch_plan import Option, ProfilePath
 from spark_compile.stages.model_paths import container_path
-
-if TYPE_CHECKING:
-    from spark_compile.spec.model import Profile
-
 
 SGLANG_DEFAULT_HOST = "127.0.0.1"  # --host when the profile leaves it unset
 
@@ -37,10 +35,10 @@ def fraction_text(value: float | None) -> str | None:
     return f"{value:.2f}" if round(value, 2) == value else repr(value)
 
 
-Value = Callable[["Profile", int], object]  # Profile is a type-checking import: the check path never loads pydantic
+Value = Callable[[Profile, int], object]
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class TypedFlag:
     """An engine flag the plan writes from a typed field: the field, and the rank's value of the flag (None:
     left out; True: a bare switch; a tuple: several values). ``source`` names the field a profile's value
@@ -60,8 +58,6 @@ def _multinode(value: Value) -> Value:
 def _graphs_on(spelled: str) -> Value:
     """The decode graphs' batch cap, under the name the selected build gives it."""
     def value(p: Profile, _: int) -> object:
-        from spark_compile.spec.catalog import spelling
-
         if not p.engine.cuda_graph.enabled:
             return None
         flag = spelling(p.engine.catalog, ["--cuda-graph-max-bs-decode"], ["--cuda-graph-max-bs"])[0]
@@ -73,8 +69,6 @@ def _graphs_on(spelled: str) -> Value:
 def _graphs_off(spelled: str, written: object) -> Value:
     """Graphs off, the way the selected build takes it (one switch up to 0.5.10, two backends after)."""
     def value(p: Profile, _: int) -> object:
-        from spark_compile.spec.catalog import spelling
-
         if p.engine.cuda_graph.enabled:
             return None
         old = spelling(p.engine.catalog, ["--cuda-graph-backend-decode", "--cuda-graph-backend-prefill"],
@@ -91,8 +85,6 @@ def _speculative(value: Callable[[Any], object]) -> Value:
 def _graph_sizes(spelled: str) -> Value:
     """The decode graphs' batch sizes (a list), under the name the selected build gives it."""
     def value(p: Profile, _: int) -> object:
-        from spark_compile.spec.catalog import spelling
-
         sizes = p.engine.cuda_graph.batch_sizes
         if not p.engine.cuda_graph.enabled or not sizes:
             return None

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spark_compile.overlay.registry import FLAGS
 from spark_compile.overlay.values import format_rows
 from spark_compile.spec.envfile import env_text
 from spark_compile.spec.hardware import FAMILIES, HARDWARE
+from spark_compile.spec.model import Profile
 from spark_compile.spec.nccl_presets import NCCL_NODE_TAIL, NCCL_PRESETS, NCCL_RDMA_TAIL, NCCL_SINGLE_GPU_TAIL
 from spark_compile.spec.overlay_types import flag_value
 from spark_compile.stages.launch_plan import EngramPlan, EnvVar, ProfilePath
-
-if TYPE_CHECKING:
-    from spark_compile.spec.model import Profile
 
 Variables = tuple[EnvVar, ...]
 

@@ -7,16 +7,15 @@ that path, SC213 knows which flags the plan owns, and the diff names the profile
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any, Literal
-
-from spark_compile.overlay.value_class import value_class
 
 ProfilePath = tuple[str | int, ...]
 EngramSource = Literal["shards", "local"]
 RestartPolicy = Literal["no", "on-failure", "always"]
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Option:
     """One command-line option with its values, and the profile path that set it."""
 
@@ -30,7 +29,7 @@ class Option:
         return (self.flag, *self.values)
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class EngineDefault:
     """A typed engine setting the profile leaves unset: the flag is not written and SGLang's default applies."""
 
@@ -39,7 +38,7 @@ class EngineDefault:
     field: ProfilePath  # where the profile would set it
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class EnvVar:
     """One variable of an env file, and the profile path that set it."""
 
@@ -48,7 +47,7 @@ class EnvVar:
     source: ProfilePath
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Mount:
     """A bind mount: host path, container path, read-only or not, and the profile path behind it."""
 
@@ -62,7 +61,7 @@ class Mount:
         return f"{self.source}:{self.target}" + (":ro" if self.read_only else "")
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class EnvFile:
     """One env file of a rank: its file name and its variables in order."""
 
@@ -75,7 +74,7 @@ class EnvFile:
         return tuple((var.name, var.value) for var in self.variables)
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class EngramPlan:
     """Where a rank reads its Engram rows and which rows they are."""
 
@@ -84,7 +83,7 @@ class EngramPlan:
     rows: tuple[tuple[int, int, int], ...]  # (layer, lo, hi)
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class UnitPlan:
     """A rank's systemd unit: every Exec line as argv, the timeouts and the restart policy.
 
@@ -101,7 +100,7 @@ class UnitPlan:
     after_device: str | None  # the fabric interface's .device unit as systemd names it; None without a fabric
 
 
-@value_class
+@dataclass(frozen=True)  # no slots: cached_property keeps its value in the instance's __dict__
 class RankPlan:
     """Everything one rank needs to start."""
 
@@ -170,7 +169,7 @@ class RankPlan:
         return merged
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class ApiPlace:
     """Where the API listens and from where the checks must reach it."""
 
@@ -179,7 +178,7 @@ class ApiPlace:
     bind: str  # the address the engine listens on (--host, or SGLang's default)
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class FleetPlan:
     """What the fleet's operation derives from the profile, once: the fleet scripts' data, their units, the
     README and the rules read it here."""
@@ -192,7 +191,7 @@ class FleetPlan:
     node_repos: tuple[str, ...]  # per rank: the checkpoint folder on its node (the holder may keep its own)
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class LaunchPlan:
     """The whole fleet: ranks in rank order, and what is shared."""
 

@@ -6,6 +6,7 @@ import errno
 import os
 import re
 import stat
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,6 @@ import yaml
 
 from spark_compile.common.errors import InputError
 from spark_compile.common.findings import Finding, Position
-from spark_compile.overlay.value_class import field, value_class
 
 MAX_BYTES = 1 << 20  # a profile is a few KB; a megabyte is a mistake or an attack
 MAX_NODES = 100_000  # YAML nodes visited, aliases counted each time: stops alias bombs
@@ -38,7 +38,7 @@ _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # searched in 
 YamlPath = tuple[str | int, ...]
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Delete:
     """A value tagged ``!delete``: removes an inherited key, or (in a keyed list) the named item."""
 
@@ -53,7 +53,7 @@ class Replace(dict):  # type: ignore[type-arg]
     at that item's place) whole, instead of being merged over it."""
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Spot:
     """Where a value stood: its key (for mapping entries) and the value itself."""
 
@@ -61,7 +61,7 @@ class Spot:
     value: Position
 
 
-@value_class(frozen=False)
+@dataclass  # no slots: cached_property keeps its value in the instance's __dict__
 class Document:
     """One profile file: its data, the position of every value, and its lines for quoting."""
 

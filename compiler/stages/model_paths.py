@@ -4,10 +4,9 @@ API serves. Part of the plan stage; the three forms are an HF cache (repo + snap
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from spark_compile.spec.model import Profile
+from spark_compile.spec.model import Profile
 
 
 class ModelSource(Protocol):

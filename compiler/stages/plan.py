@@ -7,8 +7,9 @@ and each option, variable and mount records the profile path it came from.
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING
 
+from spark_compile.spec.catalog import CatalogNotFound, engine_catalog
+from spark_compile.spec.model import Profile
 from spark_compile.spec.overlay_types import derived_engram_max_ids
 from spark_compile.stages.engine_options import TYPED_FLAGS, api_bind, engine_options
 from spark_compile.stages.envsets import Variables, engine_env, nccl_env, overlay_env, overlay_flags
@@ -25,9 +26,6 @@ from spark_compile.stages.launch_plan import (
     UnitPlan,
 )
 from spark_compile.stages.model_paths import container_path
-
-if TYPE_CHECKING:
-    from spark_compile.spec.model import Profile
 
 RUNTIME_ENV = "runtime.env"
 FLEET_DIR = "fleet"
@@ -278,8 +276,6 @@ def _rank(profile: Profile, rank: int, install: str, runtime_path: str, flags: V
 
 def engine_defaults(profile: Profile, written: tuple[Option, ...]) -> tuple[EngineDefault, ...]:
     """Every typed engine flag the plan leaves out, with the default of the profile's SGLang build."""
-    from spark_compile.spec.catalog import CatalogNotFound, engine_catalog
-
     try:
         catalog = engine_catalog(profile.engine.catalog)
     except CatalogNotFound:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spark_compile.overlay.registry import FLAGS_BY_NAME
+from spark_compile.spec.model import Profile
 from spark_compile.stages.launch_plan import LaunchPlan
-
-if TYPE_CHECKING:
-    from spark_compile.spec.model import Profile
 
 
 def api_where(plan: LaunchPlan, profile: Profile) -> tuple[str, str]:

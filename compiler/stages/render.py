@@ -10,25 +10,28 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from spark_compile import __version__
+import jinja2
+import markupsafe
+
+from spark_compile import __version__, templates
 from spark_compile.common import quoting
-from spark_compile.overlay.value_class import value_class
+from spark_compile.common.secrets import redact
+from spark_compile.spec.model import Profile
 from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
+from spark_compile.stages.model_paths import served_id
 from spark_compile.stages.plan import ENGINE_SECRETS, secrets_dir
-
-if TYPE_CHECKING:
-    import jinja2
-
-    from spark_compile.spec.model import Profile
+from spark_compile.stages.readme import readme_context
+from spark_compile.stages.template_store import CompiledTemplates
 
 SCRIPT_MODE = 0o755
 FILE_MODE = 0o644
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Artifact:
     """One rendered file: its path under generated/<profile>/, its bytes and mode."""
 
@@ -68,10 +71,6 @@ def sh_lines(lines: list[list[str]] | tuple[tuple[str, ...], ...], first: str = 
 def _redacted(value: Any) -> Any:
     """Every value the review page prints passes redaction and the terminal-safe escaping (no bidi control
     reorders the page); markup a template built itself is already done."""
-    import markupsafe
-
-    from spark_compile.common.secrets import redact
-
     if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
         return quoting.terminal_text(redact(value))
     return value
@@ -81,13 +80,8 @@ def _redacted(value: Any) -> Any:
 def environment(autoescape: bool = False) -> jinja2.Environment:
     """The Jinja environment of the package's templates: StrictUndefined, our filters. autoescape=True is
     the review page's: every value HTML-escaped and redacted by construction."""
-    import jinja2
-
     # The templates are package data beside their package's __init__ (in a checkout and a wheel alike);
     # importlib.resources would import tempfile, random and zipfile's readers on every compile for nothing.
-    from spark_compile import templates
-    from spark_compile.stages.template_store import CompiledTemplates
-
     root = Path(templates.__file__).parent
     env = jinja2.Environment(
         loader=CompiledTemplates(str(root), "html" if autoescape else "text"), undefined=jinja2.StrictUndefined,
@@ -146,9 +140,6 @@ def rank_artifacts(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> list[A
 
 def render_plan(plan: LaunchPlan, profile: Profile, extra: list[Artifact] | None = None) -> list[Artifact]:
     """Every file of a profile except MANIFEST.json, sorted by path."""
-    from spark_compile.stages.model_paths import served_id
-    from spark_compile.stages.readme import readme_context
-
     files = [a for rank in plan.ranks for a in rank_artifacts(plan, profile, rank)]
     files.append(Artifact("plan.json", plan_json_text(plan.to_json()).encode()))
     files.append(Artifact("README.md", _render("README.md.j2", plan=plan, profile=profile, served=served_id(profile),

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spark_compile.common.errors import InputError
 from spark_compile.common.findings import Finding, Position
-from spark_compile.overlay.value_class import field, value_class
+from spark_compile.common.secrets import redact
 from spark_compile.stages.load import Delete, Document, LoadError, Replace, Spot, YamlPath, load_file
 
 MAX_DEPTH = 16
@@ -22,7 +23,7 @@ KEYED_LISTS: dict[YamlPath, str] = {("fleet", "nodes"): "name", ("container", "m
 DocumentReader = Callable[[Path, str], Document]
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Origin:
     """Where a resolved value was written, and the child profiles it was inherited through."""
 
@@ -30,7 +31,7 @@ class Origin:
     via: tuple[str, ...] = ()
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class Resolved:
     """One merged profile: data, the origin of every value, and the documents it came from."""
 
@@ -226,8 +227,6 @@ def _chain_error(doc: Document, message: str, hint: str) -> LoadError:
 
 def _cut(text: str) -> str:
     """At most 100 characters of a value for a message; secrets hidden before the cut."""
-    from spark_compile.common.secrets import redact
-
     return redact(text)[:100]
 
 

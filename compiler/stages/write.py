@@ -12,20 +12,20 @@ whatever appeared in the old tree during the compile is moved into the new one.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
+import fcntl
 import json
 import os
 import shutil
 import stat
+import tempfile
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from spark_compile.common.errors import InputError
-from spark_compile.overlay.value_class import field, value_class
-
-if TYPE_CHECKING:
-    from spark_compile.stages.render import Artifact
+from spark_compile.stages.render import Artifact
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -56,7 +56,6 @@ def write_file(path: Path, data: bytes, *, ours: bytes | None = None, force: boo
         raise InputError(f"{path} exists and spark-compile did not write it: refusing to overwrite it "
                          "(give --force to replace it, or choose another -o)")
     mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
-    import tempfile
 
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -93,7 +92,7 @@ def _umask() -> int:
     return mask
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class WriteReport:
     """What a write did: files written, kept unchanged, removed, and foreign files left alone."""
 
@@ -107,7 +106,7 @@ MANIFEST = "MANIFEST.json"
 MAX_MANIFEST = 64 << 20  # a 1,024-rank fleet's manifest is a few MB
 
 
-@value_class(frozen=False)
+@dataclass(slots=True)
 class _Scan:
     """What the target held before the compile: files with their inode, directories with their mode."""
 
@@ -200,8 +199,6 @@ def _same(path: str, artifact: Artifact) -> bool:
 
 def _exchange(a: Path, b: Path) -> bool:
     """Atomically swap two paths; False when the kernel or libc cannot."""
-    import ctypes  # only a recompile swaps: a first compile does not pay for the import
-
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2
@@ -239,8 +236,6 @@ def _marked(path: Path) -> bool:
 def _locked(root: Path) -> Iterator[None]:
     """Hold an exclusive lock on the output root: two compiles into one folder take turns (otherwise each
     would adopt the other's fresh files as late arrivals)."""
-    import fcntl
-
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -12,17 +12,17 @@ import hashlib
 import ipaddress
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
+from spark_compile.common.errors import InputError
 from spark_compile.common.quoting import env_file
-from spark_compile.overlay.value_class import value_class
+from spark_compile.spec.container_model import Kubernetes
+from spark_compile.spec.core_validator import section_defaults
 from spark_compile.spec.hardware import HARDWARE
+from spark_compile.spec.model import Profile
 from spark_compile.stages.launch_plan import LaunchPlan, Mount, ProfilePath, RankPlan
 from spark_compile.stages.plan import rdma_access
-
-if TYPE_CHECKING:
-    from spark_compile.spec.container_model import Kubernetes
-    from spark_compile.spec.model import Profile
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"  # set by the LWS controller on every pod of the set
@@ -48,7 +48,7 @@ SECURITY_OPTS: dict[str, dict[str, Any]] = {
 }
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Settings:
     """The kubernetes section with every default filled in from the rest of the profile."""
 
@@ -89,8 +89,6 @@ def numeric_user(user: str | None) -> tuple[int, int | None] | None:
 
 def settings(profile: Profile) -> Settings:
     """The effective settings of the target (defaults when the profile has no kubernetes section)."""
-    from spark_compile.spec.core_validator import section_defaults
-
     k8s: Kubernetes = profile.kubernetes or section_defaults("Kubernetes")
     box = profile.container
     return Settings(
@@ -135,7 +133,7 @@ def config_env(rank: RankPlan) -> dict[str, tuple[tuple[str, str], ...]]:
             for env_file in rank.env_files}
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Volume:
     """A hostPath volume of the uniform template: name, node path, container path, and its hostPath type."""
 
@@ -341,8 +339,6 @@ def configmap(plan: LaunchPlan, conf: Settings, entrypoint: str) -> dict[str, An
     data = configmap_data(plan, entrypoint)
     problem = configmap_problem(plan, conf, data)
     if problem:
-        from spark_compile.common.errors import InputError
-
         raise InputError(problem)
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(conf, f"{conf.name}-config"),
             "data": dict(sorted(data.items()))}

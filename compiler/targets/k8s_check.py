@@ -9,23 +9,32 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
-from spark_compile.overlay.value_class import value_class
 from spark_compile.spec.hardware import HARDWARE
+from spark_compile.spec.model import Profile
 from spark_compile.stages.engine_options import api_bind
 from spark_compile.stages.launch_plan import LaunchPlan
-from spark_compile.targets.k8s import API_PORT_NAME, POD_MOUNTS, PROBED, host_volumes, lws_options, settings
-
-if TYPE_CHECKING:
-    from spark_compile.spec.model import Profile
+from spark_compile.targets.k8s import (
+    API_PORT_NAME,
+    CONFIGMAP_LIMIT,
+    POD_MOUNTS,
+    PROBED,
+    configmap_data,
+    configmap_problem,
+    host_volumes,
+    lws_options,
+    settings,
+)
+from spark_compile.targets.k8s_render import entrypoint_text
 
 _UNITS = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
           "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 _QUANTITY = re.compile(r"([0-9]+)(Ki|Mi|Gi|Ti|k|M|G|T)?")
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Problem:
     """What breaks the check's rule: the profile path to blame, and what is wrong."""
 
@@ -190,8 +199,6 @@ _DNS_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
 def check_objects(lws: dict[str, Any], plan: LaunchPlan, profile: Profile) -> Iterator[Problem]:
     """SC509: what the API server refuses in the objects as built: a mount at one of the pod's own paths or
     twice at one path, a volume name that is not a DNS label, a ConfigMap over its size limit."""
-    from spark_compile.targets.k8s import CONFIGMAP_LIMIT, configmap_data, configmap_problem
-
     reserved = {m.target: m for rank in plan.ranks for m in rank.mounts if m.target in POD_MOUNTS}
     for target, mount in sorted(reserved.items()):
         yield Problem(mount.origin or ("container", "mounts"), f"{target} is where every pod mounts its "
@@ -204,11 +211,9 @@ def check_objects(lws: dict[str, Any], plan: LaunchPlan, profile: Profile) -> It
             if not _DNS_LABEL.fullmatch(str(volume.get("name", ""))):
                 yield Problem(("container", "mounts"), f"volume name {volume.get('name')!r} of the "
                               f"{role} pod is not a DNS label (a-z, 0-9 and '-', 63 at most, no '-' at an end)")
-    # The entrypoint is a few KB: only a ConfigMap near the limit is worth rendering it (and importing Jinja).
+    # The entrypoint is a few KB: only a ConfigMap near the limit is worth rendering it.
     data = configmap_data(plan, "")
     if sum(len(key) + len(value.encode()) for key, value in data.items()) + ENTRYPOINT_ROOM > CONFIGMAP_LIMIT:
-        from spark_compile.targets.k8s_render import entrypoint_text
-
         problem = configmap_problem(plan, settings(profile), configmap_data(plan, entrypoint_text(plan, profile)))
         if problem:
             yield Problem(("fleet", "nodes"), problem)

@@ -4,17 +4,15 @@ through the templates. Key order is the builder's (insertion order), so output i
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from spark_compile import __version__
+from spark_compile.spec.model import Profile
 from spark_compile.stages.launch_plan import LaunchPlan
 from spark_compile.stages.render import Artifact, environment
 from spark_compile.targets.k8s import PROBED, bound_ranks, host_volumes, manifests, settings, subnet_numbers
-
-if TYPE_CHECKING:
-    from spark_compile.spec.model import Profile
 
 DIRECTORY = "k8s"
 

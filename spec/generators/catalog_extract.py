@@ -12,6 +12,7 @@ Exit codes: 0 ok, 1 the committed catalogs differ (with --check), 2 usage or I/O
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -20,6 +21,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from spark_compile.spec.generators.sglang_environ import env_entries_static
+from spark_compile.spec.generators.sglang_probe import FORMAT
+from spark_compile.spec.generators.sglang_source import SourceError, find_package, source_catalog
 
 EXIT_OK = 0
 EXIT_DIFFERS = 1
@@ -42,8 +47,6 @@ class CatalogError(Exception):
 
 def default_catalog_dir() -> Path:
     """``spec/catalogs`` of the installed ``spark_compile.spec`` package (the repo's, in a dev install)."""
-    import importlib.util
-
     spec = importlib.util.find_spec("spark_compile.spec")
     if spec is not None and spec.submodule_search_locations:
         return Path(next(iter(spec.submodule_search_locations))) / "catalogs"
@@ -216,10 +219,6 @@ def check_catalogs(flags: Catalog, env: Catalog, out_dir: Path) -> list[str]:
 def extract_from_source(root: Path, name: str | None) -> tuple[Catalog, Catalog]:
     """Catalogs of an SGLang source tree, by parsing it here: server_args.py for the flags, environ.py and
     the srt/ sources for the environment variables. Nothing of the tree is imported or run."""
-    from spark_compile.spec.generators.sglang_environ import env_entries_static
-    from spark_compile.spec.generators.sglang_probe import FORMAT
-    from spark_compile.spec.generators.sglang_source import SourceError, find_package, source_catalog
-
     try:
         flags = source_catalog(root, name)
         variables = env_entries_static(find_package(root) / "srt")

@@ -17,9 +17,9 @@ import ast
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from spark_compile.overlay.value_class import value_class
 from spark_compile.spec.generators.catalog_extract import default_catalog_dir
 
 SCOPE = ("srt/arg_groups", "srt/server_args.py", "srt/configs/model_config.py")
@@ -71,7 +71,7 @@ BEYOND: dict[str, tuple[str, str]] = {
 }
 
 
-@value_class
+@dataclass(frozen=True, slots=True)
 class Site:
     """One function of SGLang that judges settings."""
 

@@ -154,6 +154,7 @@ def flag_entry(action: argparse.Action) -> dict[str, Any]:
 
 
 def flag_entries() -> list[dict[str, Any]]:
+    # sglang is only in the engine venv; catalog_extract imports this module (FORMAT) in the compiler's
     from sglang.srt.server_args import ServerArgs
 
     parser = argparse.ArgumentParser(prog="sglang.launch_server")
@@ -379,7 +380,7 @@ def build() -> dict[str, Any]:
     # Defaults must not depend on whoever runs the probe.
     for key in [k for k in os.environ if k.startswith(("SGLANG_", "SGL_"))]:
         del os.environ[key]
-    import sglang
+    import sglang  # after the clean-up above, and only in the engine venv
 
     pkg_version = dist_version("sglang")
     name = f"sglang-{pkg_version}"

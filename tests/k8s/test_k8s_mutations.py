@@ -26,14 +26,13 @@ def checks() -> Callable[[Lws], list[str]]:
     """What the manifest rules (SC501-SC504) find on a manifest, as 'SCxxx: message', run as the rules stage runs
     them on the reference profile and its plan, the Context's manifest replaced by the one given."""
     from spark_compile.pipeline import planned, validate
-    from spark_compile.rules import CHECKS, Context, load_all
+    from spark_compile.rules.registry import CHECKS, Context
     from spark_compile.stages.resolve import resolve
 
     from k8s_support import K8S_PROFILE
 
     reference = planned(validate(resolve(K8S_PROFILE)))
     profile, plan = reference.profile, reference.plan
-    load_all()
 
     def run(manifest: Lws) -> list[str]:
         context = Context(profile, plan, lambda path: True)
