@@ -114,7 +114,7 @@ def test_item_17_keyboard_interrupt_in_a_stage_is_130(monkeypatch: pytest.Monkey
     def interrupted(args: object) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setitem(commands.HANDLERS, "check", interrupted)
+    monkeypatch.setattr(commands, "cmd_check", interrupted)
     outcome = run_main("check", str(REFERENCE_PROFILE))
     assert (outcome.code, outcome.err) == (130, "spark-compile: interrupted\n")
 
