@@ -10,6 +10,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from spark_compile.stages.launch_plan import dotted
+
 Path = tuple[str | int, ...]
 
 
@@ -96,7 +98,7 @@ def problem(path: Path, value: object) -> str | None:
 
     info = field(path)
     if info is None:
-        return f"the profile has no key {'.'.join(map(str, path))}"
+        return f"the profile has no key {dotted(path)}"
     try:
         TypeAdapter(_value_type(info, path)).validate_python(value, strict=True)
     except ValidationError as exc:

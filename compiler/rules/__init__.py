@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from spark_compile.overlay.value_class import value_class
+from spark_compile.stages.launch_plan import dotted
 
 if TYPE_CHECKING:
     from spark_compile.capacity.budget import Capacity
@@ -197,7 +198,8 @@ def gid_hint(ctx: Context, path: Path, value: object) -> str:
     shown = text if text.isdigit() else "probe"
     if path[:2] == ("fleet", "nodes") and isinstance(path[2], int):
         name = ctx.profile.fleet.nodes[path[2]].name
-        return f"move it to fleet.nodes[{path[2]}].gid_index: {shown} (node {name}; the plan writes both GID variables)"
+        return (f"move it to {dotted((*path[:3], 'gid_index'))}: {shown} (node {name}; the plan writes both GID "
+                "variables)")
     return f"move it to fleet.fabric.gid_index: {shown} (the plan writes both GID variables from it)"
 
 
