@@ -106,12 +106,12 @@ def _io_error(exc: OSError) -> int:
 
 
 def _run_guarded(argv: Sequence[str] | None) -> int:
-    words = list(sys.argv[1:] if argv is None else argv)
-    show_traceback = "--traceback" in words  # the parser's answer, unless the parse itself fails
+    show_traceback = False
     try:
-        args = parse(words)
+        args = parse(list(sys.argv[1:] if argv is None else argv))
         show_traceback = args.traceback
-        return int(args.func(args))
+        code: int = args.func(args)
+        return code
     except RejectedError as stop:  # any command, any profile it needs: the findings report, exit 1
         sys.stdout.write(render(stop.findings, "text", 1))
         return stop.exit_code

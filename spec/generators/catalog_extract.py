@@ -1,6 +1,7 @@
 """Stage: extract SGLang's flag and environment catalogs from a real install.
 
-``spark-compile catalog sglang [--python PYTHON] [--out DIR] [--check]`` runs ``sglang_probe.py`` with
+``spark-compile catalog sglang [--python PYTHON] [--out DIR] [--check]`` (its arguments are
+add_catalog_arguments', compiler/commands/catalog.py runs it) runs ``sglang_probe.py`` with
 the engine venv's interpreter (``.ci/install-engine`` makes one) in a subprocess, and writes
 ``sglang-VERSION.json`` and ``sglang-env-VERSION.json`` into ``spec/catalogs/`` — or, with ``--check``,
 compares them with the committed files. Nothing heavy is imported here: sglang and torch are only
