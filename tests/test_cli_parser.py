@@ -129,10 +129,11 @@ def test_an_abbreviated_option_reads_as_argparse_reads_it() -> None:
     assert parse(["compile", "p.yaml", "--ou", "o"]).out == Path("o")
 
 
-def test_lists_are_fresh_for_each_parse() -> None:
+def test_a_parse_leaves_the_parser_as_it_was() -> None:
     first, second = parse(["compile", "p.yaml"]), parse(["compile", "p.yaml", "--target", "kubernetes"])
     assert first.target == [] and second.target == ["kubernetes"]
-    assert parse(["compile", "p.yaml"]).target == []
+    assert parse(["compile", "p.yaml"]).target == [] and parse(["import", "a"]).env == []
+    assert build_parser() is build_parser()  # one per process (see build_parser)
 
 
 def test_version_and_help_print_and_exit_0() -> None:

@@ -107,10 +107,10 @@ SECRET = "hf_" + "a1B2" * 9
 @pytest.fixture
 def crashing(monkeypatch: pytest.MonkeyPatch) -> None:
     """`spark-compile rules` fails with a bug whose message holds a token."""
-    def broken(_: object) -> int:
+    def broken() -> dict[str, object]:
         raise RuntimeError(f"boom with HF_TOKEN={SECRET}")
 
-    monkeypatch.setattr(run, "cmd_rules", broken)
+    monkeypatch.setattr(run, "load_all", broken)
 
 
 def _home(tmp_path: Path) -> dict[str, str]:
