@@ -1,9 +1,8 @@
-"""The command line: parses arguments, runs stages, prints, and maps every outcome to an exit code.
+"""The command line: parses arguments, runs the command, prints, and maps every outcome to an exit code.
 
-Exit codes: 0 fine; 1 findings (errors, or warnings with --strict), drift (of generated/, or of a fleet from
-`audit`), or a diff that differs; 2 usage or I/O error (a closed or full standard output too), or for `audit`
-a rank unreachable, not running or not captured; 3 an internal error (a bug: reported in one
-line, never as a traceback); 130 interrupted (Ctrl-C), without a traceback.
+The exit codes are compiler/common/errors.py's table. An internal error (a bug) is one line naming the log
+file its traceback went to (commands/error_log.py), or with --traceback the traceback on stderr; Ctrl-C is a
+line and 130, never a traceback.
 Everything printed passes through one redaction step (spark_compile.common.secrets.redact; JSON is redacted value by
 value before serialisation) and one terminal-safe escaping (spark_compile.common.quoting.terminal_text).
 """
@@ -18,8 +17,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from spark_compile import _interrupted
-from spark_compile.commands.run import error_line, render, run
-from spark_compile.common.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, InputError, RejectedError, SparkCompileError
+from spark_compile.commands.error_log import traceback_text, write_log
+from spark_compile.commands.parser import parse
+from spark_compile.commands.run import error_line, render
+from spark_compile.common.errors import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    InputError,
+    RejectedError,
+    SparkCompileError,
+)
+from spark_compile.common.quoting import terminal_text
+from spark_compile.common.secrets import Redacted, redact
 
 
 class _Redacting(io.TextIOBase):
@@ -30,9 +41,6 @@ class _Redacting(io.TextIOBase):
         self.stream = stream
 
     def write(self, text: str) -> int:
-        from spark_compile.common.quoting import terminal_text
-        from spark_compile.common.secrets import Redacted, redact
-
         self.stream.write(text if isinstance(text, Redacted) else terminal_text(redact(text)))
         return len(text)
 
@@ -77,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except KeyboardInterrupt:  # after the command, while its output is flushed
         stderr.write("spark-compile: interrupted\n")
-        return 130
+        return EXIT_INTERRUPTED
     finally:
         if program:  # a Ctrl-C between here and the exit: the message and 130 too, never a traceback
             signal.signal(signal.SIGINT, _interrupted)
@@ -94,8 +102,12 @@ def _io_error(exc: OSError) -> int:
 
 
 def _run_guarded(argv: Sequence[str] | None) -> int:
+    show_traceback = False
     try:
-        return run(sys.argv[1:] if argv is None else argv)
+        args = parse(list(sys.argv[1:] if argv is None else argv))
+        show_traceback = args.traceback
+        code: int = args.func(args)
+        return code
     except RejectedError as stop:  # any command, any profile it needs: the findings report, exit 1
         sys.stdout.write(render(stop.findings, "text", 1))
         return stop.exit_code
@@ -106,10 +118,10 @@ def _run_guarded(argv: Sequence[str] | None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     except KeyboardInterrupt:
         sys.stderr.write("spark-compile: interrupted\n")
-        return 130
+        return EXIT_INTERRUPTED
     except OSError as exc:
         if exc.errno is None:
-            return _internal(exc)
+            return _internal(exc, show_traceback)
         if exc.filename is not None:  # a path the user named that the system refuses (too long, no access)
             sys.stderr.write(error_line(InputError(f"{exc.filename}: {exc.strerror or exc}")))
             return EXIT_USAGE
@@ -118,14 +130,20 @@ def _run_guarded(argv: Sequence[str] | None) -> int:
         sys.stderr.write("spark-compile: error: the input nests too deeply\n")
         return EXIT_USAGE
     except Exception as exc:
-        return _internal(exc)
+        return _internal(exc, show_traceback)
 
 
-def _internal(exc: BaseException) -> int:
-    from spark_compile.common.quoting import terminal_text
-
+def _internal(exc: BaseException, show_traceback: bool) -> int:
+    """A bug: its traceback on stderr (--traceback) or in the log file, and one line that says where."""
+    text = traceback_text(exc)
+    if show_traceback:
+        sys.stderr.write(text)
+        where = "with the traceback above"
+    else:
+        log = write_log(text)
+        where = f"with the traceback in {log}" if log else "with the traceback --traceback prints"
     sys.stderr.write(f"spark-compile: internal error: {type(exc).__name__}: "
-                     f"{terminal_text(str(exc)[:300], one_line=True)} (please report this)\n")
+                     f"{terminal_text(str(exc)[:300], one_line=True)} (please report this, {where})\n")
     return EXIT_INTERNAL
 
 

@@ -1,5 +1,5 @@
-"""The quick reader of command lines (compiler/cli_parser.quick_read) against argparse, the parser it stands in
-for: whatever it reads, argparse reads the same; what it leaves, argparse reads or refuses."""
+"""The command line's one argparse parser (compiler/commands/parser.py): what each command line reads as, the
+default command, and its refusals in whole."""
 
 from __future__ import annotations
 
@@ -7,116 +7,138 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from spark_compile.commands.parser import _COMMANDS, Arg, Arguments, build_parser, parse, quick_read
+from spark_compile.commands import run
+from spark_compile.commands.parser import build_parser, parse
 from spark_compile.common.errors import UsageError
 
+from conftest import run_cli
 
-def _argparse(argv: list[str]) -> dict[str, Any] | None:
-    """What argparse makes of ``argv``, or None when it refuses it."""
-    namespace = Arguments()
-    try:
-        build_parser(argv[0]).parse_args(argv, namespace=namespace)
-    except UsageError:
-        return None
-    return vars(namespace)
-
-
-def _tokens(command: str) -> st.SearchStrategy[str]:
-    """Words of a command line of ``command``: its option strings whole, cut short and with =values, the values
-    its choices take, and words that look like options, paths or nothing."""
-    names = [name for arg in _COMMANDS[command][1]() if not arg.positional for name in arg.names]
-    choices = [choice for arg in _COMMANDS[command][1]() for choice in arg.choices or ()]
-    words = ["a.yaml", "b.yaml", "dir", "", " ", "-", "--", "-x", "--x", "-1", "-a b", "a=b", "--help", "-h",
-             *choices, "--version"]
-    cut = [name[:-1] for name in names if len(name) > 3]
-    joined = [f"{name}={word}" for name in names for word in ("", "d", *choices[:2], "-d")]
-    return st.sampled_from(names + cut + joined + words)
-
-
-def _given(arg: Arg) -> st.SearchStrategy[list[str]]:
-    """``arg`` written as a command line would: a switch, an option and its value (or =value), or words."""
-    value = st.sampled_from(arg.choices) if arg.choices else st.sampled_from(["a.yaml", "d", "x=1", ""])
-    if arg.positional:
-        return st.lists(value, min_size=1, max_size=3)
-    name = st.sampled_from(arg.names)
-    if arg.action == "store_true":
-        return name.map(lambda one: [one])
-    return st.tuples(name, value, st.booleans()).map(lambda t: [f"{t[0]}={t[1]}"] if t[2] else [t[0], t[1]])
-
-
-@st.composite
-def _command_lines(draw: st.DrawFn, command: str) -> list[str]:
-    """Command lines of ``command`` as they are written: its positional and required arguments, some others,
-    in any order, and now and then a stray word among them."""
-    args = _COMMANDS[command][1]()
-    chosen = [arg for arg in args if arg.positional or arg.required]
-    chosen += draw(st.lists(st.sampled_from([arg for arg in args if not arg.positional]), max_size=4)) \
-        if any(not arg.positional for arg in args) else []
-    parts = draw(st.permutations([draw(_given(arg)) for arg in chosen]))
-    words = [word for part in parts for word in part]
-    if draw(st.integers(0, 4)) == 0:
-        words.insert(draw(st.integers(0, len(words))), draw(_tokens(command)))
-    return words
-
-
-@pytest.mark.parametrize("command", sorted(_COMMANDS))
-@settings(max_examples=300, deadline=None)
-@given(data=st.data())
-def test_what_the_quick_reader_reads_argparse_reads_the_same(command: str, data: st.DataObject) -> None:
-    argv = [command, *data.draw(st.one_of(st.lists(_tokens(command), max_size=7), _command_lines(command)))]
-    quick = quick_read(argv)
-    if quick is not None:
-        assert vars(quick) == _argparse(argv), argv
-
-
-READ_QUICKLY = [
-    ["compile", "spec/profiles/dsv41-4spark.yaml"],
-    ["compile", "p.yaml", "--out", "/tmp/o", "--force", "--target", "kubernetes", "--target=kubernetes"],
-    ["compile", "--root=..", "p.yaml"],
-    ["check", "a.yaml", "b.yaml", "--format", "json", "--strict"],
-    ["check", "--generated", "--out", "generated", "a.yaml"],
-    ["check", "--engine", "--engine-python", "/usr/bin/python3", "a.yaml"],
-    ["plan", "p.yaml", "--json"],
-    ["diff", "a.yaml", "b.yaml", "--format", "markdown"],
-    ["diff", "--since", "HEAD", "a.yaml"],
-    ["report", "p.yaml", "--against", "HEAD:p.yaml", "-o", "page.html"],
-    ["import", "recipe.yaml", "--hosts", "h1,h2", "--env", "A=1", "--env", "B=2"],
-    ["export", "p.yaml", "--sparkrun"],
-    ["audit", "p.yaml", "--inspect", "caps"],
-    ["explain", "SC312"], ["rules"], ["schema"], ["flags", "--json"], ["history", "spec/profiles"],
+COMMON = {"traceback": False}
+READ: list[tuple[list[str], dict[str, Any]]] = [
+    (["compile", "spec/profiles/dsv41-4spark.yaml"],
+     {"command": "compile", "func": run.cmd_compile, "profile": Path("spec/profiles/dsv41-4spark.yaml"), "out": None,
+      "root": None, "force": False, "target": []}),
+    (["compile", "p.yaml", "--out", "/tmp/o", "--force", "--target", "kubernetes", "--target=kubernetes"],
+     {"command": "compile", "func": run.cmd_compile, "profile": Path("p.yaml"), "out": Path("/tmp/o"), "root": None,
+      "force": True, "target": ["kubernetes", "kubernetes"]}),
+    (["compile", "--root=..", "p.yaml"],
+     {"command": "compile", "func": run.cmd_compile, "profile": Path("p.yaml"), "out": None, "root": Path(".."),
+      "force": False, "target": []}),
+    (["check", "a.yaml", "b.yaml", "--format", "json", "--strict"],
+     {"command": "check", "func": run.cmd_check, "profiles": [Path("a.yaml"), Path("b.yaml")], "format": "json",
+      "root": None, "strict": True, "generated": False, "out": None, "engine": False, "engine_python": None,
+      "target": []}),
+    (["check", "--engine", "--engine-python", "/usr/bin/python3", "a.yaml"],
+     {"command": "check", "func": run.cmd_check, "profiles": [Path("a.yaml")], "format": "text", "root": None,
+      "strict": False, "generated": False, "out": None, "engine": True, "engine_python": "/usr/bin/python3",
+      "target": []}),
+    (["plan", "p.yaml", "--json"],
+     {"command": "plan", "func": run.cmd_plan, "profile": Path("p.yaml"), "json": True, "capacity": False,
+      "root": None}),
+    (["diff", "--since", "HEAD", "a.yaml"],
+     {"command": "diff", "func": run.cmd_diff, "profiles": ["a.yaml"], "since": "HEAD", "unified": False,
+      "format": "text"}),
+    (["report", "p.yaml", "--against", "HEAD:p.yaml", "-o", "page.html"],
+     {"command": "report", "func": run.cmd_report, "profile": "p.yaml", "against": "HEAD:p.yaml",
+      "output": Path("page.html")}),
+    (["import", "recipe.yaml", "--hosts", "h1,h2", "--env", "A=1", "--env", "B=2"],
+     {"command": "import", "func": run.cmd_import, "sources": [Path("recipe.yaml")], "output": None,
+      "hosts": "h1,h2", "architecture": None, "fabric": None, "interface": None, "rdma_devices": "", "force": False,
+      "trace": False, "env": ["A=1", "B=2"]}),
+    (["export", "p.yaml", "--sparkrun"],
+     {"command": "export", "func": run.cmd_export, "profile": Path("p.yaml"), "sparkrun": True, "output": None,
+      "force": False, "root": None}),
+    (["audit", "p.yaml", "--inspect", "caps"],
+     {"command": "audit", "func": run.cmd_audit, "profile": Path("p.yaml"), "inspect": Path("caps"),
+      "format": "text", "root": None}),
+    (["history", "spec/profiles"],
+     {"command": "history", "func": run.cmd_history, "directory": Path("spec/profiles"), "format": "text"}),
+    (["explain", "SC312"], {"command": "explain", "func": run.cmd_explain, "rule": "SC312"}),
+    (["flags", "--json"], {"command": "flags", "func": run.cmd_flags, "json": True}),
+    (["rules"], {"command": "rules", "func": run.cmd_rules}),
+    (["schema"], {"command": "schema", "func": run.cmd_schema}),
+    (["catalog", "sglang", "--source", "tree", "--check"],
+     {"command": "catalog", "func": run.cmd_catalog, "engine": "sglang", "python": None, "source": Path("tree"),
+      "name": None, "out": None, "check": True}),
 ]
 
 
-@pytest.mark.parametrize("argv", READ_QUICKLY, ids=" ".join)
-def test_the_command_lines_hooks_and_scripts_run_are_read_quickly(argv: list[str]) -> None:
-    quick = quick_read(argv)
-    assert quick is not None
-    assert vars(quick) == _argparse(argv)
+@pytest.mark.parametrize(("argv", "expected"), READ, ids=lambda value: " ".join(value) if isinstance(value, list)
+                         else "")
+def test_each_command_line_reads_as_its_command_and_values(argv: list[str], expected: dict[str, Any]) -> None:
+    assert vars(parse(argv)) == {**COMMON, **expected}
 
 
-LEFT_TO_ARGPARSE = [
-    ["check", "--help"], ["compile", "-h"], ["compile", "p.yaml", "--ou", "o"], ["check", "a", "--strict", "b"],
-    ["check", "a", "--format", "yaml"], ["compile", "p.yaml", "--out"], ["compile", "p.yaml", "--out", "-o"],
-    ["compile", "a", "b"], ["compile"], ["export", "p.yaml"], ["audit", "p.yaml"], ["rules", "x"],
-    ["compile", "--", "p.yaml"], ["compile", "-"], ["check", "--strict=yes", "a"], ["catalog", "sglang"], [],
+def test_every_command_has_its_handler() -> None:
+    commands = build_parser().commands
+    assert sorted(commands) == ["audit", "catalog", "check", "compile", "diff", "explain", "export", "flags",
+                                "history", "import", "plan", "report", "rules", "schema"]
+    assert {name: parser.get_default("func") for name, parser in commands.items()} == {
+        name: getattr(run, f"cmd_{name}") for name in commands}
+
+
+@pytest.mark.parametrize("argv", [["p.yaml"], ["p.yaml", "--out", "o"], ["--traceback", "p.yaml"]],
+                         ids=" ".join)
+def test_a_first_word_that_is_no_command_is_a_profile_to_compile(argv: list[str]) -> None:
+    args = parse(argv)
+    assert (args.command, args.profile, args.traceback) == ("compile", Path("p.yaml"), "--traceback" in argv)
+
+
+def test_traceback_is_a_global_option() -> None:
+    assert parse(["--traceback", "check", "a.yaml"]).traceback is True
+    assert parse(["check", "a.yaml"]).traceback is False
+
+
+REFUSED = [
+    ([], "spark-compile: name a profile to compile, or a command (see --help)"),
+    (["--traceback"], "spark-compile: name a profile to compile, or a command (see --help)"),
+    (["check"], "spark-compile check: the following arguments are required: profiles (see --help)"),
+    (["check", "a.yaml", "--format", "yaml"], "spark-compile check: argument --format: invalid choice: 'yaml' "
+                                              "(choose from 'text', 'json', 'github', 'summary') (see --help)"),
+    (["compile", "a", "b"], "spark-compile: unrecognized arguments: b (see --help)"),
+    (["-x"], "spark-compile: unrecognized arguments: -x (see --help)"),
+    (["export", "p.yaml"], "spark-compile export: the following arguments are required: --sparkrun (see --help)"),
+    (["audit", "p.yaml"], "spark-compile audit: the following arguments are required: --inspect (see --help)"),
+    (["rules", "x"], "spark-compile: unrecognized arguments: x (see --help)"),
+    (["check", "--strict=yes", "a"], "spark-compile check: argument --strict: ignored explicit argument 'yes' "
+                                     "(see --help)"),
+    (["compile", "p.yaml", "--out"], "spark-compile compile: argument --out: expected one argument (see --help)"),
+    (["catalog", "nosuch"], "spark-compile catalog: argument engine: invalid choice: 'nosuch' (choose from "
+                            "'sglang') (see --help)"),
+    (["catalog"], "spark-compile catalog: the following arguments are required: engine (see --help)"),
 ]
 
 
-@pytest.mark.parametrize("argv", LEFT_TO_ARGPARSE, ids=lambda argv: " ".join(argv) or "(empty)")
-def test_help_abbreviations_and_mistakes_are_left_to_argparse(argv: list[str]) -> None:
-    assert quick_read(argv) is None
-
-
-def test_a_mistake_is_refused_in_argparse_words() -> None:
+@pytest.mark.parametrize(("argv", "message"), REFUSED, ids=lambda value: " ".join(value) if isinstance(value, list)
+                         else "")
+def test_a_mistake_is_refused_in_argparse_words(argv: list[str], message: str) -> None:
     with pytest.raises(UsageError) as refused:
-        parse(["check", "a.yaml", "--format", "yaml"])
-    assert str(refused.value) == ("spark-compile check: argument --format: invalid choice: 'yaml' (choose from "
-                                  "'text', 'json', 'github', 'summary') (see --help)")
+        parse(argv)
+    assert str(refused.value) == message
 
 
-def test_paths_are_paths_and_lists_are_fresh() -> None:
+def test_a_refusal_is_one_line_and_exit_2() -> None:
+    result = run_cli("check", "a.yaml", "--format", "yaml")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2, "", "spark-compile check: argument --format: invalid choice: 'yaml' (choose from 'text', 'json', "
+        "'github', 'summary') (see --help)\n")
+
+
+def test_an_abbreviated_option_reads_as_argparse_reads_it() -> None:
+    assert parse(["compile", "p.yaml", "--ou", "o"]).out == Path("o")
+
+
+def test_a_parse_leaves_the_parser_as_it_was() -> None:
     first, second = parse(["compile", "p.yaml"]), parse(["compile", "p.yaml", "--target", "kubernetes"])
-    assert first.profile == Path("p.yaml") and first.target == [] and second.target == ["kubernetes"]
+    assert first.target == [] and second.target == ["kubernetes"]
+    assert parse(["compile", "p.yaml"]).target == [] and parse(["import", "a"]).env == []
+    assert build_parser() is build_parser()  # one per process (see build_parser)
+
+
+def test_version_and_help_print_and_exit_0() -> None:
+    version = run_cli("--version")
+    assert (version.returncode, version.stdout, version.stderr) == (0, "spark-compile 0.2.0\n", "")
+    helped = run_cli("check", "--help")
+    assert (helped.returncode, helped.stderr) == (0, "")
+    assert helped.stdout.startswith("usage: spark-compile check [-h] [--format {text,json,github,summary}]")

@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[int, tuple[str, ...]]] = {  # the exit code, the argum
     "import": (1, ("import", str(ROOT / "tests" / "import" / "fixtures" / "docker" / "one-node-nvfp4.sh"),
                    "--hosts", "10.0.0.1")),
     "export": (0, ("export", str(REFERENCE_PROFILE), "--sparkrun")),
-    "audit": (2, ("audit", str(REFERENCE_PROFILE), "--inspect", "OUT")),
+    "audit": (4, ("audit", str(REFERENCE_PROFILE), "--inspect", "OUT")),
     "catalog": (2, ("catalog", "nosuch")),
     "version": (0, ("--version",)),
     "usage": (2, ()),

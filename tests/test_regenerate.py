@@ -16,7 +16,9 @@ from conftest import ROOT
 
 def test_usage_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert regenerate.main(["--chek"]) == 2
-    assert capsys.readouterr().err == "usage: python -m spark_compile.commands.regenerate [--check]\n"
+    assert capsys.readouterr().err == ("usage: python -m spark_compile.commands.regenerate [-h] [--check]\n"
+                                       "python -m spark_compile.commands.regenerate: error: unrecognized arguments: "
+                                       "--chek\n")
 
 
 def test_an_installed_package_is_not_a_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,

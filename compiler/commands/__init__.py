@@ -1,3 +1,5 @@
-"""The command line's commands: the parser (parser), one function per command that runs the pipeline and prints
-(run, compile, drift, audit, flags, schema) and the repository's regeneration (regenerate). The top of the
-layering: it may import every other package; none imports it."""
+"""commands: the command line's commands. parser.py is the one argparse parser (a subparser per command, naming
+its handler in run.py); each handler runs the pipeline or a review, import, export or audit step and prints what
+it returns; compile.py and drift.py write and compare generated/, catalog.py rebuilds the engine catalogs,
+error_log.py keeps an internal error's traceback, and regenerate.py (`python -m`) rebuilds every generated file.
+It may import every other package; only cli.py imports it."""

@@ -6,13 +6,11 @@ import hashlib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from spark_compile.common.errors import EXIT_OK, InputError
-
-if TYPE_CHECKING:
-    from spark_compile.pipeline import Planned
-    from spark_compile.stages.render import Artifact
+from spark_compile.pipeline import Planned
+from spark_compile.stages.render import Artifact, manifest
+from spark_compile.stages.write import previous_profile, write_tree
 
 SCHEMA_FILE = "profile.schema.json"
 
@@ -40,8 +38,6 @@ def source_digests(validated: Planned, out_root: Path) -> list[tuple[str, str]]:
 
 def artifacts(validated: Planned, out_root: Path) -> list[Artifact]:
     """Every file of the profile's directory, MANIFEST.json included."""
-    from spark_compile.stages.render import manifest
-
     files = validated.files
     return [*files, manifest(files, source_digests(validated, out_root), validated.profile.name)]
 
@@ -50,8 +46,6 @@ def compile_profile(validated: Planned, profile_path: Path, out: Path | None, fo
     """Write the profile's artifacts; print a one-line summary. Refuses, unless ``force``, a directory another
     profile of the same name wrote. (`spark-compile schema` writes the schema: it changes with the compiler,
     not with a profile, and the drift check holds it current.)"""
-    from spark_compile.stages.write import previous_profile, write_tree
-
     out_root = out or default_out(profile_path)
     files = artifacts(validated, out_root)
     before, now = previous_profile(out_root / validated.profile.name), source_digests(validated, out_root)[0][0]

@@ -7,7 +7,8 @@ import stat
 import sys
 from pathlib import Path
 
-from spark_compile.commands.compile import SCHEMA_FILE, artifacts
+from spark_compile.commands.compile import SCHEMA_FILE, artifacts, default_out
+from spark_compile.commands.schema import schema_text
 from spark_compile.common.errors import EXIT_FINDINGS, EXIT_OK
 from spark_compile.pipeline import Planned
 from spark_compile.stages.write import previous_manifest, read_regular
@@ -67,8 +68,6 @@ def _same_bytes(path: Path, content: bytes) -> bool:
 
 
 def _schema_line(root: Path) -> list[str]:
-    from spark_compile.commands.schema import schema_text
-
     # Compiling never writes the schema, so an infra repository need not keep one; a copy it keeps (for an
     # editor's `$schema` line) must be current.
     path = root / SCHEMA_FILE
@@ -80,8 +79,6 @@ def _schema_line(root: Path) -> list[str]:
 def check_drift(profiles: list[tuple[Path, Planned]], out: Path | None) -> int:
     """Compare every planned profile's committed output (under ``out``, else generated/ beside spec/) with what
     it produces now; 1 on drift."""
-    from spark_compile.commands.compile import default_out
-
     lines: list[str] = []
     for root in sorted({out or default_out(p) for p, _ in profiles}):
         lines += _schema_line(root)

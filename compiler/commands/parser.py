@@ -1,320 +1,187 @@
-"""The command line's arguments: each command's arguments as data, the argparse parser built from them (for
---help and every error), and a quick reader of the plain command lines hooks and scripts run."""
+"""The command line's one argparse parser: a subparser per command, each naming the handler that runs it."""
 
 from __future__ import annotations
 
+import argparse
 import functools
+import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import NoReturn
 
 from spark_compile import __version__
-from spark_compile.common.errors import UsageError
-
-if TYPE_CHECKING:
-    import argparse
+from spark_compile.commands import run
+from spark_compile.common.errors import EXIT_CODES, UsageError
+from spark_compile.spec.generators.catalog_extract import add_catalog_arguments
 
 ROOT_HELP = "a directory `extends:` may also lead into (default: only the profile's repository)"
 TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
+FORCE_OUTPUT = "replace an -o file spark-compile did not write"
+TRACEBACK_HELP = "on an internal error, print its traceback instead of writing it to the log file (before the command)"
+DEFAULT_COMMAND = "compile"  # `spark-compile profile.yaml` compiles it
 
 
-class Arguments(SimpleNamespace):
-    """A command line, read: the command and each argument's value, by its dest."""
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, refusing with a UsageError (one line, exit 2) instead of printing its usage."""
 
-
-@dataclass(frozen=True, slots=True)
-class Arg:
-    """One argument of a command: its option strings (or a positional's name) and what it takes."""
-
-    names: tuple[str, ...]
-    action: str = "store"  # store | store_true | append; a positional is a store, of one word or (nargs +) many
-    nargs: str | None = None
-    path: bool = False  # the value is a Path
-    default: str | None = None
-    choices: tuple[str, ...] | None = None
-    required: bool = False
-    help: str | None = None
-    metavar: str | None = None
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see --help)")
 
     @property
-    def positional(self) -> bool:
-        return not self.names[0].startswith("-")
-
-    @property
-    def dest(self) -> str:
-        """The attribute it fills, named as argparse names it."""
-        if self.positional:
-            return self.names[0]
-        return next((n for n in self.names if n.startswith("--")), self.names[0]).lstrip("-").replace("-", "_")
-
-    def typed(self, text: str) -> str | Path:
-        """A value of it, as argparse's type makes it."""
-        return Path(text) if self.path else text
-
-    def initial(self) -> Any:
-        """Its value when the command line does not give it."""
-        return False if self.action == "store_true" else [] if self.action == "append" else self.default
+    def commands(self) -> dict[str, Parser]:
+        """The subparsers, by command name."""
+        return next((action.choices for action in self._actions if isinstance(action, argparse._SubParsersAction)),
+                    {})
 
 
-def _root() -> Arg:
-    return Arg(("--root",), path=True, help=ROOT_HELP)
+Handler = Callable[[argparse.Namespace], int]
 
 
-def _target() -> Arg:
-    return Arg(("--target",), action="append", choices=TARGETS,
-               help="also build this target, as if the profile had its section (e.g. `kubernetes: {}`)")
-
-
-def _switch(*names: str, help: str | None = None, required: bool = False) -> Arg:
-    return Arg(names, action="store_true", help=help, required=required)
-
-
-_FORCE_OUTPUT = "replace an -o file spark-compile did not write"
-
-def _compile_args() -> tuple[Arg, ...]:
-    return (
-        Arg(("profile",), path=True),
-        Arg(("--out",), path=True, help="output root (default: generated/ beside spec/)"),
-        _root(),
-        _switch("--force", help="replace an output directory another profile of the same name wrote"),
-        _target(),
-    )
-
-
-def _check_args() -> tuple[Arg, ...]:
-    return (
-        Arg(("profiles",), nargs="+", path=True),
-        Arg(("--format",), choices=("text", "json", "github", "summary"), default="text",
-            help="summary: only the counts line (a hook beside one that prints the findings)"),
-        _root(),
-        _switch("--strict", help="warnings fail the check too"),
-        _switch("--generated", help="also fail when the committed output of each profile is stale (drift)"),
-        Arg(("--out",), path=True, help="with --generated: the output root (default: generated/ beside spec/)"),
-        _switch("--engine",
-                help="also run SGLang's own resolution and boot checks on every rank (in the engine venv)"),
-        Arg(("--engine-python",), help="with --engine: the engine venv's interpreter (default: $ENGINE_PYTHON, "
-            "else the .venv-engine of spark-compile's own checkout, never the current directory's)"),
-        _target(),
-    )
-
-
-def _plan_args() -> tuple[Arg, ...]:
-    return (
-        Arg(("profile",), path=True),
-        _switch("--json", help="machine-readable plan (the default form)"),
-        _switch("--capacity", help="print the per-rank memory budget as a table instead"),
-        _root(),
-    )
-
-
-def _explain_args() -> tuple[Arg, ...]:
-    return (Arg(("rule",)),)
-
-
-def _flags_args() -> tuple[Arg, ...]:
-    return (_switch("--json"),)
-
-
-def _diff_args() -> tuple[Arg, ...]:
-    return (
-        Arg(("profiles",), nargs="+", metavar="OLD NEW", help="the two sides (with --since: the paths)"),
-        Arg(("--since",), metavar="GITREV",
-            help="diff each path against itself at GITREV (pre-commit); prints, exits 0 unless unreadable"),
-        _switch("--unified"),
-        Arg(("--format",), choices=("text", "json", "markdown"), default="text"),
-    )
-
-
-def _history_args() -> tuple[Arg, ...]:
-    return (
-        Arg(("directory",), path=True),
-        Arg(("--format",), choices=("text", "markdown"), default="text"),
-    )
-
-
-def _report_args() -> tuple[Arg, ...]:
-    return (
-        Arg(("profile",)),
-        Arg(("--against",), help="an older profile (path or GITREV:path) to highlight"),
-        Arg(("-o", "--output"), path=True, help="the HTML file (default: stdout)"),
-    )
-
-
-def _import_args() -> tuple[Arg, ...]:
-    return (
-        Arg(("sources",), nargs="+", path=True, metavar="SOURCE"),
-        Arg(("-o", "--output"), path=True, help="the profile to write (default: stdout)"),
-        Arg(("--hosts",), default="", help="the nodes, head first: H1,H2,... (address or user@address)"),
-        Arg(("--architecture",), help="the model's architecture (config.json architectures[0])"),
-        Arg(("--fabric",), choices=("roce", "infiniband", "tcp"),
-            help="the network between the nodes, when the source does not say (a recipe never does)"),
-        Arg(("--interface",), help="the fabric's network interface on every node"),
-        Arg(("--rdma-devices",), default="", help="the RDMA devices (HCAs) of a roce/infiniband fabric: A,B"),
-        _switch("--force", help=_FORCE_OUTPUT),
-        _switch("--trace", help="RUN each SOURCE (a launcher script) in a sandbox and import the docker run "
-                "lines it records"),
-        Arg(("--env",), action="append", metavar="NAME=VALUE",
-            help="with --trace: a variable of the script's environment (repeatable)"),
-    )
-
-
-def _export_args() -> tuple[Arg, ...]:
-    return (
-        Arg(("profile",), path=True),
-        _switch("--sparkrun", required=True, help="as a sparkrun 0.4.2 recipe"),
-        Arg(("-o", "--output"), path=True, help="the recipe to write (default: stdout)"),
-        _switch("--force", help=_FORCE_OUTPUT),
-        _root(),
-    )
-
-
-def _audit_args() -> tuple[Arg, ...]:
-    return (
-        Arg(("profile",), path=True),
-        Arg(("--inspect",), path=True, required=True, metavar="DIR",
-            help="the captures, one per node (launch.sh audit --save DIR, launch.sh postmortem DIR)"),
-        Arg(("--format",), choices=("text", "json"), default="text"),
-        _root(),
-    )
-
-
-def _no_args() -> tuple[Arg, ...]:
-    return ()
-
-
-# Each command: its one line of help and what makes its arguments (made for the command a run names only:
-# the table of all costs a pre-commit run a third of a millisecond), in --help's order.
-_COMMANDS: dict[str, tuple[str, Callable[[], tuple[Arg, ...]]]] = {
-    "compile": ("compile a profile into generated/<profile>/ (the default command)", _compile_args),
-    "check": ("validate profiles; with --generated also compare committed output", _check_args),
-    "plan": ("print the launch plan", _plan_args),
-    "schema": ("print the profile's JSON Schema", _no_args),
-    "rules": ("list every rule", _no_args),
-    "explain": ("print a rule's documentation", _explain_args),
-    "flags": ("list the SPARK_* overlay flags", _flags_args),
-    "diff": ("semantic diff of two profiles (path or GITREV:path)", _diff_args),
-    "history": ("release table of the extends chains in a directory", _history_args),
-    "report": ("write a self-contained HTML review page of a profile", _report_args),
-    "import": ("write a profile from a sparkrun recipe, a docker run line or a launcher", _import_args),
-    "export": ("write a profile as a sparkrun recipe", _export_args),
-    "audit": ("compare a fleet's captured state with the profile, key by key, per rank", _audit_args),
-}
-COMMANDS = (*_COMMANDS, "catalog")
-
-
-def quick_read(argv: list[str]) -> Arguments | None:
-    """``argv`` (a command and its arguments) as argparse reads it, when every option is written out whole
-    and takes a plain value; None for anything else (help, an abbreviation, a missing, refused or
-    dash-led value, words on both sides of an option), which is argparse's to read or refuse.
-
-    Importing argparse and building a parser (it looks up translations for each) cost 2.5 ms of every
-    pre-commit run; tests/test_cli_parser.py holds this reader to argparse's answers."""
-    if not argv or argv[0] not in _COMMANDS:
-        return None
-    args = _COMMANDS[argv[0]][1]()
-    by_name = {name: arg for arg in args if not arg.positional for name in arg.names}
-    values = {arg.dest: arg.initial() for arg in args}
-    given: set[str] = set()
-    words: list[str] = []
-    index, closed = 1, False
-    while index < len(argv):
-        token = argv[index]
-        if not token.startswith("-"):
-            if closed:
-                return None
-            words.append(token)
-        else:
-            closed = bool(words)
-            name, equals, inline = token.partition("=")
-            arg = by_name.get(name)
-            if arg is None:
-                return None
-            if arg.action == "store_true":
-                if equals:
-                    return None
-                values[arg.dest] = True
-            else:
-                if not equals:
-                    index += 1
-                    if index == len(argv) or argv[index].startswith("-"):
-                        return None
-                    inline = argv[index]
-                if arg.choices is not None and inline not in arg.choices:
-                    return None
-                value = arg.typed(inline)
-                values[arg.dest] = [*values[arg.dest], value] if arg.action == "append" else value
-            given.add(arg.dest)
-        index += 1
-    return _with_positional(argv[0], args, values, given, words)
-
-
-def _with_positional(command: str, args: tuple[Arg, ...], values: dict[str, Any], given: set[str],
-                     words: list[str]) -> Arguments | None:
-    if any(arg.required and arg.dest not in given for arg in args):
-        return None
-    positional = next((arg for arg in args if arg.positional), None)
-    if positional is None:
-        return Arguments(command=command, **values) if not words else None
-    if not words or (positional.nargs is None and len(words) > 1):
-        return None
-    typed = [positional.typed(word) for word in words]
-    values[positional.dest] = typed if positional.nargs else typed[0]
-    return Arguments(command=command, **values)
-
-
-@functools.cache
-def _parser_class() -> type[argparse.ArgumentParser]:
-    """argparse's parser, refusing with a UsageError; made (and argparse imported) only for a command line
-    the quick reader leaves to it."""
-    import argparse
-
-    class Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> None:  # type: ignore[override]
-            raise UsageError(f"{self.prog}: {message} (see --help)")
-
-    return Parser
-
-
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The command line's parser (every command but `catalog`, which has its own).
-
-    Given the `command` a run names, only that command's subparser is built: a run needs no other, and the
-    other thirteen cost a few milliseconds (argparse looks up translations per parser)."""
-    # With the command known, the top level takes nothing of its own: -h and --version come before a command.
-    parser = _parser_class()(prog="spark-compile", description="Compile fleet profiles into launch artifacts.",
-                             add_help=command is None)
-    if command is None:
-        parser.add_argument("--version", action="version", version=f"spark-compile {__version__}")
-    sub = parser.add_subparsers(dest="command", parser_class=type(parser))
-    for name, (help_text, args) in _COMMANDS.items():
-        if command is None or command == name:
-            _add_arguments(sub.add_parser(name, help=help_text), args())
-    if command is None:
-        # Listed for --help only: `run` hands `catalog ...` to the catalog generator's own parser first.
-        sub.add_parser("catalog", add_help=False,
-                       help="build the engine catalogs from SGLang (`catalog sglang --python PY` or `--source DIR`)")
+def _command(sub: argparse._SubParsersAction[Parser], name: str, handler: Handler, help_text: str,
+             description: str | None = None) -> Parser:
+    """The subparser of command ``name``, which ``handler`` runs."""
+    parser = sub.add_parser(name, help=help_text, description=description)
+    parser.set_defaults(func=handler)
     return parser
 
 
-def _add_arguments(parser: argparse.ArgumentParser, args: tuple[Arg, ...]) -> None:
-    for arg in args:
-        given: dict[str, Any] = {"help": arg.help, "required": arg.required or None}
-        if arg.action != "store_true":  # a switch takes no value, so none of a value's settings
-            given.update(metavar=arg.metavar, nargs=arg.nargs, choices=arg.choices, type=Path if arg.path else None)
-        if arg.action == "append" or arg.default is not None:
-            given["default"] = arg.initial()
-        if arg.action != "store":
-            given["action"] = arg.action
-        parser.add_argument(*arg.names, **{key: value for key, value in given.items() if value is not None})
+def _root(parser: Parser) -> None:
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
 
 
-def parse(argv: list[str]) -> Arguments:
-    """``argv`` read: by the quick reader when it can, else by argparse (which prints help or refuses)."""
-    quick = quick_read(argv)
-    if quick is not None:
-        return quick
-    namespace = Arguments()
-    build_parser(argv[0] if argv and argv[0] in COMMANDS else None).parse_args(argv, namespace=namespace)
-    return namespace
+def _target(parser: Parser) -> None:
+    parser.add_argument("--target", action="append", choices=TARGETS, default=[],
+                        help="also build this target, as if the profile had its section (e.g. `kubernetes: {}`)")
+
+
+def _output(parser: Parser, what: str) -> None:
+    parser.add_argument("-o", "--output", type=Path, help=f"{what} (default: stdout)")
+
+
+def _add_compile(sub: argparse._SubParsersAction[Parser]) -> None:
+    compile_ = _command(sub, "compile", run.cmd_compile,
+                        "compile a profile into generated/<profile>/ (the default command)")
+    compile_.add_argument("profile", type=Path)
+    compile_.add_argument("--out", type=Path, help="output root (default: generated/ beside spec/)")
+    _root(compile_)
+    compile_.add_argument("--force", action="store_true",
+                          help="replace an output directory another profile of the same name wrote")
+    _target(compile_)
+
+
+def _add_check(sub: argparse._SubParsersAction[Parser]) -> None:
+    check = _command(sub, "check", run.cmd_check, "validate profiles; with --generated also compare committed output")
+    check.add_argument("profiles", nargs="+", type=Path)
+    check.add_argument("--format", choices=("text", "json", "github", "summary"), default="text",
+                       help="summary: only the counts line (a hook beside one that prints the findings)")
+    _root(check)
+    check.add_argument("--strict", action="store_true", help="warnings fail the check too")
+    check.add_argument("--generated", action="store_true",
+                       help="also fail when the committed output of each profile is stale (drift)")
+    check.add_argument("--out", type=Path,
+                       help="with --generated: the output root (default: generated/ beside spec/)")
+    check.add_argument("--engine", action="store_true",
+                       help="also run SGLang's own resolution and boot checks on every rank (in the engine venv)")
+    check.add_argument("--engine-python", help="with --engine: the engine venv's interpreter (default: "
+                       "$ENGINE_PYTHON, else the .venv-engine of spark-compile's own checkout, never the current "
+                       "directory's)")
+    _target(check)
+
+
+def _add_plan_and_listings(sub: argparse._SubParsersAction[Parser]) -> None:
+    plan = _command(sub, "plan", run.cmd_plan, "print the launch plan")
+    plan.add_argument("profile", type=Path)
+    plan.add_argument("--json", action="store_true", help="machine-readable plan (the default form)")
+    plan.add_argument("--capacity", action="store_true", help="print the per-rank memory budget as a table instead")
+    _root(plan)
+    _command(sub, "schema", run.cmd_schema, "print the profile's JSON Schema")
+    _command(sub, "rules", run.cmd_rules, "list every rule")
+    _command(sub, "explain", run.cmd_explain, "print a rule's documentation").add_argument("rule")
+    _command(sub, "flags", run.cmd_flags, "list the SPARK_* overlay flags").add_argument("--json", action="store_true")
+
+
+def _add_review(sub: argparse._SubParsersAction[Parser]) -> None:
+    diff = _command(sub, "diff", run.cmd_diff, "semantic diff of two profiles (path or GITREV:path)")
+    diff.add_argument("profiles", nargs="+", metavar="OLD NEW", help="the two sides (with --since: the paths)")
+    diff.add_argument("--since", metavar="GITREV",
+                      help="diff each path against itself at GITREV (pre-commit); prints, exits 0 unless unreadable")
+    diff.add_argument("--unified", action="store_true")
+    diff.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    history = _command(sub, "history", run.cmd_history, "release table of the extends chains in a directory")
+    history.add_argument("directory", type=Path)
+    history.add_argument("--format", choices=("text", "markdown"), default="text")
+    report = _command(sub, "report", run.cmd_report, "write a self-contained HTML review page of a profile")
+    report.add_argument("profile")
+    report.add_argument("--against", help="an older profile (path or GITREV:path) to highlight")
+    _output(report, "the HTML file")
+
+
+def _add_import(sub: argparse._SubParsersAction[Parser]) -> None:
+    imp = _command(sub, "import", run.cmd_import,
+                   "write a profile from a sparkrun recipe, a docker run line or a launcher")
+    imp.add_argument("sources", nargs="+", type=Path, metavar="SOURCE")
+    _output(imp, "the profile to write")
+    imp.add_argument("--hosts", default="", help="the nodes, head first: H1,H2,... (address or user@address)")
+    imp.add_argument("--architecture", help="the model's architecture (config.json architectures[0])")
+    imp.add_argument("--fabric", choices=("roce", "infiniband", "tcp"),
+                     help="the network between the nodes, when the source does not say (a recipe never does)")
+    imp.add_argument("--interface", help="the fabric's network interface on every node")
+    imp.add_argument("--rdma-devices", default="", help="the RDMA devices (HCAs) of a roce/infiniband fabric: A,B")
+    imp.add_argument("--force", action="store_true", help=FORCE_OUTPUT)
+    imp.add_argument("--trace", action="store_true",
+                     help="RUN each SOURCE (a launcher script) in a sandbox and import the docker run lines it records")
+    imp.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                     help="with --trace: a variable of the script's environment (repeatable)")
+
+
+def _add_export_audit_catalog(sub: argparse._SubParsersAction[Parser]) -> None:
+    export = _command(sub, "export", run.cmd_export, "write a profile as a sparkrun recipe")
+    export.add_argument("profile", type=Path)
+    export.add_argument("--sparkrun", action="store_true", required=True, help="as a sparkrun 0.4.2 recipe")
+    _output(export, "the recipe to write")
+    export.add_argument("--force", action="store_true", help=FORCE_OUTPUT)
+    _root(export)
+    audit = _command(sub, "audit", run.cmd_audit,
+                     "compare a fleet's captured state with the profile, key by key, per rank")
+    audit.add_argument("profile", type=Path)
+    audit.add_argument("--inspect", type=Path, required=True, metavar="DIR",
+                       help="the captures, one per node (launch.sh audit --save DIR, launch.sh postmortem DIR)")
+    audit.add_argument("--format", choices=("text", "json"), default="text")
+    _root(audit)
+    catalog = _command(sub, "catalog", run.cmd_catalog,
+                       "build the engine catalogs from SGLang (`catalog sglang --python PY` or `--source DIR`)",
+                       description="Extract the engine's flag and environment-variable catalogs from a real install.")
+    add_catalog_arguments(catalog)
+
+
+# One per process: argparse's objects reference each other, and the program runs without the cycle collector
+# (compiler/__init__.py), so a parser made per call would outlive it. Parsing never changes the parser, and no
+# handler changes the lists (--target, --env) a parse hands it.
+@functools.cache
+def build_parser() -> Parser:
+    """The parser of every command line of spark-compile."""
+    parser = Parser(prog="spark-compile", description="Compile fleet profiles into launch artifacts.",
+                    epilog="exit codes:\n" + "\n".join(textwrap.fill(meaning, 79, initial_indent=f"  {code:<4} ",
+                                                                      subsequent_indent=" " * 7)
+                                                        for code, meaning in EXIT_CODES),
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"spark-compile {__version__}")
+    parser.add_argument("--traceback", action="store_true", help=TRACEBACK_HELP)
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
+    for add in (_add_compile, _add_check, _add_plan_and_listings, _add_review, _add_import, _add_export_audit_catalog):
+        add(sub)
+    return parser
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """``argv`` read (a first word that is neither an option nor a command is a profile to compile); every
+    refusal is a UsageError, and --help or --version print and raise SystemExit(0)."""
+    parser = build_parser()
+    words = list(argv)
+    first = next((i for i, word in enumerate(words) if word != "--traceback"), len(words))
+    if first < len(words) and not words[first].startswith("-") and words[first] not in parser.commands:
+        words.insert(first, DEFAULT_COMMAND)
+    args = parser.parse_args(words)
+    if args.command is None:
+        raise UsageError("spark-compile: name a profile to compile, or a command (see --help)")
+    return args

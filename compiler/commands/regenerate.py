@@ -11,6 +11,7 @@ The SGLang 0.5.10.post1 catalogs are facts of a release no install here provides
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -68,14 +69,16 @@ def _run(what: str, command: list[str], out: Path | None, root: Path) -> bool:
 
 def main(argv: list[str]) -> int:
     """Regenerate (or with --check compare) everything; 0 ok, 1 stale or a step failed, 2 usage."""
-    if argv not in ([], ["--check"]):
-        sys.stderr.write(f"usage: {COMMAND} [--check]\n")
-        return EXIT_USAGE
+    parser = argparse.ArgumentParser(prog=COMMAND, description="Regenerate every generated file from its source.")
+    parser.add_argument("--check", action="store_true", help="compare, write nothing; exit 1 when a file is stale")
+    try:
+        check = parser.parse_args(argv).check
+    except SystemExit as exc:  # argparse printed the help, or the usage and why it refused
+        return int(exc.code or 0)
     if not (ROOT / "pyproject.toml").is_file() or not (ROOT / "generated").is_dir():
         sys.stderr.write(f"regenerate: {ROOT} is not a source checkout of spark-compile: run it from an editable "
                          "install (tests/run.sh makes one)\n")
         return EXIT_USAGE
-    check = argv == ["--check"]
     if default_engine_python() is None:
         sys.stderr.write("regenerate: note: the SGLang catalogs are not rebuilt: no engine interpreter (set "
                          "ENGINE_PYTHON, or make .venv-engine with .ci/install-engine)\n")

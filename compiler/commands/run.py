@@ -1,33 +1,45 @@
-"""The commands: each runs its stage and prints what it returns; `run` dispatches one command line."""
+"""The commands: each runs its stage and prints what it returns (commands/parser.py names each one's handler)."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from argparse import Namespace
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from spark_compile.commands.parser import COMMANDS, Arguments, parse
+from spark_compile.capacity.format import capacity_json, capacity_table
+from spark_compile.commands.audit import run_audit
+from spark_compile.commands.catalog import run_catalog
+from spark_compile.commands.compile import compile_profile
+from spark_compile.commands.drift import check_drift
+from spark_compile.commands.flags import flags_text
+from spark_compile.commands.schema import schema_text
 from spark_compile.common.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, InputError, UsageError
 from spark_compile.common.findings import Finding, has_errors
-
-if TYPE_CHECKING:
-    from spark_compile.pipeline import Outcome, Planned
+from spark_compile.common.quoting import terminal_text
+from spark_compile.common.secrets import redacted_json
+from spark_compile.engine.check import engine_findings_many
+from spark_compile.importer.profile import Request
+from spark_compile.importer.run import run_import
+from spark_compile.pipeline import Outcome, Planned, Rejected, planned, run
+from spark_compile.review.diff import run_diff, run_since
+from spark_compile.review.history import run_history
+from spark_compile.review.page import run_report
+from spark_compile.rules import load_all
+from spark_compile.spec.suggest import did_you_mean
+from spark_compile.stages.report import render as render_report
+from spark_compile.targets.sparkrun import run_export
 
 MAX_ERROR = 1000  # characters of an error line: a 5,000-character path is cut, not echoed whole
 
 
 def render(findings: list[Finding], fmt: str, profiles: int) -> str:
     """The findings report (see report.render)."""
-    from spark_compile.stages.report import render as render_report
-
     return render_report(findings, fmt, profiles)  # type: ignore[arg-type]
 
 
 def _planned(path: Path, targets: Sequence[str] = (), root: Path | None = None) -> Planned:
     """The planned profile (its warnings on stderr), or RejectedError."""
-    from spark_compile.pipeline import planned, run
-
     outcome = planned(run(path, targets=targets, root=root))
     if outcome.findings:
         sys.stderr.write(render(outcome.findings, "text", 1))
@@ -36,9 +48,6 @@ def _planned(path: Path, targets: Sequence[str] = (), root: Path | None = None) 
 
 def _with_engine_findings(outcomes: list[Outcome], python: str | None) -> list[list[Finding]]:
     """Each profile's findings with SGLang's own verdict added (every profile that passed the schema)."""
-    from spark_compile.engine.check import engine_findings_many
-    from spark_compile.pipeline import Planned, Rejected
-
     per_profile = [list(o.findings) for o in outcomes]
     typed = [o.planned if isinstance(o, Rejected) else o for o in outcomes]
     checked = [(i, p) for i, p in enumerate(typed) if isinstance(p, Planned)]
@@ -50,10 +59,8 @@ def _with_engine_findings(outcomes: list[Outcome], python: str | None) -> list[l
     return per_profile
 
 
-def cmd_check(args: Arguments) -> int:
+def cmd_check(args: Namespace) -> int:
     """Validate every profile named; print all findings; exit 1 on errors (or warnings with --strict)."""
-    from spark_compile.pipeline import Planned, run
-
     outcomes: list[Outcome] = []
     unreadable = 0
     for path in args.profiles:
@@ -71,18 +78,13 @@ def cmd_check(args: Arguments) -> int:
     if unreadable:
         return EXIT_USAGE
     if args.generated and status == EXIT_OK:
-        from spark_compile.commands.drift import check_drift
-
         status = check_drift([(p, o) for p, o in zip(args.profiles, outcomes, strict=True)
                               if isinstance(o, Planned)], args.out)
     return status
 
 
-def cmd_plan(args: Arguments) -> int:
+def cmd_plan(args: Namespace) -> int:
     """Print the launch plan as JSON (with the memory budget under `capacity`), or the budget as a table."""
-    from spark_compile.capacity.format import capacity_json, capacity_table
-    from spark_compile.common.secrets import redacted_json
-
     validated = _planned(args.profile, root=args.root)
     capacity = validated.capacity
     if args.capacity and capacity is not None:
@@ -95,28 +97,21 @@ def cmd_plan(args: Arguments) -> int:
     return EXIT_OK
 
 
-def cmd_schema(_: Arguments) -> int:
+def cmd_schema(_: Namespace) -> int:
     """Print the profile's JSON Schema."""
-    from spark_compile.commands.schema import schema_text
-
     sys.stdout.write(schema_text())
     return EXIT_OK
 
 
-def cmd_rules(_: Arguments) -> int:
+def cmd_rules(_: Namespace) -> int:
     """List every rule: id, severity, summary."""
-    from spark_compile.rules import load_all
-
     for rule in sorted(load_all().values(), key=lambda r: r.id):
         sys.stdout.write(f"{rule.id}  {rule.severity:<7}  {rule.summary}\n")
     return EXIT_OK
 
 
-def cmd_explain(args: Arguments) -> int:
+def cmd_explain(args: Namespace) -> int:
     """Print one rule's documentation with its bad and good examples."""
-    from spark_compile.rules import load_all
-    from spark_compile.spec.suggest import did_you_mean
-
     rules = load_all()
     rule = rules.get(args.rule.upper())
     if rule is None:
@@ -129,26 +124,20 @@ def cmd_explain(args: Arguments) -> int:
     return EXIT_OK
 
 
-def cmd_flags(args: Arguments) -> int:
+def cmd_flags(args: Namespace) -> int:
     """List the overlay's SPARK_* flags."""
-    from spark_compile.commands.flags import flags_text
-
     sys.stdout.write(flags_text(as_json=args.json))
     return EXIT_OK
 
 
-def cmd_compile(args: Arguments) -> int:
+def cmd_compile(args: Namespace) -> int:
     """Compile a profile and write its artifacts atomically."""
-    from spark_compile.commands.compile import compile_profile
-
     return compile_profile(_planned(args.profile, args.target, args.root), args.profile, args.out,
                            force=args.force)
 
 
-def cmd_diff(args: Arguments) -> int:
+def cmd_diff(args: Namespace) -> int:
     """Semantic diff of two profiles."""
-    from spark_compile.review.diff import run_diff, run_since
-
     if args.since is not None:
         return run_since(args.since, args.profiles, fmt=args.format)
     if len(args.profiles) != 2:
@@ -156,25 +145,18 @@ def cmd_diff(args: Arguments) -> int:
     return run_diff(*args.profiles, unified=args.unified, fmt=args.format)
 
 
-def cmd_history(args: Arguments) -> int:
+def cmd_history(args: Namespace) -> int:
     """The release table of a directory's extends chains."""
-    from spark_compile.review.history import run_history
-
     return run_history(args.directory, args.format)
 
 
-def cmd_report(args: Arguments) -> int:
+def cmd_report(args: Namespace) -> int:
     """The HTML review page."""
-    from spark_compile.review.page import run_report
-
     return run_report(args.profile, args.against, args.output)
 
 
-def cmd_import(args: Arguments) -> int:
+def cmd_import(args: Namespace) -> int:
     """Import a deployment into a profile."""
-    from spark_compile.importer.profile import Request
-    from spark_compile.importer.run import run_import
-
     name = args.output.stem if args.output is not None else None
     hosts = tuple(h for h in args.hosts.split(",") if h)
     env = dict(item.partition("=")[::2] for item in args.env)
@@ -186,55 +168,25 @@ def cmd_import(args: Arguments) -> int:
     return run_import(args.sources, args.output, request, force=args.force)
 
 
-def cmd_export(args: Arguments) -> int:
+def cmd_export(args: Namespace) -> int:
     """Export a profile as a sparkrun recipe."""
-    from spark_compile.targets.sparkrun import run_export
-
     planned = _planned(args.profile, root=args.root)
     return run_export(planned.plan, planned.profile, args.profile, args.output, force=args.force)
 
 
-def cmd_audit(args: Arguments) -> int:
+def cmd_audit(args: Namespace) -> int:
     """The fleet audit from captured state: 0 match, 1 drift, 2 a rank down or not captured (or usage)."""
-    from spark_compile.commands.audit import run_audit
-
     return run_audit(_planned(args.profile, root=args.root), args.inspect, args.format)
 
 
-def cmd_catalog(argv: list[str]) -> int:
+def cmd_catalog(args: Namespace) -> int:
     """Regenerate (or --check) the engine catalogs from a real SGLang install."""
-    from spark_compile.spec.generators.catalog_extract import main_catalog
-    from spark_compile.stages.write import write_file
-
-    return main_catalog(argv, write_file)
-
-
-HANDLERS: dict[str, Callable[[Arguments], int]] = {
-    "check": cmd_check, "plan": cmd_plan, "schema": cmd_schema, "rules": cmd_rules, "explain": cmd_explain,
-    "flags": cmd_flags, "compile": cmd_compile, "diff": cmd_diff, "history": cmd_history, "report": cmd_report,
-    "import": cmd_import, "export": cmd_export,
-    "audit": cmd_audit,
-}
-
-
-def run(argv: Sequence[str]) -> int:
-    """Run one command line; returns its exit code."""
-    args_list = list(argv)
-    if args_list[:1] == ["catalog"]:
-        return cmd_catalog(args_list[1:])
-    if args_list and args_list[0] not in COMMANDS and not args_list[0].startswith("-"):
-        args_list.insert(0, "compile")
-    args = parse(args_list)
-    if args.command is None:
-        raise UsageError("spark-compile: name a profile to compile, or a command (see --help)")
-    return HANDLERS[args.command](args)
+    return run_catalog(args)
 
 
 def error_line(exc: Exception) -> str:
     """An error's one line: a path or revision in it cannot add a line (a forged `::error::`) or move the
     cursor."""
-    from spark_compile.common.quoting import terminal_text
-
     text = terminal_text(str(exc), one_line=True)
     if len(text) > MAX_ERROR:
         text = f"{text[:MAX_ERROR]}... ({len(text) - MAX_ERROR} more characters)"

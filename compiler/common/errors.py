@@ -1,13 +1,31 @@
-"""The documented exit codes, and the base of the errors the CLI turns into a message and a non-zero one."""
+"""spark-compile's one table of exit codes, and the base of the errors the CLI turns into a message and a code."""
 
 from __future__ import annotations
 
 from spark_compile.common.findings import Finding
 
 EXIT_OK = 0
-EXIT_FINDINGS = 1  # findings of error severity (or warnings under --strict), drift, or a diff that differs
-EXIT_USAGE = 2  # bad command line, unreadable file, I/O failure
-EXIT_INTERNAL = 3  # a bug in spark-compile: reported in one line, never as a traceback
+EXIT_FINDINGS = 1  # the answer is no: findings, drift, a diff that differs, an import left incomplete
+EXIT_USAGE = 2  # the command cannot run as asked: the command line, an unreadable file, a failed write (argparse's)
+EXIT_INTERNAL = 3  # a bug in spark-compile: one line naming the log file that holds the traceback
+EXIT_DOWN = 4  # audit: a rank unreachable, not running or not captured
+EXIT_SANDBOX = 5  # import --trace: the script was stopped in its sandbox
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
+
+# The table `spark-compile --help` prints and README.md's "Exit codes" section holds (tests/test_exit_codes.py).
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (EXIT_OK, "fine"),
+    (EXIT_FINDINGS, "findings (errors, or warnings with --strict), drift (of generated/, of the catalogs, or of a "
+                    "fleet from `audit`), a diff that differs, or an import that left something out"),
+    (EXIT_USAGE, "usage or I/O error: a bad command line, an unreadable file, an output spark-compile will not "
+                 "replace, a closed or full standard output"),
+    (EXIT_INTERNAL, "internal error (a bug): one line naming the log file that holds the traceback (--traceback "
+                    "prints it instead)"),
+    (EXIT_DOWN, "`audit`: a rank unreachable, not running or not captured"),
+    (EXIT_SANDBOX, "`import --trace`: the script was stopped in its sandbox (a write outside its folder, a "
+                   "connection attempt, the time limit)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+)
 
 
 class SparkCompileError(Exception):
@@ -22,6 +40,12 @@ class UsageError(SparkCompileError):
 
 class InputError(SparkCompileError):
     """A file cannot be read or written."""
+
+
+class SandboxError(SparkCompileError):
+    """A traced launcher did what its sandbox refuses (`import --trace`): nothing was imported."""
+
+    exit_code = EXIT_SANDBOX
 
 
 class UnquotableError(SparkCompileError):

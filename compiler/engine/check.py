@@ -28,6 +28,7 @@ from spark_compile.spec.engine_values import DRAFT_PATH, draft_model, own_mtp_dr
 from spark_compile.spec.generators.catalog_extract import default_engine_python
 from spark_compile.spec.hardware import HARDWARE
 from spark_compile.stages.checkpoint import ConfigError, committed_path, is_regular, read_config
+from spark_compile.stages.launch_plan import dotted
 from spark_compile.stages.load import YamlPath
 from spark_compile.stages.model_paths import container_path, host_dir
 from spark_compile.stages.validate import locate
@@ -70,12 +71,8 @@ def _beside_profile(validated: Planned, name: str, at: YamlPath) -> Path:
     """A committed file named relative to the profile file that names it, or NotRunError."""
     path = committed_path(validated.resolved, name, at)
     if not is_regular(path):
-        raise NotRunError(f"{dotted_path(at)} names {path}, which is not a file here", at)
+        raise NotRunError(f"{dotted(at)} names {path}, which is not a file here", at)
     return path
-
-
-def dotted_path(at: YamlPath) -> str:
-    return ".".join(str(part) for part in at)
 
 
 def config_json(validated: Planned, at: YamlPath = ("model",)) -> Path:
@@ -84,7 +81,7 @@ def config_json(validated: Planned, at: YamlPath = ("model",)) -> Path:
     profile = validated.profile
     source = profile.model if at == ("model",) else profile.engine.speculative.draft
     assert source is not None
-    where, name = (*at, "config_json"), dotted_path(at)
+    where, name = (*at, "config_json"), dotted(at)
     if source.config_json is not None:
         return _beside_profile(validated, str(source.config_json), where)
     holder = profile.model.holder_repo if at == ("model",) and profile.model.engram is not None else None

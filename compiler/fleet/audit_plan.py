@@ -81,9 +81,6 @@ _SWITCHES = {"--rm": ("HostConfig", "AutoRemove"), "--privileged": ("HostConfig"
 CLIENT_ONLY = ("--env-file", "-d")
 
 
-_dotted = functools.lru_cache(maxsize=None)(dotted)  # a few hundred distinct paths, asked once per rank
-
-
 @functools.lru_cache(maxsize=64)
 def docker_fields(options: tuple[Option, ...], image: str) -> list[dict[str, Any]]:
     """Every inspect field the plan's docker options decide, and the daemon's value for sizes they leave
@@ -92,7 +89,7 @@ def docker_fields(options: tuple[Option, ...], image: str) -> list[dict[str, Any
     items: dict[str, dict[str, Any]] = {}
     for option in options:
         # docker's own restart policy stays "no" because systemd applies container.restart.
-        source = _dotted(option.source) if option.source else "container.restart" if option.flag == "--restart" else ""
+        source = dotted(option.source) if option.source else "container.restart" if option.flag == "--restart" else ""
         if option.flag in _SCALARS:
             path, convert = _SCALARS[option.flag]
             scalars[path] = {"path": list(path), "value": convert(option.values[0]), "source": source}
@@ -125,7 +122,7 @@ def engine_argv(rank: RankPlan) -> dict[str, Any]:
     options: dict[str, dict[str, Any]] = {}
     for option in rank.engine_options:
         entry = options.setdefault(option.flag, {"flag": option.flag, "occurrences": [],
-                                                 "source": _dotted(option.source)})
+                                                 "source": dotted(option.source)})
         entry["occurrences"].append(list(option.values))
     return {"entrypoint": [rank.launcher[0]], "prefix": list(rank.launcher[1:]), "source": "engine.launcher",
             "options": list(options.values())}
@@ -135,7 +132,7 @@ def env_entries(rank: RankPlan, profile: Profile) -> list[dict[str, Any]]:
     """The container's environment: each env file's variables, then what the node adds at start. A secret
     (a name the node redacts) is compared by its presence only."""
     secrets = set(profile.secrets.env)
-    entries = [{"name": var.name, "value": var.value, "source": _dotted(var.source),
+    entries = [{"name": var.name, "value": var.value, "source": dotted(var.source),
                 "secret": cut_on_node(var.name, profile)} for var in rank.variables]
     for name in rank.runtime_env:
         source = "secrets.env" if name in secrets else "fleet.fabric.gid_index"

@@ -11,6 +11,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from spark_compile.spec.model import Profile
+from spark_compile.stages.launch_plan import dotted
 
 Path = tuple[str | int, ...]
 
@@ -90,7 +91,7 @@ def problem(path: Path, value: object) -> str | None:
     """None when the profile model accepts ``value`` at ``path``, else its message."""
     info = field(path)
     if info is None:
-        return f"the profile has no key {'.'.join(map(str, path))}"
+        return f"the profile has no key {dotted(path)}"
     try:
         TypeAdapter(_value_type(info, path)).validate_python(value, strict=True)
     except ValidationError as exc:

@@ -30,6 +30,7 @@ from spark_compile.importer.tables import (
     SUPERVISION,
 )
 from spark_compile.spec import fields as f
+from spark_compile.stages.launch_plan import dotted
 
 DEFAULT_LAUNCHER = ["python3", "-m", "sglang.launch_server"]
 _ARG_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
@@ -81,11 +82,11 @@ def put(draft: Draft, path: tuple[str | int, ...], kind: Any, text: str | list[s
     try:
         value: Scalar | list[Scalar] = list(text) if isinstance(text, list) else _convert(kind, text)
     except ValueError:
-        draft.leave(where, what, f"{text!r} is not a number, which {'.'.join(map(str, path))} needs")
+        draft.leave(where, what, f"{text!r} is not a number, which {dotted(path)} needs")
         return False
     problem = fields.problem(path, value)
     if problem:
-        draft.leave(where, what, f"{'.'.join(map(str, path))} refuses it: {problem}")
+        draft.leave(where, what, f"{dotted(path)} refuses it: {problem}")
         return False
     if not fields.is_default(path, value):
         draft.set(path, value, origin)
@@ -257,7 +258,7 @@ def draft_path(draft: Draft, option: EngineOption, mounts: dict[str, tuple[str, 
 
 def _path_why(option: EngineOption, at: tuple[str, ...]) -> str:
     path = option.values[0] if option.values else ""
-    key = ".".join(at)
+    key = dotted(at)
     if not path.startswith("/"):
         return f"the path is a hub id, which {key} cannot hold"
     if fields.exists((*at, "hub_id")) or _SNAPSHOT_PATH.fullmatch(path):

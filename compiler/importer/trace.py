@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
-from spark_compile.common.errors import InputError, UsageError
+from spark_compile.common.errors import InputError, SandboxError, UsageError
 from spark_compile.importer.argv import launcher_split
 from spark_compile.importer.docker_run import parse_launch
 from spark_compile.importer.shell import ShellWord
@@ -185,7 +185,7 @@ def traced_launches(script: Path, hosts: tuple[str, ...], env: dict[str, str], l
         raise InputError(f"{script}: not a regular file")
     traced = run_traced(script, hosts, env, interface, devices)
     if traced.violations:
-        raise InputError(f"{script}: stopped in the sandbox: " + "; ".join(traced.violations) +
+        raise SandboxError(f"{script}: stopped in the sandbox: " + "; ".join(traced.violations) +
                          " (nothing was written outside the sandbox; nothing was imported)")
     notes.append(f"{script}: the traced run exited {traced.status} and made {len(traced.calls)} recorded call(s)")
     launches = []

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from spark_compile.capacity.budget import size_gib
 from spark_compile.rules.registry import PLAN_ENGRAM_VARIABLES, Context, Hit, env_settings, gid_hint, rule
 from spark_compile.stages.engine_options import api_bind
+from spark_compile.stages.launch_plan import dotted
 
 ENGRAM_ROW_BYTES = 264  # F8_E4M3 [N,256] weight + F8_E8M0 [N,8] scale
 
@@ -16,7 +17,7 @@ ENGRAM_ROW_BYTES = 264  # F8_E4M3 [N,256] weight + F8_E8M0 [N,8] scale
 def _duplicates(ctx: Context, field: str, what: str) -> Iterator[Hit]:
     nodes = ctx.profile.fleet.nodes
     # Nodes are named by name, as everywhere else; only a repeated name needs the index to tell them apart.
-    label = (lambda i: f"fleet.nodes[{i}]") if field == "name" else (lambda i: nodes[i].name)
+    label = (lambda i: dotted(("fleet", "nodes", i))) if field == "name" else (lambda i: nodes[i].name)
     seen: dict[str, int] = {}
     for index, node in enumerate(nodes):
         value = getattr(node, field)

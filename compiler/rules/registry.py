@@ -20,7 +20,7 @@ from spark_compile.spec.hardware import FAMILIES, HARDWARE, Hardware, ModelFamil
 from spark_compile.spec.model import Profile
 from spark_compile.spec.record import Record
 from spark_compile.stages.checkpoint import committed_checkpoint, committed_draft
-from spark_compile.stages.launch_plan import LaunchPlan
+from spark_compile.stages.launch_plan import LaunchPlan, dotted
 from spark_compile.stages.resolve import Resolved
 from spark_compile.targets import k8s
 
@@ -181,7 +181,8 @@ def gid_hint(ctx: Context, path: Path, value: object) -> str:
     shown = text if text.isdigit() else "probe"
     if path[:2] == ("fleet", "nodes") and isinstance(path[2], int):
         name = ctx.profile.fleet.nodes[path[2]].name
-        return f"move it to fleet.nodes[{path[2]}].gid_index: {shown} (node {name}; the plan writes both GID variables)"
+        return (f"move it to {dotted((*path[:3], 'gid_index'))}: {shown} (node {name}; the plan writes both GID "
+                "variables)")
     return f"move it to fleet.fabric.gid_index: {shown} (the plan writes both GID variables from it)"
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from spark_compile.rules.registry import Context, Hit, rule
 from spark_compile.spec.secret_patterns import looks_secret
+from spark_compile.stages.launch_plan import dotted
 
 
 def _named(path: tuple[str | int, ...], value: str, siblings: Any) -> tuple[str, str]:
@@ -23,10 +24,6 @@ def _named(path: tuple[str | int, ...], value: str, siblings: Any) -> tuple[str,
     return name, value
 
 
-def _dotted(path: tuple[str | int, ...]) -> str:
-    return ".".join(str(p) for p in path)
-
-
 @rule("SC230", "error", "literal secret in a profile",
       "Profiles are committed, diffed and reviewed: a token, password or API key must not be in one. Name "
       "where the value lives on the node instead; the unit reads it at start into a root-only runtime file.",
@@ -41,7 +38,7 @@ def literal_secrets(ctx: Context) -> Iterator[Hit]:
                     else "let the command read it from a root-only file on the node (a --password-file option): "
                     "launch.sh logs every command it runs" if path[:2] == ("operations", "previous_stack")
                     else "reference it from the secrets section instead")
-            yield Hit(path, f"{_dotted(path)} holds a literal secret", hint, redact=value)
+            yield Hit(path, f"{dotted(path)} holds a literal secret", hint, redact=value)
 
 
 @rule("SC231", "error", "secret also set as a literal",

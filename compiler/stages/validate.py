@@ -193,7 +193,7 @@ def _node_named(text: str, path: tuple[str | int, ...], data: Any) -> str:
     nodes = data.get("fleet", {}).get("nodes") if isinstance(data, dict) else None
     node = nodes[path[2]] if isinstance(nodes, list) and path[2] < len(nodes) else None
     name = node.get("name") if isinstance(node, dict) else None
-    index = f"fleet.nodes[{path[2]}]"
+    index = dotted(path[:3])
     return text.replace(index, f"{index} ({name})", 1) if isinstance(name, str) and name else text
 
 

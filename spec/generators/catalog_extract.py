@@ -1,12 +1,11 @@
 """Stage: extract SGLang's flag and environment catalogs from a real install.
 
-``spark-compile catalog sglang [--python PYTHON] [--out DIR] [--check]`` runs ``sglang_probe.py`` with
+``spark-compile catalog sglang [--python PYTHON] [--out DIR] [--check]`` (its arguments are
+add_catalog_arguments', compiler/commands/catalog.py runs it) runs ``sglang_probe.py`` with
 the engine venv's interpreter (``.ci/install-engine`` makes one) in a subprocess, and writes
 ``sglang-VERSION.json`` and ``sglang-env-VERSION.json`` into ``spec/catalogs/`` — or, with ``--check``,
 compares them with the committed files. Nothing heavy is imported here: sglang and torch are only
 ever imported by the probe, in the other interpreter, never on the compile path.
-
-Exit codes: 0 ok, 1 the committed catalogs differ (with --check), 2 usage or I/O error.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,10 +23,6 @@ from typing import Any
 from spark_compile.spec.generators.sglang_environ import env_entries_static
 from spark_compile.spec.generators.sglang_probe import FORMAT
 from spark_compile.spec.generators.sglang_source import SourceError, find_package, source_catalog
-
-EXIT_OK = 0
-EXIT_DIFFERS = 1
-EXIT_USAGE = 2
 
 PROBE = Path(__file__).resolve().with_name("sglang_probe.py")
 CATALOG_FORMAT = 1
@@ -227,11 +221,8 @@ def extract_from_source(root: Path, name: str | None) -> tuple[Catalog, Catalog]
     return _validate({"flags": flags, "env": {"format": FORMAT, "catalog": flags["catalog"], "variables": variables}})
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="spark-compile catalog",
-        description="Extract the engine's flag and environment-variable catalogs from a real install.",
-    )
+def add_catalog_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``spark-compile catalog`` (compiler/commands/catalog.py runs it)."""
     parser.add_argument("engine", choices=("sglang",), help="which engine's catalogs")
     parser.add_argument(
         "--python",
@@ -246,43 +237,3 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--check", action="store_true", help="compare with the committed catalogs, write nothing"
     )
-    return parser
-
-
-def main_catalog(argv: list[str], write: Writer) -> int:
-    """``spark-compile catalog ...``: 0 ok, 1 differs (--check), 2 usage or I/O error."""
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:  # argparse already printed usage and the reason
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    python = args.python or default_engine_python()
-    if args.source is None and python is None:
-        sys.stderr.write(
-            f"spark-compile catalog: error: no engine interpreter: pass --python or set {ENGINE_PYTHON_ENV} "
-            "(make one with .ci/install-engine)\n"
-        )
-        return EXIT_USAGE
-    out_dir: Path = args.out or default_catalog_dir()
-    try:
-        flags, env = extract_from_source(args.source, args.name) if args.source else \
-            extract_sglang_catalog(str(python))
-        if args.check:
-            problems = check_catalogs(flags, env, out_dir)
-            for line in problems:
-                sys.stdout.write(f"{line}\n")
-            if problems:
-                sys.stderr.write(
-                    f"spark-compile catalog: {len(problems)} difference(s) from the catalogs in {out_dir}; "
-                    "regenerate with: spark-compile catalog sglang\n"
-                )
-                return EXIT_DIFFERS
-            sys.stdout.write(f"catalogs {flags['catalog']} are up to date\n")
-            return EXIT_OK
-        flags_path, env_path = write_catalogs(flags, env, out_dir, write)
-    except CatalogError as exc:
-        sys.stderr.write(f"spark-compile catalog: error: {exc}\n")
-        return EXIT_USAGE
-    sys.stdout.write(f"wrote {flags_path} ({len(flags['flags'])} flags)\n")
-    sys.stdout.write(f"wrote {env_path} ({len(env['variables'])} variables)\n")
-    return EXIT_OK
-

@@ -1,7 +1,7 @@
 """Every input of the command line that names a path, a revision, a pattern or an interpreter, or whose
 file's contents the command reads, and the hostile values each one is run with.
 
-`cli_options()` enumerates the real argparse parsers (compiler/cli.py and the catalog command's); INPUTS
+`cli_options()` enumerates the real argparse parser (compiler/commands/parser.py); INPUTS
 says, for each (command, option) that takes a value, how a hostile value reaches it. test_cli_inputs fails
 when a parser grows an option INPUTS does not cover.
 """
@@ -25,12 +25,9 @@ POSITIVE = ROOT / "tests" / "profiles" / "positive" / "llama-2node-h100.yaml"
 def cli_options() -> set[tuple[str, str]]:
     """(command, option or positional name) of every argument that takes a value, in every parser."""
     from spark_compile.commands.parser import build_parser
-    from spark_compile.spec.generators.catalog_extract import _parser as catalog_parser
 
     found: set[tuple[str, str]] = set()
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    parsers = {**sub.choices, "catalog": catalog_parser()}
-    for command, parser in parsers.items():
+    for command, parser in build_parser().commands.items():
         for action in parser._actions:
             if action.nargs == 0 or isinstance(action, argparse._HelpAction | argparse._VersionAction):
                 continue  # a switch takes no value

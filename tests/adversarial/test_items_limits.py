@@ -124,10 +124,10 @@ def test_item_17_interrupt_closed_stdout_and_full_disk() -> None:
 def test_item_17_keyboard_interrupt_in_a_stage_is_130(monkeypatch: pytest.MonkeyPatch) -> None:
     from spark_compile.commands import run as commands
 
-    def interrupted(args: object) -> int:
+    def interrupted(*args: object, **kwargs: object) -> object:
         raise KeyboardInterrupt
 
-    monkeypatch.setitem(commands.HANDLERS, "check", interrupted)
+    monkeypatch.setattr(commands, "run", interrupted)  # the pipeline's run, which check calls per profile
     outcome = run_main("check", str(REFERENCE_PROFILE))
     assert (outcome.code, outcome.err) == (130, "spark-compile: interrupted\n")
 

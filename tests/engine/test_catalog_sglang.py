@@ -11,12 +11,11 @@ import pytest
 from spark_compile.spec.generators.catalog_extract import (
     check_catalogs,
     extract_sglang_catalog,
-    main_catalog,
     named_paths,
     render_catalog,
 )
-from spark_compile.stages.write import write_file
 
+from conftest import run_cli
 from sglang_parse import engine_python
 
 pytestmark = pytest.mark.engine
@@ -80,13 +79,16 @@ def test_check_reports_differences(extracted: Catalogs, tmp_path: Path) -> None:
     assert not any(p.startswith(env_path.name) for p in problems)
 
 
-def test_cli_check_passes_on_the_committed_catalogs(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main_catalog(["sglang", "--python", engine_python(), "--check"], write_file) == 0
-    assert "up to date" in capsys.readouterr().out
+def test_cli_check_passes_on_the_committed_catalogs() -> None:
+    result = run_cli("catalog", "sglang", "--python", engine_python(), "--check")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "catalogs sglang-0.5.23 are up to date\n", "")
 
 
-def test_cli_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    assert main_catalog(["vllm"], write_file) == 2
-    assert main_catalog(["sglang", "--python", str(tmp_path / "missing-python")], write_file) == 2
-    err = capsys.readouterr().err
-    assert "engine interpreter not found" in err and "Traceback" not in err
+def test_cli_usage_errors(tmp_path: Path) -> None:
+    vllm = run_cli("catalog", "vllm")
+    assert (vllm.returncode, vllm.stdout, vllm.stderr) == (
+        2, "", "spark-compile catalog: argument engine: invalid choice: 'vllm' (choose from 'sglang') (see --help)\n")
+    missing = run_cli("catalog", "sglang", "--python", str(tmp_path / "missing-python"))
+    assert (missing.returncode, missing.stdout, missing.stderr) == (
+        2, "", f"spark-compile catalog: error: engine interpreter not found: {tmp_path / 'missing-python'} (make one "
+        "with .ci/install-engine)\n")

@@ -10,6 +10,7 @@ import yaml
 from roundtrip import compare, compiled
 
 from spark_compile.cli import main
+from spark_compile.common.errors import EXIT_SANDBOX
 from spark_compile.importer.mapping import ranks
 from spark_compile.importer.trace import run_traced, traced_launches
 
@@ -78,7 +79,7 @@ def test_a_launcher_that_breaks_out_is_stopped(capsys: pytest.CaptureFixture[str
                                                why: str) -> None:
     out = tmp_path / "x.yaml"
     code = main(["import", "--trace", str(FIXTURES / script), "--hosts", "192.0.2.1", "-o", str(out)])
-    assert code == 2
+    assert code == EXIT_SANDBOX
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"spark-compile: error: {FIXTURES}/{script}: stopped in the sandbox: {why} (nothing was written outside the "
         "sandbox; nothing was imported)")
