@@ -15,6 +15,8 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pydantic import BaseModel
+
 from spark_compile.common.errors import EXIT_FINDINGS, EXIT_OK, InputError, RejectedError
 from spark_compile.common.secrets import redact
 from spark_compile.pipeline import Planned, planned, run
@@ -96,18 +98,16 @@ def _origin(resolved: Resolved, path: tuple[str | int, ...]) -> str | None:
 
 def model_value(model: Any, path: tuple[str | int, ...]) -> Any:
     """The value the typed profile holds at ``path`` (its default when the file leaves it out), or UNSET."""
-    from spark_compile.spec.record import Record
-
     for part in path:
         indexable = (isinstance(model, dict) and part in model) or (
             isinstance(model, list | tuple) and isinstance(part, int) and part < len(model))
-        if isinstance(model, Record) and isinstance(part, str) and part in model.FIELDS:
+        if isinstance(model, BaseModel) and isinstance(part, str) and part in type(model).model_fields:
             model = getattr(model, part)
         elif indexable:
             model = model[part]
         else:
             return UNSET
-    if isinstance(model, Record | dict | list | tuple) or model is None:
+    if isinstance(model, BaseModel | dict | list | tuple) or model is None:
         return UNSET
     return model
 

@@ -12,6 +12,8 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import BaseModel
+
 from spark_compile.overlay.value_class import value_class
 
 if TYPE_CHECKING:
@@ -97,11 +99,9 @@ class Context:
 
     @functools.cached_property
     def written(self) -> tuple[tuple[Path, Any, Any], ...]:
-        """Every node of the profile's records that the profile writes, as (path, node, parent), depth first;
+        """Every node of the profile's sections that the profile writes, as (path, node, parent), depth first;
         a subtree it does not write (defaults only) is not entered. The rules that look at every value share
         this one walk."""
-        from spark_compile.spec.record import Record
-
         found: list[tuple[Path, Any, Any]] = []
         stack: list[tuple[Path, Any, Any]] = [((), self.profile, None)]
         while stack:
@@ -109,9 +109,9 @@ class Context:
             if path and not self.present(path):
                 continue
             found.append((path, node, parent))
-            if isinstance(node, Record):  # a field's value is read only when the profile writes it
-                items: Iterable[tuple[str | int, Any]] = [(name, getattr(node, name)) for name in node.FIELDS
-                                                          if self.present((*path, name))]
+            if isinstance(node, BaseModel):  # a field's value is read only when the profile writes it
+                items: Iterable[tuple[str | int, Any]] = [
+                    (name, getattr(node, name)) for name in type(node).model_fields if self.present((*path, name))]
             elif isinstance(node, dict):
                 items = node.items()
             elif isinstance(node, list):

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pydantic_core import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from spark_compile.common.findings import Finding
+from spark_compile.spec.model import Profile
+from spark_compile.spec.suggest import did_you_mean
 from spark_compile.stages.launch_plan import dotted
 from spark_compile.stages.resolve import Resolved
-
-if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-    from spark_compile.spec.model import Profile
 
 _RANGE_TEXT = {
     "greater_than": "must be greater than {gt}", "greater_than_equal": "must be at least {ge}",
@@ -43,8 +40,6 @@ def _fields_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
 
 
 def _model_in(annotation: Any) -> Any:
-    from pydantic import BaseModel
-
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in getattr(annotation, "__args__", ()):
@@ -115,8 +110,6 @@ def _type_word(kind: str) -> str:
 def _message(err: Any, where: str, model: type[BaseModel]) -> tuple[str, str, str, bool]:
     """(rule, message, hint, at_key) for one pydantic error."""
     kind, loc, value = err["type"], err["loc"], err.get("input")
-    from spark_compile.spec.suggest import did_you_mean
-
     if kind == "extra_forbidden":
         key = str(loc[-1])
         hint = did_you_mean(key, _fields_at(model, loc[:-1]))
@@ -228,15 +221,8 @@ def locate(resolved: Resolved, path: tuple[str | int, ...], rule: str, severity:
 
 
 def schema(resolved: Resolved) -> Profile | list[Finding]:
-    """Stage: the resolved data as a typed Profile, or the positioned findings of every schema error.
-
-    The core validator (spec/core_validator.py) raises exactly the pydantic model's errors
-    (tests/test_core_validator.py); the model itself is imported only to word them (field names, descriptions)."""
-    from spark_compile.spec.core_validator import validate_profile
-
+    """Stage: the resolved data as a typed Profile, or the positioned findings of every schema error."""
     try:
-        return validate_profile(resolved.data)
+        return Profile.model_validate(resolved.data)
     except ValidationError as exc:
-        from spark_compile.spec.model import Profile as ProfileModel
-
-        return schema_findings(resolved, exc, ProfileModel)
+        return schema_findings(resolved, exc, Profile)
