@@ -6,10 +6,8 @@
 
 "Cold" here means what a pre-commit hook or a CI step meets: a new interpreter process for every sample,
 with warm bytecode caches (__pycache__ written by the warm-up run; PYTHONDONTWRITEBYTECODE is removed from
-the children's environment so that it can be), a warm user cache (the frozen profile schema and Jinja's
-compiled templates, in a cache directory of the run's own that the warm-up fills) and a warm OS page cache.
-One row runs `check` with that schema cache emptied before each sample: what the first run after an install
-or an edit of the model pays. Every row is whole processes
+the children's environment so that it can be), a warm user cache (Jinja's compiled templates, in a cache
+directory of the run's own that the warm-up fills) and a warm OS page cache. Every row is whole processes
 started from sys.executable; the rows are warmed up once, then run round-robin, and medians are reported.
 Peak memory is each child's own ru_maxrss (os.wait4). Compiles write into a fresh empty directory on a
 tmpfs (/dev/shm) by default: on the shared project VM, creating files on the disk costs anywhere from 0.1
@@ -46,7 +44,7 @@ VARIANTS = 50
 COLD_DEFINITION = (
     "a new interpreter process per sample (sys.executable), warm bytecode caches (written by a warm-up "
     "run; PYTHONDONTWRITEBYTECODE removed from the child environment), a warm user cache of the run's own "
-    "(XDG_CACHE_HOME; the schema and compiled templates, filled by the warm-up), warm OS page cache: as a "
+    "(XDG_CACHE_HOME; the compiled templates, filled by the warm-up), warm OS page cache: as a "
     "pre-commit hook runs"
 )
 
@@ -94,16 +92,6 @@ def fresh_dir(path: Path) -> tuple[Callable[[], None], Callable[[], None]]:
         shutil.rmtree(path, ignore_errors=True)
 
     return before, after
-
-
-def no_schema_cache(cache: Path) -> Callable[[], None]:
-    """A before hook: the user cache without its frozen schema, as before the first run."""
-
-    def before() -> None:
-        for path in (cache / "spark-compile").glob("core-schema-*"):
-            path.unlink()
-
-    return before
 
 
 def compile_bench(name: str, profile: Path, out: Path, reps: int) -> Bench:
@@ -168,14 +156,12 @@ def run_all(mode: Mode, env: dict[str, str], work: Path) -> dict[str, object]:
     floor_pass = Bench("floor: python -c pass", [sys.executable, "-c", "pass"], mode.reps)
     floor = Bench(f"floor: {imports}", [sys.executable, "-c", imports], mode.reps)
     check = Bench("cold check (reference)", cli("check", REFERENCE), mode.reps, says("0 errors"))
-    first = Bench("cold check, no cached schema (first run)", cli("check", REFERENCE), mode.reps, says("0 errors"),
-                  no_schema_cache(Path(env["XDG_CACHE_HOME"])))
     plan = Bench("cold plan --json (reference)", cli("plan", REFERENCE, "--json"), mode.reps, says('"ranks"'))
     full = compile_bench("cold compile (reference, to a tmp dir)", REFERENCE, work / "out-ref", mode.reps)
     one = Bench("check 1 variant profile", cli("check", variants[0]), mode.reps, says("0 errors"))
     many = Bench(f"check {VARIANTS} variant profiles, 1 process", cli("check", *variants), mode.reps,
                  says(f" in {VARIANTS} profiles"))
-    cold = [floor_pass, floor, check, first, plan, full, diff_bench(env, mode.reps), one, many]
+    cold = [floor_pass, floor, check, plan, full, diff_bench(env, mode.reps), one, many]
     progress(f"cold commands: {mode.warmup} warm-up, then {mode.reps} interleaved rounds")
     harness.run_interleaved(cold, env, mode.warmup, progress)
 

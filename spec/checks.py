@@ -1,6 +1,5 @@
-"""The profile's value checks: plain functions over pydantic-core only, which the model's types use
-(spec/fields.py, spec/model.py), so that its core schema refers to them by name (spec/core_schema.py) and
-the check path calls them without pydantic's model classes."""
+"""The profile's value checks: plain functions that the model's field types and model validators use
+(spec/fields.py, spec/model.py); each raises pydantic-core's error with one clear message."""
 
 from __future__ import annotations
 

@@ -107,7 +107,6 @@ class KubernetesRdma(Section):
         description="device-plugin only: the extended resource name, e.g. rdma/rdma_shared_device_a.",
     )
 
-    # A plain function (spec/checks.py), so that the generated core validator refers to the same check.
     _resource_for_plugin = model_validator(mode="after")(check_rdma_resource)
 
 

@@ -205,7 +205,6 @@ class Model(Section):
         None, description="Pinned: GiB CUDA graph capture took on each rank at boot, in rank order.",
     )
 
-    # Plain functions (spec/checks.py), so that the generated core validator refers to the same checks.
     _aliases_need_the_overlay = model_validator(mode="after")(check_aliases_overlay)
     _one_source = model_validator(mode="after")(check_model_source)
 
@@ -267,7 +266,6 @@ class SecretRef(Section):
         description="A variable of the unit's environment on the node (e.g. from a drop-in's EnvironmentFile=).",
     )
 
-    # A plain function (spec/checks.py), so that the generated core validator refers to the same check.
     _exactly_one = model_validator(mode="after")(check_secret_ref)
 
 

@@ -36,7 +36,6 @@ class PreviousStack(Section):
         "(the peer's PREVIOUS_STACK_RELAUNCH).",
     )
 
-    # A plain function (spec/checks.py), so that the generated core validator refers to the same check.
     _one_way = model_validator(mode="after")(check_previous_stack)
 
 
@@ -93,7 +92,6 @@ class OperatorCheck(Section):
     max_tokens: Positive = Field(256, description="Longest answer asked for.")
     thinking: bool = Field(False, description="Ask with thinking on (the answer is still the content only).")
 
-    # A plain function (spec/checks.py), so that the generated core validator refers to the same check.
     _one_expectation = model_validator(mode="after")(check_operator_check)
 
 
@@ -116,5 +114,4 @@ class Window(Section):
     )
     checks: list[OperatorCheck] = Field([], description="The deployment's own gate checks (prompt and answer).")
 
-    # A plain function (spec/checks.py), so that the generated core validator refers to the same check.
     _distinct_names = model_validator(mode="after")(check_window_names)

@@ -1,8 +1,8 @@
-"""Overlay facts shared by the model, the plan and the rules (kept free of pydantic: the check path reads it)."""
+"""Overlay facts shared by the model, the plan and the rules (below the model: spec/fields.py reads it)."""
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import BaseModel
 
 from spark_compile.overlay.registry import FLAGS, Flag
 
@@ -19,8 +19,8 @@ def derived_engram_max_ids(chunked_prefill_size: int, max_running_requests: int)
     return max(chunked_prefill_size, max_running_requests * 8) * 32
 
 
-def flag_value(section: Any, key: str) -> object:
+def flag_value(section: BaseModel, key: str) -> object:
     """The value of the overlay field ``key`` (a registry flag's key); a key the section lacks is a bug, not None."""
-    if key not in type(section).FIELDS:
+    if key not in type(section).model_fields:
         raise KeyError(f"the overlay section has no field {key!r}")
     return getattr(section, key)

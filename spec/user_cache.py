@@ -1,13 +1,12 @@
 """The per-user cache of spark-compile: files named by a key of their content's sources, in
 $XDG_CACHE_HOME/spark-compile (default ~/.cache/spark-compile).
 
-It holds the frozen core schema (spec/core_validator.py), the compiled templates (template_store.py) and the
-catalogs split for lookup (spec/catalog_store.py), and is trusted only as far as its owner: a directory or
-file that is a symlink, not the user's own, or writable by group or others is neither read nor written, so
-no other user can put code or data in a run. Each file
-starts with the SHA-256 of its body; a torn or edited file fails that check and reads as missing. Any
-failure here means "no cache": the caller builds from the source instead, so the cache can make a run
-faster, never different.
+It holds the compiled templates (compiler/stages/template_store.py) and the catalogs split for lookup
+(spec/catalog_store.py), and is trusted only as far as its owner: a directory or file that is a symlink, not
+the user's own, or writable by group or others is neither read nor written, so no other user can put code or
+data in a run. Each file starts with the SHA-256 of its body; a torn or edited file fails that check and
+reads as missing. Any failure here means "no cache": the caller builds from the source instead, so the
+cache can make a run faster, never different.
 """
 
 from __future__ import annotations

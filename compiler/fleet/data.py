@@ -17,7 +17,6 @@ from spark_compile.common.quoting import bash_word
 from spark_compile.overlay.gates import enabled_hooks
 from spark_compile.overlay.settings import parse_environment
 from spark_compile.spec.model import Profile
-from spark_compile.spec.record import as_data
 from spark_compile.spec.secret_patterns import SECRET_NAME, SECRET_VALUE, names_secret
 from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
 from spark_compile.stages.model_paths import host_dir, in_snapshot, served_id
@@ -338,6 +337,6 @@ def fleet_json(plan: LaunchPlan, profile: Profile) -> str:
         "image": smoke.image, "tools": smoke.tools, "timeout": smoke.request_timeout_seconds,
         "thinking_default": profile.engine.chat.thinking,
         "reasoning": profile.engine.chat.reasoning_parser is not None,
-        "window": as_data(profile.operations.window),
+        "window": profile.operations.window.model_dump(),
     }
     return json.dumps(config, indent=2, sort_keys=True) + "\n"

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pydantic import BaseModel
+
 from spark_compile.common.errors import EXIT_FINDINGS, EXIT_OK, InputError, RejectedError
 from spark_compile.common.secrets import redact
 from spark_compile.pipeline import Planned, planned, run
@@ -22,7 +24,6 @@ from spark_compile.review.artifact_diff import UNSET, ProfileChange, ProfileDiff
 from spark_compile.review.diff_format import FORMATS, md
 from spark_compile.review.diff_sources import changed_inputs, known_sources, source
 from spark_compile.review.diff_stale import stale_mentions
-from spark_compile.spec.record import Record
 from spark_compile.stages.launch_plan import dotted
 from spark_compile.stages.load import MAX_BYTES, Document, decode, oversized, parse_text
 from spark_compile.stages.report import render
@@ -100,13 +101,13 @@ def model_value(model: Any, path: tuple[str | int, ...]) -> Any:
     for part in path:
         indexable = (isinstance(model, dict) and part in model) or (
             isinstance(model, list | tuple) and isinstance(part, int) and part < len(model))
-        if isinstance(model, Record) and isinstance(part, str) and part in model.FIELDS:
+        if isinstance(model, BaseModel) and isinstance(part, str) and part in type(model).model_fields:
             model = getattr(model, part)
         elif indexable:
             model = model[part]
         else:
             return UNSET
-    if isinstance(model, Record | dict | list | tuple) or model is None:
+    if isinstance(model, BaseModel | dict | list | tuple) or model is None:
         return UNSET
     return model
 

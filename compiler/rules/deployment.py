@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from pydantic import BaseModel
+
 from spark_compile.rules.registry import Context, Hit, Path, rule
-from spark_compile.spec.record import Record
 from spark_compile.stages.launch_plan import Mount, dotted
 from spark_compile.stages.plan import RDMA_DEVICE, rdma_access
 
@@ -122,7 +123,7 @@ def unique_entries(ctx: Context) -> Iterator[Hit]:
             continue
         seen: dict[object, int] = {}
         for index, item in enumerate(items):
-            if isinstance(item, Record | dict | list):
+            if isinstance(item, BaseModel | dict | list):
                 continue
             if item in seen:
                 yield Hit((*path, index), f"{dotted((*path, index))} {item!r} repeats "

@@ -13,12 +13,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from spark_compile.capacity.budget import Capacity
 from spark_compile.spec.catalog import CatalogNotFound, EngineCatalog, EnvCatalog, engine_catalog, env_catalog
 from spark_compile.spec.checkpoint import Checkpoint
 from spark_compile.spec.hardware import FAMILIES, HARDWARE, Hardware, ModelFamily
 from spark_compile.spec.model import Profile
-from spark_compile.spec.record import Record
 from spark_compile.stages.checkpoint import committed_checkpoint, committed_draft
 from spark_compile.stages.launch_plan import LaunchPlan, dotted
 from spark_compile.stages.resolve import Resolved
@@ -95,7 +96,7 @@ class Context:
 
     @functools.cached_property
     def written(self) -> tuple[tuple[Path, Any, Any], ...]:
-        """Every node of the profile's records that the profile writes, as (path, node, parent), depth first;
+        """Every node of the profile's sections that the profile writes, as (path, node, parent), depth first;
         a subtree it does not write (defaults only) is not entered. The rules that look at every value share
         this one walk."""
         found: list[tuple[Path, Any, Any]] = []
@@ -105,9 +106,9 @@ class Context:
             if path and not self.present(path):
                 continue
             found.append((path, node, parent))
-            if isinstance(node, Record):  # a field's value is read only when the profile writes it
-                items: Iterable[tuple[str | int, Any]] = [(name, getattr(node, name)) for name in node.FIELDS
-                                                          if self.present((*path, name))]
+            if isinstance(node, BaseModel):  # a field's value is read only when the profile writes it
+                items: Iterable[tuple[str | int, Any]] = [
+                    (name, getattr(node, name)) for name in type(node).model_fields if self.present((*path, name))]
             elif isinstance(node, dict):
                 items = node.items()
             elif isinstance(node, list):

@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel
-from pydantic_core import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from spark_compile.common.findings import Finding
-from spark_compile.spec.core_validator import validate_profile
 from spark_compile.spec.model import Profile
 from spark_compile.spec.suggest import did_you_mean
 from spark_compile.stages.launch_plan import dotted
@@ -112,7 +110,6 @@ def _type_word(kind: str) -> str:
 def _message(err: Any, where: str, model: type[BaseModel]) -> tuple[str, str, str, bool]:
     """(rule, message, hint, at_key) for one pydantic error."""
     kind, loc, value = err["type"], err["loc"], err.get("input")
-
     if kind == "extra_forbidden":
         key = str(loc[-1])
         hint = did_you_mean(key, _fields_at(model, loc[:-1]))
@@ -224,11 +221,8 @@ def locate(resolved: Resolved, path: tuple[str | int, ...], rule: str, severity:
 
 
 def schema(resolved: Resolved) -> Profile | list[Finding]:
-    """Stage: the resolved data as a typed Profile, or the positioned findings of every schema error.
-
-    The core validator (spec/core_validator.py) raises exactly the pydantic model's errors
-    (tests/test_core_validator.py); the model words them (field names, descriptions)."""
+    """Stage: the resolved data as a typed Profile, or the positioned findings of every schema error."""
     try:
-        return validate_profile(resolved.data)
+        return Profile.model_validate(resolved.data)
     except ValidationError as exc:
         return schema_findings(resolved, exc, Profile)

@@ -18,7 +18,6 @@ from typing import Any
 from spark_compile.common.errors import InputError
 from spark_compile.common.quoting import env_file
 from spark_compile.spec.container_model import Kubernetes
-from spark_compile.spec.core_validator import section_defaults
 from spark_compile.spec.hardware import HARDWARE
 from spark_compile.spec.model import Profile
 from spark_compile.stages.launch_plan import LaunchPlan, Mount, ProfilePath, RankPlan
@@ -89,7 +88,7 @@ def numeric_user(user: str | None) -> tuple[int, int | None] | None:
 
 def settings(profile: Profile) -> Settings:
     """The effective settings of the target (defaults when the profile has no kubernetes section)."""
-    k8s: Kubernetes = profile.kubernetes or section_defaults("Kubernetes")
+    k8s = profile.kubernetes or Kubernetes()
     box = profile.container
     return Settings(
         name=k8s.name or profile.name, namespace=k8s.namespace, image=k8s.image or profile.engine.image,
