@@ -13,8 +13,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spark_compile import __version__
+from spark_compile import __version__, templates
 from spark_compile.common import quoting
+from spark_compile.common.secrets import redact
 from spark_compile.overlay.value_class import value_class
 from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
 from spark_compile.stages.plan import ENGINE_SECRETS, secrets_dir
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
     from spark_compile.spec.model import Profile
 
+# The templates are package data in their package's folder, in a checkout and an installed wheel alike.
+TEMPLATES = Path(templates.__file__).parent
 SCRIPT_MODE = 0o755
 FILE_MODE = 0o644
 
@@ -68,9 +71,7 @@ def sh_lines(lines: list[list[str]] | tuple[tuple[str, ...], ...], first: str = 
 def _redacted(value: Any) -> Any:
     """Every value the review page prints passes redaction and the terminal-safe escaping (no bidi control
     reorders the page); markup a template built itself is already done."""
-    import markupsafe
-
-    from spark_compile.common.secrets import redact
+    import markupsafe  # jinja2's own dependency: imported where jinja2 is, see environment()
 
     if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
         return quoting.terminal_text(redact(value))
@@ -81,19 +82,16 @@ def _redacted(value: Any) -> Any:
 def environment(autoescape: bool = False) -> jinja2.Environment:
     """The Jinja environment of the package's templates: StrictUndefined, our filters. autoescape=True is
     the review page's: every value HTML-escaped and redacted by construction."""
+    # check and plan import this module (through the fleet's audit plan) and never render: jinja2 is imported
+    # only where a template is, so they stay without it (tests/test_import_hygiene.py).
     import jinja2
 
-    # The templates are package data beside their package's __init__ (in a checkout and a wheel alike);
-    # importlib.resources would import tempfile, random and zipfile's readers on every compile for nothing.
-    from spark_compile import templates
-    from spark_compile.stages.template_store import CompiledTemplates
-
-    root = Path(templates.__file__).parent
+    # Jinja's own loader, without a bytecode cache: each run compiles the templates it renders, so an edit
+    # of a template or of these options shows in the very next run's output.
     env = jinja2.Environment(
-        loader=CompiledTemplates(str(root), "html" if autoescape else "text"), undefined=jinja2.StrictUndefined,
+        loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
         autoescape=autoescape, finalize=_redacted if autoescape else None, keep_trailing_newline=True,
         trim_blocks=True, lstrip_blocks=True,
-        auto_reload=False,  # a run's templates do not change under it: no stat of each at every use
     )
     env.filters.update(sh=quoting.bash_word, sh_command=sh_command, sh_lines=sh_lines, systemd=quoting.systemd_exec_arg,
                        systemd_exec=quoting.systemd_command, systemd_path=quoting.systemd_path_setting,
