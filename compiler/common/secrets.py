@@ -13,7 +13,9 @@ import re
 from spark_compile.spec.secret_patterns import SECRET_NAME, hide_tokens, secret_name
 
 REDACTED = "(redacted)"
-_NAME = re.compile(r"[A-Za-z0-9_.-]*(?:" + SECRET_NAME + r")[A-Za-z0-9_-]*", re.IGNORECASE)
+# A name holding a secret's word, matched from where the name starts (no name character before it): a search
+# that tried again at every character of a long word took time in the square of its length.
+_NAME = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*(?:" + SECRET_NAME + r")[A-Za-z0-9_-]*", re.IGNORECASE)
 _QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
 # A value: quoted, a flow list or mapping closed on the same line, or a plain word (never the `{` or `[`
 # that opens a block: `"api_key": {` in a JSON document is structure, not a value).
