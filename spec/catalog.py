@@ -1,24 +1,21 @@
 """Typed read-only access to the catalogs in spec/catalogs/: engine flags, engine env vars, NCCL env vars.
 
-Importing it does no I/O: a catalog is read on first use (split for lookup and kept in the user cache,
-spec/catalog_store.py), and each entry is parsed and made on its first lookup. Entries and
-catalogs compare by identity (eq=False): each is made once per run. Every check returns one sentence
-saying what was expected, or None when the value is fine (the NCCL variables and their checks are in
-spec/nccl_catalog.py; making entries, in spec/catalog_entries.py).
+A catalog's JSON is read whole, with json.load, into its entries the first time the catalog is asked for
+(each loader is a functools.cache, keyed on the catalog's name). Entries and catalogs compare by identity
+(eq=False): each is made once per run. Every check returns one sentence saying what was expected, or None
+when the value is fine (the NCCL variables and their checks are in spec/nccl_catalog.py).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spark_compile.spec.catalog_entries import LazyEntries, as_tuple, close_matches, make_entry, or_list
-from spark_compile.spec.catalog_store import StoredCatalog, read_catalog
+from spark_compile.spec.catalog_entries import as_tuple, close_matches, or_list
 from spark_compile.spec.nccl_catalog import NcclCatalog, parse_nccl_catalog
 
 
@@ -29,27 +26,18 @@ class CatalogNotFound(LookupError):  # noqa: N818 - the name is part of the modu
 
 
 def _directories() -> tuple[Path, ...]:
-    # The JSON files are package data beside this module, in a checkout and in an installed wheel alike.
+    """Where the catalogs are: the package data beside this module (tests add folders of their own)."""
     return (Path(__file__).with_name("catalogs"),)
 
 
 def _catalog_files() -> list[str]:
-    # os.listdir, not Path.iterdir: a run lists the folders several times, and a Path per entry cost 0.15 ms each.
-    found = {name for d in _directories() if os.path.isdir(d) for name in os.listdir(d)}
-    return sorted(name for name in found if name.endswith(".json"))
-
-
-def _path(filename: str) -> str:
-    return next(path for d in _directories() if os.path.isfile(path := os.path.join(d, filename)))
+    return sorted({path.name for d in _directories() for path in d.glob("*.json")})
 
 
 def _read(filename: str) -> Any:
-    with open(_path(filename), encoding="utf-8") as file:
-        return json.loads(file.read())
-
-
-def _stored(filename: str, entries: str, key: str) -> StoredCatalog:
-    return read_catalog(_path(filename), entries, key)
+    path = next(path for d in _directories() if (path := d / filename).is_file())
+    with path.open(encoding="utf-8") as file:
+        return json.load(file)
 
 
 IMAGE_BUILDS = "image-builds.json"
@@ -72,7 +60,7 @@ def image_builds() -> dict[str, str]:
 def engine_catalog(name: str) -> EngineCatalog:
     if name not in available_engine_catalogs():
         raise CatalogNotFound("engine", name, available_engine_catalogs())
-    return parse_engine_catalog(_stored(f"{name}.json", "flags", "options"))
+    return parse_engine_catalog(_read(f"{name}.json"))
 
 
 @functools.cache
@@ -82,14 +70,14 @@ def env_catalog(name: str) -> EnvCatalog:
     if f"{package}-env-{version}.json" not in _catalog_files():
         known = [f[:-5].replace("-env-", "-") for f in _catalog_files() if "-env-" in f]
         raise CatalogNotFound("environment", name, known)
-    return parse_env_catalog(_stored(f"{package}-env-{version}.json", "variables", "name"))
+    return parse_env_catalog(_read(f"{package}-env-{version}.json"))
 
 
 @functools.cache
 def nccl_catalog(name: str = "nccl-2.30.7") -> NcclCatalog:
     if f"{name}.json" not in _catalog_files():
         raise CatalogNotFound("NCCL", name, [f[:-5] for f in _catalog_files() if f.startswith("nccl-")])
-    return parse_nccl_catalog(_stored(f"{name}.json", "variables", "name"))
+    return parse_nccl_catalog(_read(f"{name}.json"))
 
 
 _SWITCH_ACTIONS = frozenset({"store_true", "store_false", "boolean_optional", "count"})  # no argument
@@ -187,13 +175,14 @@ def spelling(catalog: str, *alternatives: list[str]) -> list[str]:
     return next((argv for argv in alternatives if build.knows(argv)), alternatives[0])
 
 
-def _engine_flag(data: Mapping[str, Any]) -> EngineFlag:
-    return make_entry(EngineFlag, data, options=tuple(data["options"]), choices=as_tuple(data["choices"]))
-
-
-def parse_engine_catalog(stored: StoredCatalog) -> EngineCatalog:
-    head = stored.head
-    return EngineCatalog(head["catalog"], head["package"], head["version"], LazyEntries(stored, _engine_flag))
+def parse_engine_catalog(document: Mapping[str, Any]) -> EngineCatalog:
+    """An engine catalog's JSON document as its catalog: each flag under every option string it has (an
+    option listed twice is its last flag's)."""
+    by_option: dict[str, EngineFlag] = {}
+    for data in document["flags"]:
+        flag = EngineFlag(**{**data, "options": tuple(data["options"]), "choices": as_tuple(data["choices"])})
+        by_option.update(dict.fromkeys(flag.options, flag))
+    return EngineCatalog(document["catalog"], document["package"], document["version"], by_option)
 
 
 # What EnvBool.parse in sglang/srt/environ.py accepts after lower-casing; it does not strip spaces.
@@ -249,9 +238,6 @@ class EnvCatalog:
         return None
 
 
-def _env_var(data: Mapping[str, Any]) -> EnvVar:
-    return make_entry(EnvVar, data)
-
-
-def parse_env_catalog(stored: StoredCatalog) -> EnvCatalog:
-    return EnvCatalog(stored.head["catalog"], LazyEntries(stored, _env_var))
+def parse_env_catalog(document: Mapping[str, Any]) -> EnvCatalog:
+    """An env catalog's JSON document as its catalog (a name listed twice is its last entry's)."""
+    return EnvCatalog(document["catalog"], {data["name"]: EnvVar(**data) for data in document["variables"]})

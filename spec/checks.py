@@ -23,31 +23,30 @@ if TYPE_CHECKING:  # the model modules import these checks: their types only, or
 
     _Source = TypeVar("_Source", Model, Draft)
 
-# Patterns stay strings: re compiles one on its first use and caches it, so a run compiles only those of the
-# fields its profiles have (compiling all 21 up front was a millisecond of every pre-commit run). Each is
-# matched whole (re.fullmatch): `^...$` with re.match lets a value end in a line break.
-_NAME = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
-_IFNAME = r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}"
+# Each grammar is matched whole (fullmatch): `^...$` with re.match lets a value end in a line break.
+_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+_IFNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}")
 # docker reads sizes with go-units RAMInBytes: a number, an optional k/m/g/t/p unit, then optional i and b.
-_DOCKER_SIZE = r"[1-9][0-9]*(?:[kKmMgGtTpP][iI]?[bB]?|[bB])?"
+_DOCKER_SIZE = re.compile(r"[1-9][0-9]*(?:[kKmMgGtTpP][iI]?[bB]?|[bB])?")
 # What docker --env-file and bash accept; lower case is the field's own (OMPI_MCA_btl_tcp_if_include).
-_ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-_SSH = r"(?:[a-z_][a-z0-9_.-]{0,31}@)?[A-Za-z0-9][A-Za-z0-9.-]{0,252}"
-_IMAGE = (
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SSH = re.compile(r"(?:[a-z_][a-z0-9_.-]{0,31}@)?[A-Za-z0-9][A-Za-z0-9.-]{0,252}")
+_IMAGE = re.compile(
     r"(?:[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
     r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?"
 )
-_SAFE_TEXT = r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?"
+_DIGEST = re.compile(r"sha256:[a-f0-9]{64}")
+_SAFE_TEXT = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
 # A path component: letters, digits and . _ + @ = - only. No quote, '$', '%', '\\', ':' or ',' can reach
 # bash, systemd (specifiers, variables), docker -v (':' separates fields) or an env file.
 _PATH_PART = r"[A-Za-z0-9._+@=-]{1,255}"
-_CLEAN_PATH = rf"/(?:{_PATH_PART}(?:/{_PATH_PART})*)?/?"
-_WORD = r"[A-Za-z0-9][A-Za-z0-9_.+:-]{0,127}"
-_GPUS = r"(?:all|[1-9][0-9]{0,2}|device=[A-Za-z0-9-]{1,64}(?:,[A-Za-z0-9-]{1,64}){0,63})"
-# What free text and an argument may not hold: these classes, and the line and paragraph separators
-# (U+2028, U+2029), looked for apart: a class reaching past latin-1 takes re ten times as long to compile.
-_FREE_TEXT_REFUSED = r"[\x00-\x08\x0b-\x1f\x7f\x85]"
-_ARG_TEXT_REFUSED = r"[\x00-\x1f\x7f\x85]"
+_CLEAN_PATH = re.compile(rf"/(?:{_PATH_PART}(?:/{_PATH_PART})*)?/?")
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+:-]{0,127}")
+_GPUS = re.compile(r"(?:all|[1-9][0-9]{0,2}|device=[A-Za-z0-9-]{1,64}(?:,[A-Za-z0-9-]{1,64}){0,63})")
+# What free text and an argument may not hold: control characters (free text keeps tab and line feed) and
+# the line and paragraph separators U+2028 and U+2029.
+_FREE_TEXT_REFUSED = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]")
+_ARG_TEXT_REFUSED = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
 MAX_PATH = 4096
 MAX_TEXT = 1024
 MAX_ARG = 8192  # an argv element (Linux allows 128 KiB) and an env-file line (docker: 64 KiB) stay far below
@@ -58,21 +57,21 @@ INT64_MAX = (1 << 63) - 1
 MAX_SECONDS = 7 * 24 * 3600  # a week: past any boot, stop or probe, and inside what systemd accepts
 # Linux RDMA device names (ib_device.name): up to 63 characters, no '/' or whitespace; vendors use
 # [A-Za-z0-9_.-] (mlx5_0, rocep1s0f0, roceP2p1s0f0, irdma0).
-_RDMA = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}"
-_SNAPSHOT = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+_RDMA = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+_SNAPSHOT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 # docker's container name grammar (daemon/names: [a-zA-Z0-9][a-zA-Z0-9_.-]+), bounded.
-_CONTAINER_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{1,127}"
+_CONTAINER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{1,127}")
 # A Hugging Face hub repo id: owner/name, each 1-96 letters, digits and . _ - (no '--' or '..').
-_HUB_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}"
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 # A GGUF quantization type as the file names of a GGUF repo end in it (-Q6_K.gguf, -UD-Q4_K_XL.gguf).
-_GGUF = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
+_GGUF = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 # docker --user: a name or uid, optionally :group or :gid.
 _USER_PART = r"(?:[A-Za-z_][A-Za-z0-9_.-]{0,31}|[0-9]{1,10})"
-_USER = rf"{_USER_PART}(?::{_USER_PART})?"
+_USER = re.compile(rf"{_USER_PART}(?::{_USER_PART})?")
 # docker --security-opt: a key (seccomp, apparmor, label, no-new-privileges, ...) and an optional value.
-_SECURITY_OPT = r"[a-z][a-z-]{0,63}(?:[=:][A-Za-z0-9_.,/:=+@-]{1,4096})?"
-_CPUSET = r"[0-9]{1,4}(?:-[0-9]{1,4})?(?:,[0-9]{1,4}(?:-[0-9]{1,4})?){0,255}"
-_KWARG = r"[A-Za-z_][A-Za-z0-9_]{0,63}"
+_SECURITY_OPT = re.compile(r"[a-z][a-z-]{0,63}(?:[=:][A-Za-z0-9_.,/:=+@-]{1,4096})?")
+_CPUSET = re.compile(r"[0-9]{1,4}(?:-[0-9]{1,4})?(?:,[0-9]{1,4}(?:-[0-9]{1,4})?){0,255}")
+_KWARG = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 def _err(kind: str, message: str, **ctx: object) -> PydanticCustomError:
@@ -80,7 +79,7 @@ def _err(kind: str, message: str, **ctx: object) -> PydanticCustomError:
 
 
 def name(value: str) -> str:
-    if not re.fullmatch(_NAME, value):
+    if not _NAME.fullmatch(value):
         raise _err("name", "{value} is not a valid name: use 1-63 lower-case letters, digits and '-', "
                    "starting and ending with a letter or digit", value=repr(value))
     return value
@@ -108,7 +107,7 @@ def ipv4_net(value: str) -> str:
 
 
 def abs_path(value: str) -> str:
-    if len(value) > MAX_PATH or not re.fullmatch(_CLEAN_PATH, value) or ".." in value.split("/"):
+    if len(value) > MAX_PATH or not _CLEAN_PATH.fullmatch(value) or ".." in value.split("/"):
         raise _err("abs_path", "{value} is not a clean absolute path: it must start with '/', have no '..' "
                    "component, and use only letters, digits and . _ + @ = - between the slashes (at most "
                    "{limit} characters)", value=_shown(value), limit=MAX_PATH)
@@ -128,14 +127,14 @@ def _shown(value: str) -> str:
 
 
 def word(value: str) -> str:
-    if not re.fullmatch(_WORD, value):
+    if not _WORD.fullmatch(value):
         raise _err("word", "{value} is not a single word: 1-128 letters, digits and _ . + : -, starting with "
                    "a letter or digit", value=_shown(value))
     return value
 
 
 def gpus(value: str) -> str:
-    if not re.fullmatch(_GPUS, value):
+    if not _GPUS.fullmatch(value):
         raise _err("gpus", "{value} is not a docker --gpus value: all, a count, or device=ID[,ID...]",
                    value=_shown(value))
     return value
@@ -152,12 +151,8 @@ def device(value: str) -> str:
     return value
 
 
-def _holds(refused: str, value: str) -> bool:
-    return "\u2028" in value or "\u2029" in value or re.search(refused, value) is not None
-
-
 def free_text(value: str) -> str:
-    if len(value) > MAX_DESCRIPTION or _holds(_FREE_TEXT_REFUSED, value):
+    if len(value) > MAX_DESCRIPTION or _FREE_TEXT_REFUSED.search(value):
         raise _err("free_text", "free text takes at most {limit} characters and no control characters "
                    "other than line breaks and tabs", limit=MAX_DESCRIPTION)
     return value
@@ -167,7 +162,7 @@ def arg_text(value: str) -> str:
     if "\0" in value:
         raise _err("arg_text", "{value} contains a NUL character, which no command-line argument can carry",
                    value=_shown(value))
-    if len(value) > MAX_ARG or _holds(_ARG_TEXT_REFUSED, value):
+    if len(value) > MAX_ARG or _ARG_TEXT_REFUSED.search(value):
         raise _err("arg_text", "{value} cannot be an argument: at most {limit} characters, no line break or "
                    "other control character", value=_shown(value), limit=MAX_ARG)
     return value
@@ -203,7 +198,7 @@ def ulimit_value(value: str | int) -> str | int:
 
 def docker_size(value: str | int) -> str:
     text = str(value)
-    if not re.fullmatch(_DOCKER_SIZE, text):
+    if not _DOCKER_SIZE.fullmatch(text):
         raise _err("size", "{value} is not a size: a whole number with an optional unit b, k, m or g "
                    "(e.g. 112g)", value=repr(text))
     return text
@@ -220,32 +215,32 @@ def docker_size_bytes(text: str) -> int:
 
 
 def env_name(value: str) -> str:
-    if not re.fullmatch(_ENV_NAME, value):
+    if not _ENV_NAME.fullmatch(value):
         raise _err("env_name", "{value} is not an environment variable name: use A-Z, 0-9 and '_', "
                    "not starting with a digit", value=repr(value))
     return value
 
 
 def iface(value: str) -> str:
-    if not re.fullmatch(_IFNAME, value):
+    if not _IFNAME.fullmatch(value):
         raise _err("ifname", "{value} is not a network interface name (at most 15 characters: letters, "
                    "digits, '_', '.', ':', '-')", value=repr(value))
     return value
 
 
 def ssh(value: str) -> str:
-    if not re.fullmatch(_SSH, value):
+    if not _SSH.fullmatch(value):
         raise _err("ssh_target", "{value} is not an ssh target: expected host or user@host", value=repr(value))
     return value
 
 
 def image(value: str) -> str:
     _, at, digest = value.partition("@")
-    if at and not re.fullmatch(r"sha256:[a-f0-9]{64}", digest):
+    if at and not _DIGEST.fullmatch(digest):
         raise _err("image_digest", "{value}: a digest is complete only as sha256: followed by 64 lower-case hex "
                    "digits, got {digest} ({count} after sha256:)", value=repr(value), digest=repr(digest),
                    count=len(digest.removeprefix("sha256:")))
-    if len(value) > 255 or not re.fullmatch(_IMAGE, value):
+    if len(value) > 255 or not _IMAGE.fullmatch(value):
         raise _err("image", "{value} is not a docker image reference (e.g. registry/name:tag)", value=repr(value))
     return value
 
@@ -253,7 +248,7 @@ def image(value: str) -> str:
 def text(value: str) -> str:
     if len(value) > MAX_TEXT:
         raise _err("text", "{value} is longer than {limit} characters", value=_shown(value), limit=MAX_TEXT)
-    if not re.fullmatch(_SAFE_TEXT, value):
+    if not _SAFE_TEXT.fullmatch(value):
         raise _err("text", "{value} must be printable ASCII with no leading or trailing space", value=_shown(value))
     return value
 
@@ -276,7 +271,7 @@ def arg_value(value: ArgScalar | list[ArgScalar]) -> ArgScalar | list[ArgScalar]
 
 
 def rdma(value: str) -> str:
-    if not re.fullmatch(_RDMA, value):
+    if not _RDMA.fullmatch(value):
         raise _err("rdma_name", "{value} is not an RDMA device name: expected up to 63 letters, digits, '_', '.', "
                    "'-', starting with a letter or digit, as `ls /sys/class/infiniband` prints it (e.g. mlx5_0)",
                    value=repr(value))
@@ -284,7 +279,7 @@ def rdma(value: str) -> str:
 
 
 def snapshot(value: str) -> str:
-    if not re.fullmatch(_SNAPSHOT, value) or value in (".", ".."):
+    if not _SNAPSHOT.fullmatch(value) or value in (".", ".."):
         raise _err("snapshot", "{value} is not a snapshot directory name (letters, digits, '.', '_', '-'); a model "
                    "path takes one of three forms: an HF cache (repo + snapshot: <repo>/snapshots/<snapshot>), a "
                    "plain directory (repo alone, no snapshot) or a hub id (hub_id, no repo or snapshot)",
@@ -293,49 +288,49 @@ def snapshot(value: str) -> str:
 
 
 def container_name(value: str) -> str:
-    if not re.fullmatch(_CONTAINER_NAME, value):
+    if not _CONTAINER_NAME.fullmatch(value):
         raise _err("container_name", "{value} is not a docker container name: 2-128 letters, digits and _ . -, "
                    "starting with a letter or digit", value=_shown(value))
     return value
 
 
 def hub_id(value: str) -> str:
-    if not re.fullmatch(_HUB_ID, value) or "--" in value or ".." in value:
+    if not _HUB_ID.fullmatch(value) or "--" in value or ".." in value:
         raise _err("hub_id", "{value} is not a Hugging Face hub id: owner/name, each letters, digits and . _ - "
                    "(no '--' or '..')", value=_shown(value))
     return value
 
 
 def gguf(value: str) -> str:
-    if not re.fullmatch(_GGUF, value):
+    if not _GGUF.fullmatch(value):
         raise _err("gguf", "{value} is not a GGUF quantization type: the end of a .gguf file name in the repo "
                    "(e.g. Q6_K, Q4_K_M, UD-Q4_K_XL), 1-64 letters, digits, '_' and '-'", value=_shown(value))
     return value
 
 
 def docker_user(value: str) -> str:
-    if not re.fullmatch(_USER, value):
+    if not _USER.fullmatch(value):
         raise _err("docker_user", "{value} is not a docker --user value: name or uid, optionally :group or :gid",
                    value=_shown(value))
     return value
 
 
 def security_opt(value: str) -> str:
-    if not re.fullmatch(_SECURITY_OPT, value):
+    if not _SECURITY_OPT.fullmatch(value):
         raise _err("security_opt", "{value} is not a docker --security-opt value: key[=value] such as "
                    "seccomp=unconfined or no-new-privileges", value=_shown(value))
     return value
 
 
 def cpuset(value: str) -> str:
-    if not re.fullmatch(_CPUSET, value):
+    if not _CPUSET.fullmatch(value):
         raise _err("cpuset", "{value} is not a CPU list: numbers and ranges joined by commas, e.g. 0-9,12",
                    value=_shown(value))
     return value
 
 
 def kwarg_name(value: str) -> str:
-    if not re.fullmatch(_KWARG, value):
+    if not _KWARG.fullmatch(value):
         raise _err("kwarg_name", "{value} is not a chat-template keyword: a Python identifier such as "
                    "enable_thinking", value=_shown(value))
     return value

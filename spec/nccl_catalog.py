@@ -14,8 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from spark_compile.spec.catalog_entries import LazyEntries, as_tuple, close_matches, make_entry, or_list
-from spark_compile.spec.catalog_store import StoredCatalog
+from spark_compile.spec.catalog_entries import as_tuple, close_matches, or_list
 
 INT64 = (-(2**63), 2**63 - 1)
 IFNAMSIZ = 15  # Linux interface names are at most 15 characters, so a longer entry can never match
@@ -96,16 +95,12 @@ class NcclCatalog:
         return None if check is None else check(self, var, value)
 
 
-def _nccl_var(data: Mapping[str, Any]) -> NcclVar:
-    return make_entry(NcclVar, data, choices=as_tuple(data["choices"]))
-
-
-def parse_nccl_catalog(stored: StoredCatalog) -> NcclCatalog:
-    head = stored.head
+def parse_nccl_catalog(document: Mapping[str, Any]) -> NcclCatalog:
+    """An NCCL catalog's JSON document as its catalog (a name listed twice is its last entry's)."""
     return NcclCatalog(
-        head["catalog"], tuple(make_entry(NcclFamily, f) for f in head["families"]),
-        tuple(head["collectives"]), tuple(head["algorithms"]), tuple(head["protocols"]),
-        LazyEntries(stored, _nccl_var),
+        document["catalog"], tuple(NcclFamily(**family) for family in document["families"]),
+        tuple(document["collectives"]), tuple(document["algorithms"]), tuple(document["protocols"]),
+        {data["name"]: NcclVar(**{**data, "choices": as_tuple(data["choices"])}) for data in document["variables"]},
     )
 
 
@@ -117,11 +112,13 @@ def _is_decimal(text: str) -> bool:
     return digits.isascii() and digits.isdigit()
 
 
+# Every part is optional, so the pattern always matches (text with no digits reads as 0).
+_STRTOLL = re.compile(r"^\s*([+-]?)(?:0[xX]([\da-fA-F]+)|(0[0-7]*)|([1-9]\d*))?")
+
+
 def _strtoll(text: str) -> int:
     """What C's strtoll(text, NULL, 0) returns: it stops quietly at the first character it cannot use."""
-    # Every part is optional, so the pattern always matches once (text with no digits reads as 0).
-    pattern = r"^\s*([+-]?)(?:0[xX]([\da-fA-F]+)|(0[0-7]*)|([1-9]\d*))?"
-    sign, hexa, octal, decimal = re.findall(pattern, text)[0]
+    sign, hexa, octal, decimal = _STRTOLL.findall(text)[0]
     number = int(hexa, 16) if hexa else int(octal, 8) if octal else int(decimal) if decimal else 0
     return -number if sign == "-" else number
 
@@ -223,8 +220,8 @@ def _check_paramlist(cat: NcclCatalog, var: NcclVar, value: str) -> str | None:
     return None
 
 
-# Kinds whose grammar is one regular expression, compiled by `re` on first use (never at import), and
-# what to say was expected. CHOICES stands for the variable's own choices.
+# Kinds whose grammar is one regular expression, and what to say was expected. CHOICES stands for the
+# variable's own choices, so each pattern is completed, and matched, per variable.
 _PORT = r"(?:[1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d\d|655[0-2]\d|6553[0-5])"
 _GRAMMARS: dict[str, tuple[str, str]] = {
     "enum": ("CHOICES", "CHOICES"),

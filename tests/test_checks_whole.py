@@ -1,7 +1,7 @@
 """The profile's grammars match a value whole: `^...$` under re.match let any of them end in a line break, so
 an env var named "FOO\\n" passed and split its env-file line in two ("FOO", which docker reads as "pass the
-host's FOO", and "=1"). The text checks keep their refused characters in two parts (a latin-1 class and the
-Unicode separators); they are held here to the one class they stand for."""
+host's FOO", and "=1"). Free text and an argument refuse exactly their classes of control characters and
+Unicode separators."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_a_value_with_a_line_break_after_it_is_refused(check: Callable[[str], ob
         check(value + ("\x0b" if check is checks.free_text else "\n"))
 
 
-# The classes the split checks stand for (spec/checks.py before the split, matched whole).
+# What free text and an argument may hold, matched whole.
 FREE_TEXT = re.compile(r"[^\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]*")
 ARG_TEXT = re.compile(r"[^\x00-\x1f\x7f\x85\u2028\u2029]*")
 TEXTS = st.text(st.sampled_from("a é\t\n\r\x00\x0b\x1f\x7f\x80\x85\x9f\u2027\u2028\u2029\u202a"), max_size=8)

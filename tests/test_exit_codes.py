@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from spark_compile.commands import run
-from spark_compile.commands.error_log import LOG_NAME
+from spark_compile.commands.error_log import LOG_NAME, cache_dir
 from spark_compile.common.errors import EXIT_CODES, EXIT_INTERNAL
 from spark_compile.fleet import audit
 
@@ -194,3 +194,12 @@ def test_a_second_error_replaces_the_log(tmp_path: Path) -> None:
     run_cli("rules", cwd=tmp_path, env=_home(tmp_path))
     assert log.read_text().startswith("Traceback (most recent call last):\n")
     assert "older" not in log.read_text() and stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+def test_a_relative_xdg_cache_home_is_ignored(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The XDG spec: a relative XDG_CACHE_HOME is invalid and is ignored, so the log never lands in the cwd."""
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "spark-compile"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "spark-compile"

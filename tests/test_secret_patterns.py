@@ -1,7 +1,5 @@
-"""spec/secret_patterns.py skips the token patterns for a text without any format's piece: that is sound only
-while every token of every format holds its piece, which hypothesis checks on tokens made from each pattern.
-The secret-name pattern is skipped the same way for ASCII text without its pieces, and the audit's own reading
-of the nodes' redaction ERE (fleet_data.cut_on_node) is held to that ERE."""
+"""spec/secret_patterns.py: every token of every format is hidden, whatever text is around it, and the audit's own
+reading of the nodes' redaction ERE (fleet_data.cut_on_node) is held to that ERE."""
 
 from __future__ import annotations
 
@@ -12,48 +10,31 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_compile.fleet.data import cut_on_node, secret_names
-from spark_compile.spec.secret_patterns import (
-    BEARER,
-    SECRET_NAME,
-    TOKEN_FORMATS,
-    _reference_at,
-    hide_tokens,
-    may_hold_token,
-    names_secret,
-)
+from spark_compile.spec.secret_patterns import SECRET_NAME, TOKEN_FORMATS, hide_tokens, looks_secret, names_secret
 
 
-@pytest.mark.parametrize(("piece", "pattern"), TOKEN_FORMATS, ids=[piece for piece, _ in TOKEN_FORMATS])
-def test_every_token_of_a_format_holds_its_piece(piece: str, pattern: str) -> None:
+@pytest.mark.parametrize("pattern", TOKEN_FORMATS)
+def test_every_token_of_a_format_is_hidden(pattern: str) -> None:
     @settings(max_examples=60, deadline=None)
     @given(st.from_regex(re.compile(pattern), fullmatch=True))
-    def holds(token: str) -> None:
-        assert piece in token
-        assert may_hold_token(f"x {token} y")
+    def hidden(token: str) -> None:
         assert hide_tokens(f"x {token} y") == "x (redacted) y"
+        assert looks_secret("NOTE", token)
 
-    holds()
-
-
-def test_a_bearer_token_holds_the_bearer_piece() -> None:
-    assert BEARER.startswith("Bearer") and may_hold_token("Authorization: Bearer abc")
+    hidden()
 
 
-@given(st.text(alphabet=st.characters(codec="ascii"), max_size=80))
-def test_a_text_without_a_piece_is_left_as_it_is(text: str) -> None:
-    if not may_hold_token(text):
-        assert hide_tokens(text) == text
-        assert not any(re.search(pattern, text) for _, pattern in TOKEN_FORMATS)
+def test_a_bearer_token_glued_to_another_is_hidden_on_its_own() -> None:
+    assert hide_tokens("Authorization: Bearer abcdef1234567890Bearer xyz123456789abc") == \
+        "Authorization: (redacted)(redacted)"
 
 
-WORDS = ["TOKEN", "secret", "PassWd", "api-key", "API_KEY", "apikey", "ACCESS_KEY", "auth-header", "Authorization",
-         "credential", "KEY", "AUTH", "ſecret", "\u212aEY", "TOK", "EN", "_", "x", "é"]
-
-
-@settings(max_examples=400)
-@given(st.lists(st.sampled_from(WORDS), max_size=4).map("".join))
-def test_a_secret_name_is_found_as_the_pattern_finds_it(text: str) -> None:
-    assert names_secret(text) == bool(re.search(SECRET_NAME, text, re.IGNORECASE))
+@pytest.mark.parametrize(("text", "expected"), [
+    ("HF_TOKEN", True), ("my-Api_Key", True), ("passwd", True), ("AUTHORIZATION:", True), ("\u212aEY", False),
+    ("tokenizer", True), ("KEYBOARD", False), ("auth", False), ("secre", False), ("", False),
+])
+def test_a_secret_name_is_found_in_any_case(text: str, expected: bool) -> None:
+    assert names_secret(text) == expected == bool(re.search(SECRET_NAME, text, re.IGNORECASE))
 
 
 class _Secrets:
@@ -78,10 +59,9 @@ def test_a_variable_is_cut_on_the_node_as_its_grep_cuts_it(secrets: list[str], n
     assert cut_on_node(name, profile) == expected  # type: ignore[arg-type]
 
 
-@settings(max_examples=300)
-@given(st.lists(st.sampled_from(["HF", "_", "-", "TOKEN", "PATH", "file", "Dir", "DİR", "\n", "x"]), max_size=5)
-       .map("".join))
-def test_a_reference_suffix_is_found_where_its_pattern_finds_it(name: str) -> None:
-    upper = name.upper().replace("-", "_")
-    found = re.search(r"_(PATH|FILE|DIR)$", upper, re.IGNORECASE)
-    assert _reference_at(upper) == (found.start() if found else -1)
+@pytest.mark.parametrize(("name", "value", "expected"), [
+    ("HF_TOKEN_PATH", "/run/secrets/hf", False), ("HF_TOKEN_PATH", "hf_x", True), ("HF_TOKEN_FILE", "", False),
+    ("HF_TOKEN", "x", True), ("MAX_NEW_TOKENS", "8", False), ("DATA_DIR", "x", False),
+])
+def test_a_name_that_says_where_a_secret_lives_holds_a_path(name: str, value: str, expected: bool) -> None:
+    assert looks_secret(name, value) == expected

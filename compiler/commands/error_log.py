@@ -14,11 +14,21 @@ import traceback
 from pathlib import Path
 
 from spark_compile.common.secrets import redact
-from spark_compile.spec.user_cache import cache_dir
 
 LOG_NAME = "spark-compile.log"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def cache_dir() -> Path | None:
+    """$XDG_CACHE_HOME/spark-compile (an absolute XDG_CACHE_HOME only, as the XDG spec says), or
+    ~/.cache/spark-compile; None with no usable home."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    try:
+        root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    except (RuntimeError, KeyError):
+        return None
+    return root / "spark-compile"
 
 
 def traceback_text(exc: BaseException) -> str:

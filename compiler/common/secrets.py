@@ -10,27 +10,27 @@ from __future__ import annotations
 import json
 import re
 
-from spark_compile.spec.secret_patterns import SECRET_NAME, hide_tokens, names_secret, secret_name
+from spark_compile.spec.secret_patterns import SECRET_NAME, hide_tokens, secret_name
 
 REDACTED = "(redacted)"
-# These patterns are wanted only for a text that names a secret (most runs print none), so they stay strings
-# and each use compiles through re's own cache: compiling all seven up front cost 0.9 ms of every run.
-_NAME = r"[A-Za-z0-9_.-]*(?:" + SECRET_NAME + r")[A-Za-z0-9_-]*"
+# A name holding a secret's word, matched from where the name starts (no name character before it): a search
+# that tried again at every character of a long word took time in the square of its length.
+_NAME = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*(?:" + SECRET_NAME + r")[A-Za-z0-9_-]*", re.IGNORECASE)
 _QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
 # A value: quoted, a flow list or mapping closed on the same line, or a plain word (never the `{` or `[`
 # that opens a block: `"api_key": {` in a JSON document is structure, not a value).
 _VALUE = r"(" + _QUOTED + r"|\[[^\]\n]*\]|\{[^}\n]*\}|[\w./+~@-][^\s,}\]]*)"
-_ASSIGNED = r"(\"?\s*[:=]\s*)" + _VALUE  # HF_TOKEN: x, HF_TOKEN=x, "HF_TOKEN": "x"
-_FLAG_VALUE = r"(['\"]?(?:,\s*|=|\s+))" + _VALUE  # --api-key x, --api-key=x, '--api-key', 'x'
-_EQUALS = r"(=)" + _VALUE
+_ASSIGNED = re.compile(r"(\"?\s*[:=]\s*)" + _VALUE)  # HF_TOKEN: x, HF_TOKEN=x, "HF_TOKEN": "x"
+_FLAG_VALUE = re.compile(r"(['\"]?(?:,\s*|=|\s+))" + _VALUE)  # --api-key x, --api-key=x, '--api-key', 'x'
+_EQUALS = re.compile(r"(=)" + _VALUE)
 # A secret reference (`HF_TOKEN: {file: /etc/hf}`) says where the value lives on the node, never the value.
-_REFERENCE = r"\{\s*(?:file|env)\s*:\s*[^{}:,\s]+\s*\}"
-_GOT = r"(\bgot\s+)(" + _QUOTED + r"|[^\s,)]+)"
+_REFERENCE = re.compile(r"\{\s*(?:file|env)\s*:\s*[^{}:,\s]+\s*\}")
+_GOT = re.compile(r"(\bgot\s+)(" + _QUOTED + r"|[^\s,)]+)")
 
 
 def _redact_line(line: str) -> str:
     out, last = [], 0
-    for match in re.finditer(_NAME, line, re.IGNORECASE):
+    for match in _NAME.finditer(line):
         name = match.group()
         if match.start() < last or not secret_name(name.rsplit(".", 1)[-1].strip("-")):
             continue
@@ -38,12 +38,12 @@ def _redact_line(line: str) -> str:
         last = match.end()
         # A dotted path (engine.env.HF_TOKEN: expected ...) is a message about the key, not an assignment.
         pattern = _FLAG_VALUE if name.rsplit(".", 1)[-1].startswith("-") else _EQUALS if "." in name else _ASSIGNED
-        assigned = re.compile(pattern).match(line, last)
+        assigned = pattern.match(line, last)
         value = assigned.group(2) if assigned else ""
-        if assigned and not secret_name(value.strip("-")) and not re.fullmatch(_REFERENCE, value):
+        if assigned and not secret_name(value.strip("-")) and not _REFERENCE.fullmatch(value):
             out.append(assigned.group(1) + REDACTED)
             last = assigned.end()
-        got = re.compile(_GOT).search(line, last)
+        got = _GOT.search(line, last)
         if got:
             out.append(line[last:got.start()] + got.group(1) + REDACTED)
             last = got.end()
@@ -52,10 +52,7 @@ def _redact_line(line: str) -> str:
 
 def redact(text: str) -> str:
     """``text`` with every secret-shaped substring, and every value given to a secret's name, replaced."""
-    text = hide_tokens(text, REDACTED)
-    if not names_secret(text):
-        return text
-    return "\n".join(_redact_line(line) if names_secret(line) else line for line in text.split("\n"))
+    return "\n".join(_redact_line(line) for line in hide_tokens(text, REDACTED).split("\n"))
 
 
 class Redacted(str):
@@ -65,7 +62,7 @@ class Redacted(str):
 
 # NAME=value and --flag=value inside a value (an argv word, a command line): only '=' assigns here, so a
 # path such as /etc/passwd:/etc/passwd:ro stays whole.
-_ASSIGNMENT = r"(?<![A-Za-z0-9_.-])(--?)?([A-Za-z_][A-Za-z0-9_.-]*)=([^\s'\",;]+)"
+_ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_.-])(--?)?([A-Za-z_][A-Za-z0-9_.-]*)=([^\s'\",;]+)")
 
 
 def _assigned(match: re.Match[str]) -> str:
@@ -74,7 +71,7 @@ def _assigned(match: re.Match[str]) -> str:
 
 def _redact_string(value: str, prose: bool) -> str:
     value = redact(value) if prose else hide_tokens(value, REDACTED)
-    return re.sub(_ASSIGNMENT, _assigned, value) if "=" in value else value
+    return _ASSIGNMENT.sub(_assigned, value)
 
 
 def redact_value(value: object, name: str = "", *, prose: bool = False) -> object:

@@ -25,8 +25,9 @@ from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
 from spark_compile.stages.model_paths import served_id
 from spark_compile.stages.plan import ENGINE_SECRETS, secrets_dir
 from spark_compile.stages.readme import readme_context
-from spark_compile.stages.template_store import CompiledTemplates
 
+# The templates are package data in their package's folder, in a checkout and an installed wheel alike.
+TEMPLATES = Path(templates.__file__).parent
 SCRIPT_MODE = 0o755
 FILE_MODE = 0o644
 
@@ -80,14 +81,12 @@ def _redacted(value: Any) -> Any:
 def environment(autoescape: bool = False) -> jinja2.Environment:
     """The Jinja environment of the package's templates: StrictUndefined, our filters. autoescape=True is
     the review page's: every value HTML-escaped and redacted by construction."""
-    # The templates are package data beside their package's __init__ (in a checkout and a wheel alike);
-    # importlib.resources would import tempfile, random and zipfile's readers on every compile for nothing.
-    root = Path(templates.__file__).parent
+    # Jinja's own loader, without a bytecode cache: each run compiles the templates it renders, so an edit
+    # of a template or of these options shows in the very next run's output.
     env = jinja2.Environment(
-        loader=CompiledTemplates(str(root), "html" if autoescape else "text"), undefined=jinja2.StrictUndefined,
+        loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
         autoescape=autoescape, finalize=_redacted if autoescape else None, keep_trailing_newline=True,
         trim_blocks=True, lstrip_blocks=True,
-        auto_reload=False,  # a run's templates do not change under it: no stat of each at every use
     )
     env.filters.update(sh=quoting.bash_word, sh_command=sh_command, sh_lines=sh_lines, systemd=quoting.systemd_exec_arg,
                        systemd_exec=quoting.systemd_command, systemd_path=quoting.systemd_path_setting,
