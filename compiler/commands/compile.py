@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spark_compile.common.errors import EXIT_OK, InputError
-from spark_compile.fleet.scripts import SCRIPTS_DIR, fleet_scripts, scripts_folder
+from spark_compile.fleet.scripts import SCRIPTS_DIR, scripts_folder
 from spark_compile.stages.render import manifest
-from spark_compile.stages.write import WriteReport, previous_profile, write_tree
+from spark_compile.stages.write import WriteReport, check_target, previous_profile, write_tree
 
 if TYPE_CHECKING:
     from spark_compile.pipeline import Planned
@@ -44,7 +44,7 @@ def source_digests(validated: Planned, out_root: Path) -> list[tuple[str, str]]:
 def artifacts(validated: Planned, out_root: Path) -> list[Artifact]:
     """Every file of the profile's directory, MANIFEST.json included."""
     files = validated.files
-    return [*files, manifest(files, source_digests(validated, out_root), validated.profile.name, fleet_scripts())]
+    return [*files, manifest(files, source_digests(validated, out_root), validated.profile.name)]
 
 
 def compile_profile(validated: Planned, profile_path: Path, out: Path | None, force: bool = False) -> int:
@@ -60,10 +60,21 @@ def compile_profile(validated: Planned, profile_path: Path, out: Path | None, fo
         raise InputError(f"{out_root / validated.profile.name} holds the output of {other} (its MANIFEST.json), "
                          f"not of {profile_path}: both profiles are named {validated.profile.name!r}; give this "
                          "one its own `name:`, or pass --force to replace that output")
+    _check_scripts_folder(out_root / SCRIPTS_DIR)
     _summary(out_root / validated.profile.name, write_tree(out_root, validated.profile.name, files))
     # The scripts the profile's fleet/ folder installs, beside it (its MANIFEST.json holds their sha256).
     _summary(out_root / SCRIPTS_DIR, write_tree(out_root, SCRIPTS_DIR, scripts_folder()))
     return EXIT_OK
+
+
+def _check_scripts_folder(shared: Path) -> None:
+    """Refuse, before writing anything, an output root whose fleet_scripts/ spark-compile did not write."""
+    try:
+        check_target(shared)
+    except InputError:
+        raise InputError(f"{shared} is not a folder spark-compile wrote (a symlink, a file, or files without its "
+                         f"MANIFEST.json): every compile into {shared.parent} writes the shared fleet scripts "
+                         "there; move it away or choose another --out") from None
 
 
 def _summary(target: Path, report: WriteReport) -> None:

@@ -36,6 +36,11 @@ def parse_rows(text: str) -> dict[int, tuple[int, int]]:
     return rows
 
 
+def format_tables(tables: Mapping[int, int]) -> str:
+    """The ``L:N,...`` text of every table's row count, layers in ascending order (preflight compares it)."""
+    return ",".join(f"{layer}:{rows}" for layer, rows in sorted(tables.items()))
+
+
 def table_sizes(config: Mapping[str, object]) -> dict[int, int]:
     """{layer: rows} from a checkpoint's config.json (its text_config when it has one)."""
     text = config.get("text_config", config)

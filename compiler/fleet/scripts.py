@@ -4,8 +4,9 @@ A profile's generated/<profile>/fleet/ holds what differs between profiles: flee
 (fleet/data.py), audit.json (fleet/audit_plan.py), its README and watchdog units. The scripts that read them
 are the same bytes for every profile and are written once per output root, in generated/fleet_scripts/
 (the underscore: no profile name can hold one, so no profile's folder is ever that folder), with their
-installer and a MANIFEST.json of their sha256; `install.py PROFILE_DIR DEST` puts a profile's folder and
-the scripts together where the operator runs launch.sh.
+installer and a MANIFEST.json of their sha256: a fix to a script changes that folder only.
+`install.py PROFILE_DIR DEST` puts a profile's folder and the scripts of the same compiler version together
+where the operator runs launch.sh.
 """
 
 from __future__ import annotations
@@ -48,12 +49,14 @@ def fleet_scripts() -> list[Artifact]:
 
 
 def scripts_folder() -> list[Artifact]:
-    """generated/fleet_scripts/: the scripts, install.py, a README, and MANIFEST.json with every sha256."""
+    """generated/fleet_scripts/: the scripts, install.py, a README, and MANIFEST.json: the compiler's version,
+    every file's sha256 and mode, and which files install.py puts in a fleet folder."""
     scripts = fleet_scripts()
     files = [*scripts, Artifact(INSTALLER, (TEMPLATES / INSTALLER).read_bytes(), SCRIPT_MODE),
              Artifact("README.md", _render("scripts-README.md.j2", {"scripts": scripts, "installer": INSTALLER,
                                                                        "scripts_dir": SCRIPTS_DIR}))]
-    body = {"compiler": f"spark-compile {__version__}", "files": digests(files)}
+    body = {"compiler": f"spark-compile {__version__}", "files": digests(files),
+            "scripts": [a.path for a in scripts]}
     manifest = Artifact(MANIFEST, (json.dumps(body, indent=2, sort_keys=True) + "\n").encode())
     return sorted([*files, manifest], key=lambda a: a.path)
 

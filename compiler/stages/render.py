@@ -181,13 +181,11 @@ def digests(files: list[Artifact]) -> dict[str, dict[str, str]]:
     return {a.path: {"sha256": a.sha256, "mode": f"{a.mode:o}"} for a in files}
 
 
-def manifest(files: list[Artifact], profile_files: list[tuple[str, str]], name: str,
-             scripts: list[Artifact]) -> Artifact:
-    """MANIFEST.json: compiler version, the profile chain with sha256s, every file with its sha256, and the
-    shared fleet scripts its fleet/ folder was compiled with (install.py installs only those bytes)."""
+def manifest(files: list[Artifact], profile_files: list[tuple[str, str]], name: str) -> Artifact:
+    """MANIFEST.json: compiler version, the profile chain with sha256s, every file with its sha256."""
     body = {
         "compiler": f"spark-compile {__version__}", "profile": name,
         "sources": [{"path": path, "sha256": digest} for path, digest in profile_files],
-        "files": digests(files), "fleet_scripts": digests(scripts),
+        "files": digests(files),
     }
     return Artifact("MANIFEST.json", (json.dumps(body, indent=2, sort_keys=True) + "\n").encode())

@@ -5,9 +5,9 @@
 
 PROFILE_DIR is a profile's generated folder (generated/<profile>/, beside this folder). DEST, a folder that
 does not exist yet, receives every file the profile's MANIFEST.json lists and, in DEST/fleet/, the scripts
-it lists under fleet_scripts, taken from this folder. Every file must have the sha256 its manifest gives:
-a hand-edited file, or scripts of another compile than the profile's, and nothing is installed. Then run
-DEST/fleet/launch.sh (--dry-run, install, start) from DEST.
+this folder's MANIFEST.json lists. Every file must have the sha256 its manifest gives, and both manifests
+the same spark-compile version: on a hand-edited file, or a profile compiled by another version than the
+scripts, nothing is installed. Then run DEST/fleet/launch.sh (--dry-run, install, start).
 
 A static file of spark-compile (generated/fleet_scripts/). Standard library only. Exit status: 0 installed;
 1 nothing installed (a file differs from its manifest, or DEST cannot be made); 64 usage.
@@ -80,20 +80,20 @@ def relative(name: str, listed_in: Path) -> str:
 
 
 def install_files(profile_dir: Path) -> dict[str, tuple[bytes, int]]:
-    """{path under DEST: (bytes, mode)}: the profile's files and its fleet scripts, each checked."""
+    """{path under DEST: (bytes, mode)}: the profile's files and the fleet scripts, each checked."""
     profile, shared = manifest(profile_dir), manifest(HERE)
     own, ours = profile_dir / MANIFEST, HERE / MANIFEST
-    scripts = profile.get("fleet_scripts")
-    if not isinstance(scripts, dict):
-        raise InstallError(f"{own} lists no fleet_scripts: {profile['compiler']} compiled it; recompile the profile")
+    if profile["compiler"] != shared["compiler"]:
+        raise InstallError(f"{profile_dir} was compiled by {profile['compiler']}, the scripts in {HERE} by "
+                           f"{shared['compiler']}: compile the profile again (spark-compile PROFILE --out "
+                           f"{HERE.parent}), so its data and the scripts come from one compiler")
+    scripts = shared.get("scripts")
+    if not isinstance(scripts, list) or not all(isinstance(name, str) and "/" not in name for name in scripts):
+        raise InstallError(f"{ours} lists no scripts to install")
     files = {relative(name, own): checked(profile_dir / name, entry, own) for name, entry in profile["files"].items()}
     files[MANIFEST] = ((profile_dir / MANIFEST).read_bytes(), 0o644)
-    for name, entry in scripts.items():
-        if "/" in name or shared["files"].get(name) != entry:
-            raise InstallError(f"{profile_dir} was compiled ({profile['compiler']}) with other fleet scripts than "
-                               f"{HERE} holds ({shared['compiler']}): compile the profile and the scripts together "
-                               f"(spark-compile PROFILE --out {HERE.parent})")
-        files[f"{FLEET}/{relative(name, own)}"] = checked(HERE / name, entry, ours)
+    for name in scripts:
+        files[f"{FLEET}/{relative(name, ours)}"] = checked(HERE / name, shared["files"].get(name), ours)
     return files
 
 
