@@ -1,8 +1,8 @@
 """The fleet scripts' data: fleet.env (sourced by the static bash scripts) and fleet.json (read by smoke.py).
 
-The scripts themselves are static files of the package (templates/fleet/static/); everything that differs
-between profiles is here, each value quoted for bash by construction (quoting.bash_word), so launch.sh keeps one size
-whatever the fleet's size.
+The scripts themselves are static files of the package (templates/fleet/static/, written once per output
+root in fleet_scripts/); everything that differs between profiles is here, each value quoted for bash by
+construction (quoting.bash_word), so launch.sh keeps one size whatever the fleet's size.
 """
 
 from __future__ import annotations
