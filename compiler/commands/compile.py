@@ -48,9 +48,9 @@ def artifacts(validated: Planned, out_root: Path) -> list[Artifact]:
 
 
 def compile_profile(validated: Planned, profile_path: Path, out: Path | None, force: bool = False) -> int:
-    """Write the profile's artifacts; print a one-line summary. Refuses, unless ``force``, a directory another
-    profile of the same name wrote. (`spark-compile schema` writes the schema: it changes with the compiler,
-    not with a profile, and the drift check holds it current.)"""
+    """Write the profile's artifacts and the shared fleet_scripts/; print a summary line for each. Refuses,
+    unless ``force``, a directory another profile of the same name wrote. (`spark-compile schema` writes the
+    schema: it changes with the compiler, not with a profile, and the drift check holds it current.)"""
     out_root = out or default_out(profile_path)
     files = artifacts(validated, out_root)
     before, now = previous_profile(out_root / validated.profile.name), source_digests(validated, out_root)[0][0]
@@ -62,7 +62,7 @@ def compile_profile(validated: Planned, profile_path: Path, out: Path | None, fo
                          "one its own `name:`, or pass --force to replace that output")
     _check_scripts_folder(out_root / SCRIPTS_DIR)
     _summary(out_root / validated.profile.name, write_tree(out_root, validated.profile.name, files))
-    # The scripts the profile's fleet/ folder installs, beside it (its MANIFEST.json holds their sha256).
+    # The scripts a fleet/ folder is installed with, once beside every profile (install.py joins them).
     _summary(out_root / SCRIPTS_DIR, write_tree(out_root, SCRIPTS_DIR, scripts_folder()))
     return EXIT_OK
 

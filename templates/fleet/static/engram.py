@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     except CheckFailedError as err:
         print(f"FAILED: {err}", file=sys.stderr)
         return 1
-    except (OSError, ValueError, KeyError) as err:
+    except (OSError, ValueError, KeyError, TypeError) as err:
         print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
         return 2
     return 0
