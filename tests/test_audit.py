@@ -17,8 +17,10 @@ from spark_compile.fleet import audit
 
 from conftest import REFERENCE_PROFILE, ROOT, run_cli
 from support.docker_engine import create_request, image_record, inspect_record
+from support.fleet_install import installed_fleet
 
 GENERATED = ROOT / "generated" / "dsv41-4spark"
+SCRIPTS = ROOT / "generated" / "fleet_scripts"
 PLAN = json.loads((GENERATED / "plan.json").read_text())
 EXPECTED = json.loads((GENERATED / "fleet" / "audit.json").read_text())
 INSTALL = "/etc/spark-compile/dsv41-4spark"
@@ -83,7 +85,9 @@ def audit_cli(directory: Path, *extra: str) -> tuple[int, str, str]:
 
 
 def shipped(directory: Path, *extra: str) -> tuple[int, str, str]:
-    result = subprocess.run([sys.executable, str(GENERATED / "fleet" / "audit.py"), *extra, str(directory)],
+    """The shipped audit.py (generated/fleet_scripts/) as launch.sh runs it, with the profile's audit.json."""
+    plan = GENERATED / "fleet" / "audit.json"
+    result = subprocess.run([sys.executable, str(SCRIPTS / "audit.py"), "--plan", str(plan), *extra, str(directory)],
                             capture_output=True, text=True, check=False, timeout=60)
     return result.returncode, result.stdout, result.stderr
 
@@ -238,7 +242,8 @@ def test_a_node_redacts_secrets_before_its_capture_leaves_it(tmp_path: Path) -> 
     inspect = tmp_path / "inspect.json"
     inspect.write_text(json.dumps([{"Config": {"Env": env}}], indent=4))
     script = 'source "$1" && node_audit_redacted "$audit_secret_names" "$audit_secret_values" cat "$2"'
-    result = subprocess.run(["bash", "-c", script, "audit", str(GENERATED / "fleet" / "fleet-lib.sh"), str(inspect)],
+    fleet = installed_fleet(GENERATED, tmp_path / "deploy")  # fleet-lib.sh sources the fleet.env beside it
+    result = subprocess.run(["bash", "-c", script, "audit", str(fleet / "fleet-lib.sh"), str(inspect)],
                             capture_output=True, text=True, check=False, timeout=30)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [{"Config": {"Env": [

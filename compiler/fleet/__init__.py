@@ -1,3 +1,5 @@
-"""The fleet's operations folder: the data the static scripts read (data), what each node must show when audited
-(audit_plan) and the comparison itself (audit, standard library only: it also runs on the nodes), and the
-scripts and watchdog units (scripts). Imports common/, stages/ and capacity/."""
+"""fleet: what the fleet's operation scripts read and run, from the plan. `data` writes each profile's fleet.env
+and fleet.json, `audit_plan` its audit.json, `scripts` the profile's fleet/ folder and the one shared
+fleet_scripts/ folder: templates/fleet/'s static scripts with `audit` (the comparison) and common's
+`engram_rows`, shipped as they are. It may import stages/, common/, capacity/, spec/ and overlay/.
+"""

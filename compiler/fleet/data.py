@@ -1,8 +1,8 @@
 """The fleet scripts' data: fleet.env (sourced by the static bash scripts) and fleet.json (read by smoke.py).
 
-The scripts themselves are static files of the package (templates/fleet/static/); everything that differs
-between profiles is here, each value quoted for bash by construction (quoting.bash_word), so launch.sh keeps one size
-whatever the fleet's size.
+The scripts themselves are static files of the package (templates/fleet/static/, written once per output
+root in fleet_scripts/); everything that differs between profiles is here, each value quoted for bash by
+construction (quoting.bash_word), so launch.sh keeps one size whatever the fleet's size.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_compile.capacity.budget import Capacity, RankCapacity
+from spark_compile.common.engram_rows import format_rows, format_tables
 from spark_compile.common.quoting import bash_word
 from spark_compile.overlay.gates import enabled_hooks
 from spark_compile.overlay.settings import parse_environment
@@ -232,11 +233,10 @@ def _ranks(plan: LaunchPlan, profile: Profile) -> list[str]:
         "# Engram rows: local reads the node-local copy's manifest, shards the checkpoint's index.",
         _array("rank_rows_kind", (r.engram.source if r.engram else "" for r in plan.ranks)),
         _array("rank_rows_path", (rows_path(plan, profile, r) for r in plan.ranks)),
-        _array("rank_rows_expect", (",".join(f"{la}:{lo}:{hi}" for la, lo, hi in r.engram.rows)
+        _array("rank_rows_expect", (format_rows({la: (lo, hi) for la, lo, hi in r.engram.rows})
                                     if r.engram else "" for r in plan.ranks)),
         "# Engram row counts the checkpoint's config.json must give (empty: no Engram).",
-        _var("engram_tables", ",".join(f"{layer}:{rows}" for layer, rows in sorted(engram.tables.items()))
-             if engram else ""),
+        _var("engram_tables", format_tables(engram.tables) if engram else ""),
         _array("rank_config", (config_path(plan, profile, r) for r in plan.ranks)),
         "# Model directories each rank mounts (the target's, a draft's; ':'-joined): each holds a config.json.",
         _array("rank_models", (model_dirs(plan, profile, r) for r in plan.ranks)),

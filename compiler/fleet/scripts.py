@@ -1,45 +1,62 @@
-"""Fleet operations artifacts (generated/<profile>/fleet/): static scripts, the data they read, watchdog units.
+"""Fleet operations artifacts: each profile's fleet/ data and units, and the one shared folder of scripts.
 
-The scripts (launch.sh, fleet-lib.sh, verify.sh, watchdog.sh, smoke.py) ship in the package as they are;
-fleet.env and fleet.json (fleet_data.py) carry every value of the profile, the watchdog's units and the
-folder's README are rendered.
+A profile's generated/<profile>/fleet/ holds what differs between profiles: fleet.env and fleet.json
+(fleet/data.py), audit.json (fleet/audit_plan.py), its README and watchdog units. The scripts that read them
+are the same bytes for every profile and are written once per output root, in generated/fleet_scripts/
+(the underscore: no profile name can hold one, so no profile's folder is ever that folder), with their
+installer and a MANIFEST.json of their sha256: a fix to a script changes that folder only.
+`install.py PROFILE_DIR DEST` puts a profile's folder and the scripts of the same compiler version together
+where the operator runs launch.sh.
 """
 
 from __future__ import annotations
 
-import os
+import json
 from pathlib import Path
 from typing import Any
 
 from spark_compile import __version__, templates
 from spark_compile.capacity.budget import Capacity
+from spark_compile.common import engram_rows
 from spark_compile.common.quoting import bash_words
+from spark_compile.fleet import audit
 from spark_compile.fleet.data import LOG_KEEP, UNIT_ACTIVE_TIMEOUT, fleet_env, fleet_json, ssh_user
 from spark_compile.spec.model import Profile
 from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
 from spark_compile.stages.plan import FLEET_DIR
-from spark_compile.stages.render import SCRIPT_MODE, Artifact, environment
+from spark_compile.stages.render import FILE_MODE, SCRIPT_MODE, Artifact, digests, environment
 
+SCRIPTS_DIR = "fleet_scripts"
 STATIC_SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "window.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py",
                   "engram.py", "gate.py", "gate_scoring.py", "verdict.py")
-SOURCED = ("fleet-lib.sh", "dry-run.sh", "window.sh", "gate_scoring.py")  # read by the scripts, never run
+# The compiler's own modules the scripts import or run (standard library only), shipped as they are.
+MODULES = {"audit.py": Path(audit.__file__), "engram_rows.py": Path(engram_rows.__file__)}
+SOURCED = ("fleet-lib.sh", "dry-run.sh", "window.sh", "gate_scoring.py", "engram_rows.py")  # read, never run
+INSTALLER = "install.py"
+MANIFEST = "MANIFEST.json"
 # Extra time a watchdog run may take beyond the relaunch's own health wait: postmortem, stop, preflight.
 WATCHDOG_RUN_MARGIN = 1800
+TEMPLATES = Path(templates.__file__).parent / FLEET_DIR
 
 
-def static_script(name: str) -> bytes:
-    """One of the package's static fleet scripts, as shipped."""
-    # Package data beside the templates package, as render.py finds it (importlib.resources would import
-    # zipfile and its readers on every compile for nothing); os.path and an unbuffered read, not pathlib:
-    # eleven files on every compile.
-    path = os.path.join(os.path.dirname(templates.__file__), FLEET_DIR, "static", name)
-    with open(path, "rb", buffering=0) as script:
-        return script.readall()
+def fleet_scripts() -> list[Artifact]:
+    """The scripts every installed fleet folder holds, by name: templates/fleet/static/ and MODULES."""
+    sources = {name: TEMPLATES / "static" / name for name in STATIC_SCRIPTS} | MODULES
+    return sorted((Artifact(name, path.read_bytes(), FILE_MODE if name in SOURCED else SCRIPT_MODE)
+                   for name, path in sources.items()), key=lambda a: a.path)
 
 
-def audit_script() -> bytes:
-    """fleet/audit.py: the compiler's own comparison module (standard library only), shipped as it is."""
-    return Path(__file__).with_name("audit.py").read_bytes()
+def scripts_folder() -> list[Artifact]:
+    """generated/fleet_scripts/: the scripts, install.py, a README, and MANIFEST.json: the compiler's version,
+    every file's sha256 and mode, and which files install.py puts in a fleet folder."""
+    scripts = fleet_scripts()
+    files = [*scripts, Artifact(INSTALLER, (TEMPLATES / INSTALLER).read_bytes(), SCRIPT_MODE),
+             Artifact("README.md", _render("scripts-README.md.j2", {"scripts": scripts, "installer": INSTALLER,
+                                                                       "scripts_dir": SCRIPTS_DIR}))]
+    body = {"compiler": f"spark-compile {__version__}", "files": digests(files),
+            "scripts": [a.path for a in scripts]}
+    manifest = Artifact(MANIFEST, (json.dumps(body, indent=2, sort_keys=True) + "\n").encode())
+    return sorted([*files, manifest], key=lambda a: a.path)
 
 
 def unit_exec_lines(rank: RankPlan) -> list[str]:
@@ -65,7 +82,8 @@ def fleet_context(plan: LaunchPlan, profile: Profile) -> dict[str, Any]:
         "watchdog_user": ssh_user(head.ssh), "watchdog_env_file": f"{fleet.install_dir}/watchdog.env",
         "watchdog_run_timeout": watchdog.ready_timeout_seconds + WATCHDOG_RUN_MARGIN + fleet.gpu_wait_seconds,
         "api": api, "api_url": f"http://{api.host}:{plan.port}", "unit_active_timeout": UNIT_ACTIVE_TIMEOUT,
-        "postmortem_lines": LOG_KEEP * 4, "previous": ops.previous_stack,
+        "postmortem_lines": LOG_KEEP * 4, "previous": ops.previous_stack, "scripts_dir": SCRIPTS_DIR,
+        "installer": INSTALLER,
     }
 
 
@@ -75,16 +93,14 @@ def _render(template: str, context: dict[str, Any]) -> bytes:
 
 
 def fleet_artifacts(plan: LaunchPlan, profile: Profile, capacity: Capacity | None = None) -> list[Artifact]:
-    """generated/<profile>/fleet/: the static scripts, fleet.env, fleet.json, README.md, the watchdog units."""
+    """generated/<profile>/fleet/ without the shared scripts: fleet.env, fleet.json, README.md, the watchdog
+    units (audit.json is the pipeline's: it digests the rank files)."""
     ctx = fleet_context(plan, profile)
-    files = [Artifact(f"{FLEET_DIR}/{name}", static_script(name),
-                      0o644 if name in SOURCED else SCRIPT_MODE) for name in STATIC_SCRIPTS]
     env_text = fleet_env(plan, profile, __version__, {r.rank: unit_exec_lines(r) for r in plan.ranks}, capacity)
-    files += [
+    files = [
         Artifact(f"{FLEET_DIR}/fleet.env", env_text.encode()),
         Artifact(f"{FLEET_DIR}/fleet.json", fleet_json(plan, profile).encode()),
         Artifact(f"{FLEET_DIR}/README.md", _render("README.md.j2", ctx)),
-        Artifact(f"{FLEET_DIR}/audit.py", audit_script(), SCRIPT_MODE),
     ]
     if profile.operations.watchdog.enabled:
         files.append(Artifact(f"{FLEET_DIR}/{ctx['watchdog_service']}", _render("watchdog.service.j2", ctx)))

@@ -153,7 +153,7 @@ def _first_release(validated: Planned) -> tuple[tuple[str, ...], tuple[str, ...]
     files = len(validated.files)
     ranks = len(plan.ranks)
     return tuple(deploys), (f"{files} files: per rank (x{ranks}) docker-run.sh, a unit, env files, preflight.sh; "
-                            "fleet scripts; README.md, plan.json, MANIFEST.json",)
+                            "the fleet's data; README.md, plan.json, MANIFEST.json",)
 
 
 def _row(path: Path, parent: Path | None, validated: dict[Path, Planned]) -> Release:

@@ -7,11 +7,10 @@ import re
 from collections.abc import Iterator
 
 from spark_compile.capacity.budget import size_gib
+from spark_compile.common.engram_rows import ROW_BYTES
 from spark_compile.rules.registry import PLAN_ENGRAM_VARIABLES, Context, Hit, env_settings, gid_hint, rule
 from spark_compile.stages.engine_options import api_bind
 from spark_compile.stages.launch_plan import dotted
-
-ENGRAM_ROW_BYTES = 264  # F8_E4M3 [N,256] weight + F8_E8M0 [N,8] scale
 
 
 def _duplicates(ctx: Context, field: str, what: str) -> Iterator[Hit]:
@@ -198,7 +197,7 @@ def engram_host_table(ctx: Context) -> Iterator[Hit]:
     if engram is None:
         return
     hw = ctx.hardware
-    table_gb = sum(engram.tables.values()) * ENGRAM_ROW_BYTES / 1e9
+    table_gb = sum(engram.tables.values()) * ROW_BYTES / 1e9
     if table_gb < hw.memory_gb:
         return
     value = str(ctx.profile.engine.env.get("SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE", ""))

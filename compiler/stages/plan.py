@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from spark_compile.common.engram_rows import rank_rows
 from spark_compile.spec.catalog import CatalogNotFound, engine_catalog
 from spark_compile.spec.model import Profile
 from spark_compile.spec.overlay_types import derived_engram_max_ids
@@ -42,11 +43,6 @@ RDMA_CAPABILITY = "IPC_LOCK"
 RDMA_MEMLOCK = "-1"
 
 
-def engram_rows(tables: dict[int, int], rank: int, ranks: int) -> tuple[tuple[int, int, int], ...]:
-    """Rank ``rank``'s rows of every table: lo = N*r // R, hi = N*(r+1) // R."""
-    return tuple((layer, n * rank // ranks, n * (rank + 1) // ranks) for layer, n in sorted(tables.items()))
-
-
 def engram_max_ids(profile: Profile) -> int | None:
     """SPARK_ENGRAM_MAX_IDS: max(chunked prefill, 8 x max running requests) x 32, unless pinned; None (the
     hook's default) when the limits it derives from are left to SGLang."""
@@ -63,7 +59,8 @@ def _engram(profile: Profile, rank: int) -> EngramPlan | None:
     model = profile.model
     if model.engram is None:
         return None
-    rows = engram_rows(model.engram.tables, rank, len(profile.fleet.nodes))
+    shares = rank_rows(model.engram.tables, rank, len(profile.fleet.nodes))
+    rows = tuple((layer, lo, hi) for layer, (lo, hi) in shares.items())
     if profile.fleet.nodes[rank].holds_checkpoint:
         return EngramPlan("shards", container_path(model), rows)
     return EngramPlan("local", model.engram.container_dir, rows)

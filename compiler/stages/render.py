@@ -166,11 +166,16 @@ def plan_json_text(plan: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n}\n"
 
 
+def digests(files: list[Artifact]) -> dict[str, dict[str, str]]:
+    """A MANIFEST.json's "files": each path with its sha256 and octal mode."""
+    return {a.path: {"sha256": a.sha256, "mode": f"{a.mode:o}"} for a in files}
+
+
 def manifest(files: list[Artifact], profile_files: list[tuple[str, str]], name: str) -> Artifact:
     """MANIFEST.json: compiler version, the profile chain with sha256s, every file with its sha256."""
     body = {
         "compiler": f"spark-compile {__version__}", "profile": name,
         "sources": [{"path": path, "sha256": digest} for path, digest in profile_files],
-        "files": {a.path: {"sha256": a.sha256, "mode": f"{a.mode:o}"} for a in files},
+        "files": digests(files),
     }
     return Artifact("MANIFEST.json", (json.dumps(body, indent=2, sort_keys=True) + "\n").encode())

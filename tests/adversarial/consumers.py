@@ -11,9 +11,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
+from support.fleet_install import installed_fleet
 from support.tools import (
     bash_argv,
     docker_create_request,
@@ -77,7 +79,9 @@ def check_dry_run(target: Path, tmp: Path) -> None:
         (shim / tool).write_text(f"#!/bin/sh\necho {tool} >> {calls}\nexit 1\n")
         (shim / tool).chmod(0o755)
     env = {"PATH": f"{shim}{os.pathsep}{os.environ['PATH']}", "LANG": "C.UTF-8"}
-    proc = subprocess.run(["bash", str(target / "fleet" / "launch.sh"), "--dry-run"], capture_output=True,
+    # Installed as an operator runs it, each time into a new folder (an install never overwrites).
+    fleet = installed_fleet(target, Path(tempfile.mkdtemp(prefix="deploy-", dir=tmp)) / target.name)
+    proc = subprocess.run(["bash", str(fleet / "launch.sh"), "--dry-run"], capture_output=True,
                           text=True, env=env, check=False, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert not calls.exists()

@@ -51,6 +51,8 @@ def test_item_11_files_created_during_a_compile_survive(tmp_path: Path, monkeypa
 
     def stage_while_someone_writes(*args: object) -> None:
         real_stage(*args)  # type: ignore[arg-type]
+        if args[1] != target:  # the compile's second tree, fleet_scripts/
+            return
         (target / "0-spark-0" / "operator.log").write_text("written during the compile\n")
         (target / "late").mkdir()
         (target / "late" / "x").write_text("x\n")

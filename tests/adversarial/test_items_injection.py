@@ -14,6 +14,7 @@ from items import bash_word_reads_back, check_text, findings
 from items import extends_reference as _extends
 
 from conftest import REFERENCE_PROFILE, ROOT, run_cli, run_cli_process
+from support.fleet_install import installed_fleet
 from support.tools import require_tool, systemd_verify
 
 
@@ -224,8 +225,9 @@ def test_item_02_dry_run_prints_a_hostile_arg_and_runs_nothing(tmp_path: Path) -
     profile = child_profile(tmp_path, {"engine": {"args": {"chat-template": value}}})
     out = tmp_path / "out"
     assert run_main("compile", str(profile), "--out", str(out)).code == 0
-    proc = subprocess.run(["bash", str(out / "dsv41-4spark" / "fleet" / "launch.sh"), "--dry-run"],
-                          capture_output=True, text=True, check=False)
+    fleet = installed_fleet(out / "dsv41-4spark", tmp_path / "deploy")
+    proc = subprocess.run(["bash", str(fleet / "launch.sh"), "--dry-run"], capture_output=True, text=True,
+                          check=False)
     assert proc.returncode == 0, proc.stderr
     assert not canary.exists()
     # The dry run shows the argument as a bash word that reads back as exactly the value.

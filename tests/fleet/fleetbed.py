@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from support.fleet_install import install
+
 HERE = Path(__file__).resolve().parent
 SUBNET = "10.213.0"
 NODES = 4
@@ -70,7 +72,10 @@ class FleetBed:
         self.keys = tmp / "keys"
         self.sshd: list[subprocess.Popen[bytes]] = []
         self.made: list[str] = []
-        self.out = tmp / "generated" / "fleet-test"
+        # The compile's output, and the folder the operator installs it into and runs launch.sh from.
+        self.generated = tmp / "generated" / "fleet-test"
+        self.deploy = tmp / "deploy"
+        self.out = self.deploy / "fleet-test"
         self.plan: dict[str, Any] = {}
         self.base_control: dict[str, Any] = {}
         # ssh's connection sharing: one connection per node for the whole bed. A new connection costs a key
@@ -220,6 +225,7 @@ operations:
                     str(self.tmp / "generated")], check=False, timeout=120)
         if proc.returncode != 0:
             raise RuntimeError(f"spark-compile failed:\n{proc.stdout}{proc.stderr}")
+        install(self.generated, self.out)
         self.plan = json.loads((self.out / "plan.json").read_text())
 
     def _sshd(self, rank: int) -> None:

@@ -1,5 +1,6 @@
-"""fleet/engram.py against a small checkpoint made here: row counts from config.json, a node-local copy
-(sparse, rows at their own offsets) that verifies, a corrupted copy caught, too little free space caught."""
+"""fleet/engram.py (the committed fleet_scripts/ copy: the drift check holds it current) against a small
+checkpoint made here: row counts from config.json, a node-local copy (sparse, rows at their own offsets)
+that verifies, a corrupted copy caught, too little free space caught."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from conftest import ROOT
 
-TOOL = ROOT / "templates" / "fleet" / "static" / "engram.py"
+TOOL = ROOT / "generated" / "fleet_scripts" / "engram.py"  # beside engram_rows.py, as installed
 SIZES = {1: 1000, 14: 1003}
 SHARD = "model-00002-of-00002.safetensors"
 

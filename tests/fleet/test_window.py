@@ -22,6 +22,8 @@ import pytest
 from fleetbed import NODES, FleetBed, run
 from test_fleet_ops import _missing
 
+from support.fleet_install import install
+
 pytestmark = pytest.mark.fleet
 
 OPERATIONS = """\
@@ -69,13 +71,15 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetBed]:
 
 
 def compile_candidate(bed: FleetBed, name: str, deadline: int) -> None:
+    """Compile the candidate beside production and install it, as production is (FleetBed.deploy)."""
     (bed.tmp / f"{name}.yaml").write_text(candidate_yaml(name, deadline))
     run([sys.executable, "-m", "spark_compile.cli", str(bed.tmp / f"{name}.yaml"), "--out",
          str(bed.tmp / "generated")], timeout=120)
+    install(bed.tmp / "generated" / name, bed.deploy / name)
 
 
 def candidate(bed: FleetBed, name: str = "fleet-cand") -> str:
-    return str(bed.tmp / "generated" / name)
+    return str(bed.deploy / name)
 
 
 def verdicts(bed: FleetBed) -> Path:

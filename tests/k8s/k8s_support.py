@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from conftest import ROOT, run_cli
+from support.fleet_install import SCRIPTS
 
 K8S_PROFILE = Path(__file__).resolve().parent / "profiles" / "dsv41-k8s.yaml"
 LWS_SCHEMA = ROOT / "spec" / "schemas" / "leaderworkerset-v1.schema.json"
@@ -30,7 +31,7 @@ def compile_profile(root: Path, text: str = "", *args: str, base: Path = K8S_PRO
         profile.write_text(f"extends: {os.path.relpath(base, root)}\n{text}")
     result = run_cli(str(profile), "--out", str(root / "generated"), *args)
     assert result.returncode == 0, result.stdout + result.stderr
-    return next(p for p in (root / "generated").iterdir() if p.is_dir())
+    return next(p for p in (root / "generated").iterdir() if p.is_dir() and p.name != SCRIPTS)
 
 
 def objects(out: Path) -> dict[str, dict[str, Any]]:

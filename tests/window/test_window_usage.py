@@ -1,6 +1,7 @@
 """launch.sh window refuses what it cannot run before touching any node: no candidate, a folder that is
-not a generated profile, a candidate compiled for production's port instead of its window's test port.
-An ssh stand-in that records every call shows no node was contacted."""
+not an installed profile (a generated one before fleet_scripts/install.py), a candidate compiled for
+production's port instead of its window's test port. An ssh stand-in that records every call shows no node
+was contacted. Production and candidates are installed as an operator installs them."""
 
 from __future__ import annotations
 
@@ -9,60 +10,71 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from gatekit import ROOT
 
-FLEET = ROOT / "generated" / "dsv41-4spark" / "fleet"
+from support.fleet_install import install, installed_fleet
+
+REFERENCE = ROOT / "generated" / "dsv41-4spark"
 
 
-def window(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+@pytest.fixture(scope="module")
+def production(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return installed_fleet(REFERENCE, tmp_path_factory.mktemp("production") / "dsv41-4spark")
+
+
+def window(production: Path, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     shim, calls = tmp_path / "bin", tmp_path / "calls"
     shim.mkdir(exist_ok=True)
     (shim / "ssh").write_text(f"#!/bin/sh\necho ssh \"$@\" >> {calls}\nexit 255\n")
     (shim / "ssh").chmod(0o755)
     env = {"PATH": f"{shim}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path), "LANG": "C.UTF-8",
            "SPARK_LAUNCH_LOG_DIR": str(tmp_path / "logs")}
-    proc = subprocess.run(["bash", str(FLEET / "launch.sh"), "window", *args], capture_output=True, text=True,
+    proc = subprocess.run(["bash", str(production / "launch.sh"), "window", *args], capture_output=True, text=True,
                           env=env, cwd=tmp_path, timeout=60, check=False)
     return proc, calls
 
 
-def test_a_candidate_on_production_port_is_refused_with_the_fix(tmp_path: Path) -> None:
-    proc, calls = window(tmp_path, str(ROOT / "generated" / "dsv41-4spark"))
+def test_a_candidate_on_production_port_is_refused_with_the_fix(production: Path, tmp_path: Path) -> None:
+    proc, calls = window(production, tmp_path, str(production.parent))
     assert proc.returncode == 64, proc.stdout + proc.stderr
     assert "the candidate serves on port 8210, its window's test port is 8888" in proc.stderr
     assert "engine.port: 8888" in proc.stderr
     assert not calls.exists() and not (tmp_path / "logs" / "window-current").exists()
 
 
-def test_a_folder_that_is_no_generated_profile_is_refused(tmp_path: Path) -> None:
-    proc, calls = window(tmp_path, str(tmp_path))
-    assert proc.returncode == 64
-    assert "is not a generated profile folder" in proc.stderr
-    assert not calls.exists()
+def test_a_folder_that_is_no_installed_profile_is_refused(production: Path, tmp_path: Path) -> None:
+    for folder in (tmp_path, REFERENCE):  # nothing, and a generated folder not installed yet
+        proc, calls = window(production, tmp_path, str(folder))
+        assert proc.returncode == 64
+        assert proc.stderr == (f"window: {folder} is not an installed profile folder (no fleet/launch.sh, "
+                               "fleet/gate.py): install the candidate first (python3 fleet_scripts/install.py "
+                               "CANDIDATE DEST)\n")
+        assert not calls.exists()
 
 
-def test_no_candidate_prints_the_usage(tmp_path: Path) -> None:
-    proc, _ = window(tmp_path)
+def test_no_candidate_prints_the_usage(production: Path, tmp_path: Path) -> None:
+    proc, _ = window(production, tmp_path)
     assert proc.returncode == 64
     assert "launch.sh window CANDIDATE [--verdict-dir DIR]" in proc.stderr
 
 
-def test_restore_without_a_window_says_so(tmp_path: Path) -> None:
-    proc, calls = window(tmp_path, "--restore")
+def test_restore_without_a_window_says_so(production: Path, tmp_path: Path) -> None:
+    proc, calls = window(production, tmp_path, "--restore")
     assert proc.returncode == 0, proc.stderr
     assert "no window to restore" in proc.stdout
     assert not calls.exists()
 
 
-def test_dry_run_prints_the_whole_window_and_touches_nothing(tmp_path: Path) -> None:
+def test_dry_run_prints_the_whole_window_and_touches_nothing(production: Path, tmp_path: Path) -> None:
     profile = tmp_path / "cand.yaml"
     profile.write_text(f"extends: {os.path.relpath(ROOT / 'spec' / 'profiles' / 'dsv41-4spark.yaml', tmp_path)}\n"
                        "name: cand\nrelease: candidate-1.8\nengine: {port: 8888}\n")
     compiled = subprocess.run([sys.executable, "-m", "spark_compile.cli", str(profile), "--out", str(tmp_path / "gen"),
                                "--root", str(ROOT)], capture_output=True, text=True, check=False)
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
-    cand = tmp_path / "gen" / "cand"
-    proc, calls = window(tmp_path, str(cand), "--dry-run", "--verdict-dir", str(tmp_path / "verdicts"))
+    cand = install(tmp_path / "gen" / "cand", tmp_path / "deploy" / "cand")
+    proc, calls = window(production, tmp_path, str(cand), "--dry-run", "--verdict-dir", str(tmp_path / "verdicts"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[:6] == [

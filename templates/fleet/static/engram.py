@@ -25,9 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# Beside this file in the fleet folder (spark-compile's own module: the plan's rows come from it too).
+from engram_rows import ROW_BYTES, copy_bytes, format_rows, parse_rows, rank_rows
+from engram_rows import table_sizes as config_tables
+
 MANIFEST = "engram-local.json"
 INDEX = "model.safetensors.index.json"
-ROW_BYTES = 264
 SLACK = 1 << 30  # the copy needs its rows plus this much room left
 CHUNK_ROWS = 1 << 16
 
@@ -48,28 +51,16 @@ class Tensor:
 
 
 def table_sizes(snapshot: Path) -> dict[int, int]:
-    """{layer: rows} from config.json (its text_config when it has one)."""
-    config: dict[str, Any] = json.loads((snapshot / "config.json").read_text())
-    config = config.get("text_config", config)
-    layers, sizes = config["engram_layer_ids"], config["engram_num_embeddings"]
-    if len(layers) != len(sizes):
-        raise CheckFailedError(f"config.json lists {len(layers)} Engram layers but {len(sizes)} table sizes")
-    return {int(layer): int(size) for layer, size in zip(layers, sizes, strict=True)}
+    """{layer: rows} from SNAPSHOT/config.json."""
+    try:
+        return config_tables(json.loads((snapshot / "config.json").read_text()))
+    except ValueError as err:
+        raise CheckFailedError(str(err)) from None
 
 
 def partition(sizes: dict[int, int], tp: int) -> list[str]:
-    """Each rank's contiguous share of every table: lo = N*r//tp, hi = N*(r+1)//tp."""
-    return [",".join(f"{layer}:{n * r // tp}:{n * (r + 1) // tp}" for layer, n in sorted(sizes.items()))
-            for r in range(tp)]
-
-
-def parse_rows(text: str) -> dict[int, tuple[int, int]]:
-    """L:lo:hi,... -> {layer: (lo, hi)}."""
-    rows = {}
-    for part in text.split(","):
-        layer, lo, hi = (int(x) for x in part.split(":"))
-        rows[layer] = (lo, hi)
-    return rows
+    """Each rank's share of every table, as --rows takes it."""
+    return [format_rows(rank_rows(sizes, rank, tp)) for rank in range(tp)]
 
 
 def header(shard: Path) -> tuple[int, dict[str, Any]]:
@@ -100,7 +91,7 @@ def tensors(snapshot: Path, layers: list[int]) -> list[Tensor]:
 
 
 def check_space(dest: Path, rows: dict[int, tuple[int, int]], slack: int) -> None:
-    need = sum(hi - lo for lo, hi in rows.values()) * ROW_BYTES + slack
+    need = copy_bytes(rows, slack)
     free = shutil.disk_usage(dest).free
     if free < need:
         raise CheckFailedError(f"{dest} has {free} bytes free; the copy needs {need} (rows x {ROW_BYTES} B + {slack})")
@@ -189,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     except CheckFailedError as err:
         print(f"FAILED: {err}", file=sys.stderr)
         return 1
-    except (OSError, ValueError, KeyError) as err:
+    except (OSError, ValueError, KeyError, TypeError) as err:
         print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
         return 2
     return 0

@@ -134,7 +134,7 @@ node_rows_check() {
     case $kind in
         local)
             if [ ! -r "$path" ]; then
-                echo "!rows-MISSING: $path (make this rank's copy with engram_local.py)"
+                echo "!rows-MISSING: $path (make this rank's copy with engram.py copy)"
                 return 1
             elif ! command -v python3 >/dev/null; then
                 echo "rows-ok $path (no python3 on the node: ranges not compared)"

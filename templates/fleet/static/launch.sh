@@ -369,7 +369,7 @@ cmd_install() {
     for rank in "${ranks[@]}"; do
         src="$here/../${rank_dirs[$rank]}"
         if [ ! -d "$src" ]; then
-            echo "ABORT: rank $rank: $src is missing: install from the generated folder" >&2
+            echo "ABORT: rank $rank: $src is missing: run launch.sh in a folder fleet_scripts/install.py made" >&2
             return 1
         fi
         echo "$(label "$rank"): ${rank_dirs[$rank]}/ -> $install_dir, $unit -> $unit_dir"

@@ -9,7 +9,7 @@ A static file of spark-compile, run by launch.sh window (window.sh). Standard li
                      --started EPOCH --stopped EPOCH --result PASS|FAIL|ABORTED --reason TEXT --restored 0|1
                      [--log FILE] [--files DIR]
                                  DIR/PROFILE.verdict.json and DIR/PROFILE.verdict.md (FOLDER is the
-                                 candidate's generated folder): release, the profile
+                                 candidate's installed folder): release, the profile
                                  file's sha256 (and its extends chain's, from the compile's MANIFEST.json),
                                  each gate check's result and figures, memory peaks per node
                                  (from the window's free -g samples), start and stop times

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # window.sh: the release window, sourced by launch.sh (this profile is production; CANDIDATE is the
-# candidate's generated folder). The peer's window-sgl.sh as one command (peer-launcher-facts section 3):
+# candidate's installed folder, as fleet_scripts/install.py makes it). The peer's window-sgl.sh as one
+# command (peer-launcher-facts section 3):
 #
 #   launch.sh window CANDIDATE [--verdict-dir DIR]
 #       disarm the watchdog; start the deadline and a `free -g` sampler on every node; stop production;
@@ -151,7 +152,8 @@ cmd_window() {
         shift
     done
     if [ ! -x "$window_candidate/fleet/launch.sh" ] || [ ! -r "$window_candidate/fleet/gate.py" ]; then
-        echo "window: $window_candidate is not a generated profile folder (no fleet/launch.sh, fleet/gate.py)" >&2
+        echo "window: $window_candidate is not an installed profile folder (no fleet/launch.sh, fleet/gate.py):" \
+            "install the candidate first (python3 fleet_scripts/install.py CANDIDATE DEST)" >&2
         return 64
     fi
     port=$(cand_json fleet/fleet.json window port) api_port=$(cand_json fleet/fleet.json port)
