@@ -77,8 +77,8 @@ def validate(resolved: Resolved) -> Outcome:
     if isinstance(profile, list):
         return Rejected(profile)
     plan = build_plan(profile)
-    committed = committed_config(resolved, profile)  # read once: the budget and the rules both read it
-    capacity = build_capacity(profile, plan, capacity_inputs(resolved, profile, committed))
+    committed = committed_config(resolved, plan.checkpoint)  # read once: the budget and the rules both read it
+    capacity = build_capacity(profile, plan, capacity_inputs(resolved, profile, plan.checkpoint, committed))
     planned = Planned(resolved, profile, plan, rule_findings(resolved, profile, plan, capacity, committed), capacity)
     return Rejected(planned.findings, planned) if has_errors(planned.findings) else planned
 

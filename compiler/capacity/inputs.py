@@ -1,5 +1,6 @@
 """The capacity stage's inputs from disk: the checkpoint's config.json and, when the snapshot is on this
-machine, its safetensors headers (never tensor data). Every failure becomes a sentence in the source note."""
+machine, its safetensors headers (never tensor data), both where the plan's checkpoint plan says. Every failure
+becomes a sentence in the source note."""
 
 from __future__ import annotations
 
@@ -10,26 +11,8 @@ from spark_compile.capacity.budget import CapacityInputs
 from spark_compile.capacity.safetensors_header import HeaderError, checkpoint_tensors
 from spark_compile.capacity.weights import split_tensors
 from spark_compile.spec.model import Profile
-from spark_compile.stages.checkpoint import ConfigError, committed_path, is_regular, read_object
+from spark_compile.stages.checkpoint import CheckpointPlan, ConfigError, config_file, is_regular, read_object
 from spark_compile.stages.resolve import Resolved
-
-
-def _snapshot(profile: Profile) -> Path | None:
-    """The model directory on this machine's terms: the HF cache snapshot, or the plain directory; None for
-    a hub id (nothing local to read)."""
-    model = profile.model
-    repo = model.holder_repo or model.repo
-    if repo is None:
-        return None
-    return Path(str(repo)) / "snapshots" / str(model.snapshot) if model.snapshot else Path(str(repo))
-
-
-def _config_path(resolved: Resolved, profile: Profile) -> Path | None:
-    if profile.model.config_json is not None:
-        return committed_path(resolved, str(profile.model.config_json), ("model", "config_json"))
-    snapshot = _snapshot(profile)
-    local = snapshot / "config.json" if snapshot is not None else None
-    return local if local is not None and is_regular(local) else None
 
 
 def _read_config(path: Path) -> dict[str, Any] | str:
@@ -39,20 +22,27 @@ def _read_config(path: Path) -> dict[str, Any] | str:
         return str(why)
 
 
-def capacity_inputs(resolved: Resolved, profile: Profile,
+def _config(resolved: Resolved, checkpoint: CheckpointPlan,
+            committed: dict[str, Any] | str | None) -> tuple[dict[str, Any] | None, str]:
+    """config.json's object and where it came from, or None and why there is none."""
+    target = checkpoint.target
+    path = config_file(resolved, target)
+    if target.config_json is not None and path is not None:
+        read = committed if committed is not None else _read_config(path)
+        return (None, read) if isinstance(read, str) else (read, f"model.config_json ({path.name})")
+    if path is None or not is_regular(path):
+        return None, "no config.json: model.config_json is unset and the model directory is not on this machine"
+    read = _read_config(path)
+    return (None, read) if isinstance(read, str) else (read, path.as_posix())
+
+
+def capacity_inputs(resolved: Resolved, profile: Profile, checkpoint: CheckpointPlan,
                     committed: dict[str, Any] | str | None = None) -> CapacityInputs:
-    """config.json (model.config_json, else the snapshot's) and the snapshot's per-rank weight bytes;
-    ``committed`` is model.config_json's object (or why it cannot be read) when the caller has read it."""
-    path = _config_path(resolved, profile)
-    config: dict[str, Any] | None = None
-    if path is None:
-        source = "no config.json: model.config_json is unset and the model directory is not on this machine"
-    else:
-        given = committed if profile.model.config_json is not None else None
-        read = given if given is not None else _read_config(path)
-        named = f"model.config_json ({path.name})" if profile.model.config_json is not None else path.as_posix()
-        config, source = (None, read) if isinstance(read, str) else (read, named)
-    snapshot = _snapshot(profile)
+    """config.json (model.config_json, else the model directory's) and the model directory's per-rank weight
+    bytes; ``committed`` is model.config_json's object (or why it cannot be read) when the caller has read it."""
+    config, source = _config(resolved, checkpoint, committed)
+    directory = checkpoint.target.directory
+    snapshot = None if directory is None else Path(directory)
     split, split_source = None, ("a hub id names the model" if snapshot is None
                                  else f"{snapshot.as_posix()} is not on this machine")
     if snapshot is not None and snapshot.is_dir() and any(snapshot.glob("*.safetensors")):

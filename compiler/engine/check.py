@@ -30,7 +30,7 @@ from spark_compile.spec.hardware import HARDWARE
 from spark_compile.stages.checkpoint import ConfigError, committed_path, is_regular, read_config
 from spark_compile.stages.launch_plan import dotted
 from spark_compile.stages.load import YamlPath
-from spark_compile.stages.model_paths import container_path, host_dir
+from spark_compile.stages.model_paths import container_path
 from spark_compile.stages.validate import locate
 
 # A written value that asks SGLang to choose: resolving it is not a rewrite.
@@ -78,14 +78,14 @@ def _beside_profile(validated: Planned, name: str, at: YamlPath) -> Path:
 def config_json(validated: Planned, at: YamlPath = ("model",)) -> Path:
     """The config.json of the model (or, with ``at`` engine.speculative.draft, the draft) the profile names, or
     NotRunError saying where it was looked for."""
-    profile = validated.profile
+    profile, checkpoint = validated.profile, validated.plan.checkpoint
     source = profile.model if at == ("model",) else profile.engine.speculative.draft
-    assert source is not None
-    where, name = (*at, "config_json"), dotted(at)
-    if source.config_json is not None:
-        return _beside_profile(validated, str(source.config_json), where)
-    holder = profile.model.holder_repo if at == ("model",) and profile.model.engram is not None else None
-    directory = host_dir(source, holder)
+    files = checkpoint.target if at == ("model",) else checkpoint.draft  # where the plan reads the model
+    assert source is not None and files is not None
+    where, name = files.config_at, dotted(at)
+    if files.config_json is not None:
+        return _beside_profile(validated, files.config_json, where)
+    directory = files.directory
     if directory is None:
         raise NotRunError(f"no config.json: {name}.hub_id {source.hub_id} is resolved on the node, and "
                           f"{name}.config_json is unset (commit a copy of its config.json beside the profile and "

@@ -20,7 +20,7 @@ from spark_compile.overlay.settings import parse_environment
 from spark_compile.spec.model import Profile
 from spark_compile.spec.secret_patterns import SECRET_NAME, SECRET_VALUE, names_secret
 from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
-from spark_compile.stages.model_paths import host_dir, in_snapshot, served_id
+from spark_compile.stages.model_paths import served_id
 
 GID_AT_START = "found at start"
 ENGRAM_MANIFEST = "engram-local.json"
@@ -55,27 +55,27 @@ def rows_path(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> str:
         return ""
     if rank.engram.source == "local":
         return f"{model.engram.local_dir}/{ENGRAM_MANIFEST}"
-    directory = node_model_dir(plan, profile, rank)
+    directory = node_model_dir(plan, rank)
     return f"{directory}/{CHECKPOINT_INDEX}" if directory else ""
 
 
-def config_path(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> str:
+def config_path(plan: LaunchPlan, rank: RankPlan) -> str:
     """The checkpoint's config.json as the rank's node sees it (the holder reads its own copy)."""
-    directory = node_model_dir(plan, profile, rank)
+    directory = node_model_dir(plan, rank)
     return f"{directory}/config.json" if directory else ""
 
 
-def node_model_dir(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> str:
-    """The model directory on the rank's node (its snapshot's in an HF cache); empty for a hub id."""
-    repo = plan.fleet.node_repos[rank.rank]
-    return in_snapshot(repo, profile.model) if repo else ""
+def node_model_dir(plan: LaunchPlan, rank: RankPlan) -> str:
+    """The model directory on the rank's node (its snapshot's in an HF cache), as the checkpoint plan says;
+    empty for a hub id."""
+    return plan.checkpoint.nodes[rank.rank].directory or ""
 
 
-def model_dirs(plan: LaunchPlan, profile: Profile, rank: RankPlan) -> str:
+def model_dirs(plan: LaunchPlan, rank: RankPlan) -> str:
     """The model directories the rank mounts (the target's, a separate draft's), ':'-joined (the path grammar
     has no ':'): each must hold a config.json on the node, or docker mounts an empty directory."""
-    draft = profile.engine.speculative.draft
-    dirs = (node_model_dir(plan, profile, rank), host_dir(draft) if draft is not None else None)
+    draft = plan.checkpoint.draft
+    dirs = (node_model_dir(plan, rank), draft.directory if draft is not None else None)
     return ":".join(d for d in dirs if d)
 
 
@@ -237,9 +237,9 @@ def _ranks(plan: LaunchPlan, profile: Profile) -> list[str]:
                                     if r.engram else "" for r in plan.ranks)),
         "# Engram row counts the checkpoint's config.json must give (empty: no Engram).",
         _var("engram_tables", format_tables(engram.tables) if engram else ""),
-        _array("rank_config", (config_path(plan, profile, r) for r in plan.ranks)),
+        _array("rank_config", (config_path(plan, r) for r in plan.ranks)),
         "# Model directories each rank mounts (the target's, a draft's; ':'-joined): each holds a config.json.",
-        _array("rank_models", (model_dirs(plan, profile, r) for r in plan.ranks)),
+        _array("rank_models", (model_dirs(plan, r) for r in plan.ranks)),
         _var("image_check", profile.operations.image_check.mode),
     ]
 

@@ -194,13 +194,13 @@ def _weights(validated: Planned) -> list[str]:
     """Where each rank reads the checkpoint: its folder on the node, or the hub (into the node's cache)."""
     model = validated.profile.model
     hub = f"hub {model.hub_id} (cached on the node)" if model.hub_id else "-"
-    return [repo or hub for repo in validated.plan.fleet.node_repos]
+    return [node.repo or hub for node in validated.plan.checkpoint.nodes]
 
 
 def _node_facts(plan: LaunchPlan) -> dict[int, dict[str, str]]:
     order = plan.start_order
     return {r.rank: {"node": r.node, "fabric address": r.fabric_ip, "ssh": r.ssh,
-                     "start": str(order.index(r.rank) + 1), "weights": plan.fleet.node_repos[r.rank],
+                     "start": str(order.index(r.rank) + 1), "weights": plan.checkpoint.nodes[r.rank].repo or "",
                      "Engram": "-" if r.engram is None else f"{r.engram.source}: {r.engram.directory}"}
             for r in plan.ranks}
 

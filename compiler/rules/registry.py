@@ -75,8 +75,8 @@ class Context:
     def _checkpoints(self) -> tuple[Checkpoint | None, Checkpoint | None, str]:
         if self.resolved is None:
             return None, None, ""
-        target, problem = committed_checkpoint(self.resolved, self.profile, self._committed)
-        draft, draft_problem = committed_draft(self.resolved, self.profile)
+        target, problem = committed_checkpoint(self.resolved, self.plan.checkpoint, self._committed)
+        draft, draft_problem = committed_draft(self.resolved, self.plan.checkpoint)
         return target, draft, "; ".join(p for p in (problem, draft_problem) if p)
 
     @property

@@ -25,7 +25,7 @@ def rule_findings(resolved: Resolved, profile: Profile, plan: LaunchPlan, capaci
                   committed: dict[str, Any] | str | None = None) -> list[Finding]:
     """Every rule's findings, placed at the profile line each names, in source order (``committed``: the
     object model.config_json names, when the caller has read it)."""
-    config = committed if committed is not None else committed_config(resolved, profile)
+    config = committed if committed is not None else committed_config(resolved, plan.checkpoint)
     context = Context(profile, plan, lambda path: path in resolved.origins, config, capacity, resolved)
     findings = [
         _redacted(locate(resolved, hit.path, rule_id, RULES[rule_id].severity, hit.message, hit.hint,

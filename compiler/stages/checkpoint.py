@@ -1,19 +1,74 @@
-"""Edge: read the checkpoint's config.json a profile commits beside itself (model.config_json)."""
+"""The checkpoint plan, part of the plan stage: which directory holds each checkpoint (the target's config.json,
+shards and index, a separate draft's config.json), decided once for every reader; and the edge that reads the
+config.json files a profile commits beside itself (model.config_json, the draft's)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from spark_compile.common.errors import InputError
 from spark_compile.spec.checkpoint import Checkpoint, checkpoint
-from spark_compile.spec.engine_values import draft_model
-from spark_compile.spec.model import Profile
-from spark_compile.stages.load import read_bytes
+from spark_compile.spec.engine_values import DRAFT_PATH, draft_model
+from spark_compile.spec.model import Model, Profile
+from spark_compile.stages.load import YamlPath, read_bytes
+from spark_compile.stages.model_paths import host_dir
 from spark_compile.stages.resolve import Resolved
 
 MAX_CONFIG_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCheckpoint:
+    """The target's checkpoint as one rank's node sees it; None throughout for a hub id."""
+
+    repo: str | None  # the folder the node mounts at model.container_repo
+    field: str  # the model field naming it: "repo", or "holder_repo" on Engram's holder
+    directory: str | None  # the model directory in it (config.json, shards, index): its snapshot's in an HF cache
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFiles:
+    """Where the compiler reads one model (the target, or a separate draft) on this machine."""
+
+    directory: str | None  # the model directory (its snapshot's in an HF cache); None for a hub id
+    config_json: str | None  # a committed copy of its config.json, relative to the profile file naming it
+    config_at: YamlPath  # where the profile names that copy (<model>.config_json)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointPlan:
+    """Each checkpoint's directory, decided once: the mounts and the fleet's data read ``nodes``; the budget, the
+    rules and `check --engine` read ``target`` and ``draft``."""
+
+    nodes: tuple[NodeCheckpoint, ...]  # in rank order
+    target: ModelFiles
+    draft: ModelFiles | None  # None without a separate draft model
+
+
+def _node(model: Model, holds: bool) -> NodeCheckpoint:
+    """Engram's holder may keep its own copy at holder_repo; every other node reads model.repo."""
+    field = "holder_repo" if holds and model.holder_repo is not None else "repo"
+    repo = model.holder_repo if field == "holder_repo" else model.repo
+    return NodeCheckpoint(repo, field, host_dir(model, repo))
+
+
+def checkpoint_plan(profile: Profile) -> CheckpointPlan:
+    """The checkpoint plan of a profile (pure). This machine reads the target where Engram's holder does, else
+    where every node does: at model.repo (holder_repo means nothing without Engram, SC428)."""
+    model = profile.model
+    holds = [model.engram is not None and node.holds_checkpoint for node in profile.fleet.nodes]
+    nodes = tuple(_node(model, held) for held in holds)
+    here = nodes[holds.index(True)] if True in holds else _node(model, False)
+    config = None if model.config_json is None else str(model.config_json)
+    target = ModelFiles(here.directory, config, ("model", "config_json"))
+    draft = draft_model(profile)
+    if draft is None:
+        return CheckpointPlan(nodes, target, None)
+    return CheckpointPlan(nodes, target, ModelFiles(host_dir(draft.source), draft.config_json,
+                                                    (*DRAFT_PATH, "config_json")))
 
 
 class ConfigError(ValueError):
@@ -53,44 +108,52 @@ def read_config(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any
     return data
 
 
-def committed_path(resolved: Resolved, name: str, at: tuple[str | int, ...]) -> Path:
+def committed_path(resolved: Resolved, name: str, at: YamlPath) -> Path:
     """A file named relative to the profile file that names it."""
     return Path(str(resolved.origin(at).spot.value.file)).parent / name
 
 
-def committed_config(resolved: Resolved, profile: Profile) -> dict[str, Any] | str | None:
+def config_file(resolved: Resolved, files: ModelFiles) -> Path | None:
+    """The model's config.json: the committed copy if the profile names one, else the one in its directory
+    (which may not be on this machine); None for a hub id with no committed copy."""
+    if files.config_json is not None:
+        return committed_path(resolved, files.config_json, files.config_at)
+    return None if files.directory is None else Path(files.directory) / "config.json"
+
+
+def committed_config(resolved: Resolved, plan: CheckpointPlan) -> dict[str, Any] | str | None:
     """The JSON object model.config_json names, or why it cannot be read (SC247 reports it); None when unset.
     The pipeline reads it once for the budget and the rules."""
-    if profile.model.config_json is None:
+    target = plan.target
+    if target.config_json is None:
         return None
     try:
-        return read_object(committed_path(resolved, str(profile.model.config_json), ("model", "config_json")))
+        return read_object(committed_path(resolved, target.config_json, target.config_at))
     except ConfigError as why:
         return str(why)
 
 
-def committed_checkpoint(resolved: Resolved, profile: Profile,
-                         data: dict[str, Any] | str | None = None) -> tuple[Checkpoint | None, str]:
-    """The committed config.json's facts (from ``data`` when committed_config already read it, or its reason
-    when it could not), or (None, why it cannot be read); (None, "") when none is named."""
-    if profile.model.config_json is None:
+def _committed_facts(resolved: Resolved, files: ModelFiles | None,
+                     data: dict[str, Any] | None = None) -> tuple[Checkpoint | None, str]:
+    if files is None or files.config_json is None:
         return None, ""
-    if isinstance(data, str):
-        return None, data
-    path = committed_path(resolved, str(profile.model.config_json), ("model", "config_json"))
     try:
-        return checkpoint(read_config(path, data), str(profile.model.config_json)), ""
+        path = committed_path(resolved, files.config_json, files.config_at)
+        return checkpoint(read_config(path, data), files.config_json), ""
     except ConfigError as why:
         return None, str(why)
 
 
-def committed_draft(resolved: Resolved, profile: Profile) -> tuple[Checkpoint | None, str]:
+def committed_checkpoint(resolved: Resolved, plan: CheckpointPlan,
+                         data: dict[str, Any] | str | None = None) -> tuple[Checkpoint | None, str]:
+    """The committed config.json's facts (from ``data`` when committed_config already read it, or its reason
+    when it could not), or (None, why it cannot be read); (None, "") when none is named."""
+    if plan.target.config_json is not None and isinstance(data, str):
+        return None, data
+    return _committed_facts(resolved, plan.target, None if isinstance(data, str) else data)
+
+
+def committed_draft(resolved: Resolved, plan: CheckpointPlan) -> tuple[Checkpoint | None, str]:
     """The separate draft model's committed config.json facts, as committed_checkpoint does for the target."""
-    draft = draft_model(profile)
-    if draft is None or draft.config_json is None or draft.config_path is None:
-        return None, ""
-    path = committed_path(resolved, draft.config_json, draft.config_path)
-    try:
-        return checkpoint(read_config(path), draft.config_json), ""
-    except ConfigError as why:
-        return None, f"the draft's {why}"
+    facts, why = _committed_facts(resolved, plan.draft)
+    return facts, f"the draft's {why}" if why else ""

@@ -10,6 +10,8 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from spark_compile.stages.checkpoint import CheckpointPlan
+
 ProfilePath = tuple[str | int, ...]
 EngramSource = Literal["shards", "local"]
 RestartPolicy = Literal["no", "on-failure", "always"]
@@ -188,7 +190,6 @@ class FleetPlan:
     watchdog_unit: str  # sglang-x-watchdog: the watchdog's .service and .timer share the name
     gpu_wait_seconds: int  # the longest preflight waits for the GPU to be free
     api: ApiPlace
-    node_repos: tuple[str, ...]  # per rank: the checkpoint folder on its node (the holder may keep its own)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +207,7 @@ class LaunchPlan:
     port: int
     ranks: tuple[RankPlan, ...]
     fleet: FleetPlan
+    checkpoint: CheckpointPlan  # which directory holds each checkpoint, on every node and on this machine
     engine_catalog: str = ""
     engine_defaults: tuple[EngineDefault, ...] = ()
 

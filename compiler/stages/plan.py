@@ -12,6 +12,7 @@ from spark_compile.common.engram_rows import rank_rows
 from spark_compile.spec.catalog import CatalogNotFound, engine_catalog
 from spark_compile.spec.model import Profile
 from spark_compile.spec.overlay_types import derived_engram_max_ids
+from spark_compile.stages.checkpoint import CheckpointPlan, NodeCheckpoint, checkpoint_plan
 from spark_compile.stages.engine_options import TYPED_FLAGS, api_bind, engine_options
 from spark_compile.stages.envsets import Variables, engine_env, nccl_env, overlay_env, overlay_flags
 from spark_compile.stages.launch_plan import (
@@ -66,20 +67,11 @@ def _engram(profile: Profile, rank: int) -> EngramPlan | None:
     return EngramPlan("local", model.engram.container_dir, rows)
 
 
-def _repo_field(profile: Profile, rank: int) -> str:
-    """The model field naming the checkpoint folder on the rank's node: Engram's holder may keep its own copy
-    (only Engram has a holder: without it every node reads its own copy at model.repo)."""
-    node, model = profile.fleet.nodes[rank], profile.model
-    holder = node.holds_checkpoint and model.engram is not None and model.holder_repo
-    return "holder_repo" if holder else "repo"
-
-
-def _mounts(profile: Profile, rank: int) -> tuple[Mount, ...]:
+def _mounts(profile: Profile, rank: int, node_checkpoint: NodeCheckpoint) -> tuple[Mount, ...]:
     node, model, container = profile.fleet.nodes[rank], profile.model, profile.container
-    field = _repo_field(profile, rank)
-    repo = getattr(model, field)
+    repo = node_checkpoint.repo
     cache = home_path(node.home, container.cache_dir)
-    mounts = [Mount(repo, model.container_repo, True, ("model", field))] if repo is not None else []
+    mounts = [Mount(repo, model.container_repo, True, ("model", node_checkpoint.field))] if repo is not None else []
     mounts.append(Mount(cache, "/root/.cache", False, ("container", "cache_dir")))
     draft = profile.engine.speculative.draft
     if draft is not None and draft.repo is not None:
@@ -210,9 +202,7 @@ def fleet_plan(profile: Profile, install: str) -> FleetPlan:
     return FleetPlan(
         install_dir=f"{install}/{FLEET_DIR}", log_dir=home_path(head.home, profile.operations.log_dir),
         watchdog_unit=unit_name(profile).removesuffix(".service").rstrip("@") + "-watchdog",
-        gpu_wait_seconds=gpu_wait_seconds(profile), api=api_place(profile),
-        node_repos=tuple(getattr(profile.model, _repo_field(profile, rank)) or ""
-                         for rank in range(len(profile.fleet.nodes))))
+        gpu_wait_seconds=gpu_wait_seconds(profile), api=api_place(profile))
 
 
 def unit_plan(profile: Profile, install: str, name: str) -> UnitPlan:
@@ -244,7 +234,8 @@ def _runtime_env(profile: Profile, files: tuple[EnvFile, ...], gid_index: int | 
     return runtime + tuple(profile.secrets.env)
 
 
-def _rank(profile: Profile, rank: int, install: str, runtime_path: str, flags: Variables) -> RankPlan:
+def _rank(profile: Profile, rank: int, install: str, runtime_path: str, flags: Variables,
+          checkpoint: CheckpointPlan) -> RankPlan:
     node, fabric = profile.fleet.nodes[rank], profile.fleet.fabric
     roce = fabric is not None and fabric.kind == "roce" and bool(fabric.rdma_devices)
     gid = node.gid_index if node.gid_index is not None else fabric.gid_index if fabric else "probe"
@@ -255,7 +246,7 @@ def _rank(profile: Profile, rank: int, install: str, runtime_path: str, flags: V
              EnvFile("overlay.env", overlay_env(profile, engram, flags, gid_index, rank)))
     files = tuple(env_file for env_file in files if env_file.variables)  # no empty file is written or mounted
     runtime = _runtime_env(profile, files, gid_index, roce)
-    mounts = _mounts(profile, rank)
+    mounts = _mounts(profile, rank, checkpoint.nodes[rank])
     engine = engine_options(profile, rank)
     if profile.secrets.api_key is not None:
         mounts += (Mount(secrets_dir(profile), SECRETS_MOUNT, True, ("secrets", "api_key")),)
@@ -291,8 +282,10 @@ def build_plan(profile: Profile) -> LaunchPlan:
     install = f"{profile.deploy.install_dir}/{profile.name}"
     runtime_path = f"{profile.deploy.runtime_dir}/{profile.name}/{RUNTIME_ENV}"
     flags = overlay_flags(profile, engram_max_ids(profile))  # SPARK_* flags: the same on every rank
-    ranks = tuple(_rank(profile, rank, install, runtime_path, flags) for rank in range(len(profile.fleet.nodes)))
+    checkpoint = checkpoint_plan(profile)  # decided once: the mounts, the budget, the rules and check read it
+    ranks = tuple(_rank(profile, rank, install, runtime_path, flags, checkpoint)
+                  for rank in range(len(profile.fleet.nodes)))
     return LaunchPlan(profile.name, profile.release, profile.engine.image, profile.engine.container_name,
                       unit_name(profile), install, runtime_path, profile.fleet.nodes[0].fabric_ip,
-                      profile.engine.port, ranks, fleet_plan(profile, install), profile.engine.catalog,
+                      profile.engine.port, ranks, fleet_plan(profile, install), checkpoint, profile.engine.catalog,
                       engine_defaults(profile, ranks[0].engine_options))
