@@ -116,8 +116,8 @@ def test_an_excerpt_hides_a_token_in_a_long_line() -> None:
 
 
 # No dots: an ellipsis must not be mistaken for the line's own text.
-PRINTABLE = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E).filter(lambda c: c != "."),
-                    min_size=1, max_size=400)
+_ASCII = st.characters(min_codepoint=0x20, max_codepoint=0x7E).filter(lambda c: c != ".")
+PRINTABLE = st.one_of(st.text(_ASCII, min_size=1, max_size=120), st.text(_ASCII, min_size=121, max_size=700))
 
 
 @given(PRINTABLE, st.data())
