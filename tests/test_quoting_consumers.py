@@ -226,6 +226,7 @@ def _rendered(markdown: str) -> tuple[str, list[str]]:
 MARKDOWN_CHARS = "abc 019#>+=.)-*_[]|~`\\<>&!():/\"'{}"
 
 
+@settings(deadline=None)  # no wall-clock bound: the first example pays for imports
 @given(st.text(st.sampled_from(MARKDOWN_CHARS), min_size=1, max_size=16))
 def test_a_code_span_shows_exactly_its_value(value: str) -> None:
     text, tags = _rendered(quoting.markdown_code(value))
@@ -241,6 +242,7 @@ def test_a_code_span_keeps_edge_spaces() -> None:
 WORD = st.text(st.sampled_from(MARKDOWN_CHARS.replace(" ", "")), min_size=1, max_size=6)
 
 
+@settings(deadline=None)  # no wall-clock bound: the first example pays for imports
 @given(st.lists(WORD, min_size=1, max_size=5).map(" ".join))
 def test_markdown_text_is_shown_as_written_in_one_paragraph(value: str) -> None:
     text, tags = _rendered(quoting.markdown_text(value))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_compile.common.secrets import REDACTED, Redacted, redact, redact_value, redacted_json
@@ -21,6 +21,7 @@ AROUND = st.lists(st.sampled_from(["", " ", "a", "1", ".", "-", "_", "=", ":", "
 
 
 @pytest.mark.parametrize("pattern", FORMATS)
+@settings(deadline=None)
 @given(before=AROUND, after=AROUND, data=st.data())
 def test_a_token_of_every_format_is_hidden_wherever_it_stands(pattern: str, before: str, after: str,
                                                               data: st.DataObject) -> None:
@@ -32,6 +33,7 @@ def test_a_token_of_every_format_is_hidden_wherever_it_stands(pattern: str, befo
 
 
 @pytest.mark.parametrize("pattern", FORMATS)
+@settings(deadline=None)
 @given(before=AROUND, data=st.data())
 def test_redaction_is_idempotent(pattern: str, before: str, data: st.DataObject) -> None:
     once = redact(before + data.draw(st.from_regex(pattern, fullmatch=True)))

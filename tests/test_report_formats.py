@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_compile.common.findings import Finding, Position
@@ -120,6 +120,7 @@ _ASCII = st.characters(min_codepoint=0x20, max_codepoint=0x7E).filter(lambda c: 
 PRINTABLE = st.one_of(st.text(_ASCII, min_size=1, max_size=120), st.text(_ASCII, min_size=121, max_size=700))
 
 
+@settings(deadline=None)  # no wall-clock bound: the first example pays for imports
 @given(PRINTABLE, st.data())
 def test_the_caret_is_under_the_character_at_fault(line: str, data: st.DataObject) -> None:
     column = data.draw(st.integers(min_value=1, max_value=len(line)))
