@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_compile.importer.draft import Draft, comment, key_text, render, scalar
+from spark_compile.importer.draft import Draft, Scalar, comment, key_text, render, scalar
 from spark_compile.importer.source import Origin
 from spark_compile.stages.load import LoadError, parse_text
 
@@ -24,13 +24,13 @@ KEYS = st.one_of(st.sampled_from(["A", "B_1", "yes", "no", "null", "on", "1", "a
                  st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=6))
 
 
-def _draft(env: dict[str, str], args: dict[str, object]) -> Draft:
+def _draft(env: dict[str, str], args: dict[str, Scalar | list[Scalar]]) -> Draft:
     draft = Draft()
     draft.set(("name",), "p", "named by the test")  # a profile is never an empty document
-    for line, (name, value) in enumerate(env.items(), 1):
-        draft.set(("engine", "env", name), value, Origin("run.sh", line))
+    for line, (name, text) in enumerate(env.items(), 1):
+        draft.set(("engine", "env", name), text, Origin("run.sh", line))
     for name, value in args.items():
-        draft.set(("engine", "args", name), value, "assumed: a test value")  # type: ignore[arg-type]
+        draft.set(("engine", "args", name), value, "assumed: a test value")
     return draft
 
 
@@ -38,7 +38,8 @@ def _draft(env: dict[str, str], args: dict[str, object]) -> Draft:
 @given(st.dictionaries(KEYS, TEXTS, max_size=4),
        st.dictionaries(KEYS, st.one_of(SCALARS, st.lists(st.one_of(st.integers(0, 99), TEXTS), max_size=3)),
                        max_size=4))
-def test_the_loader_reads_back_every_value_the_draft_holds(env: dict[str, str], args: dict[str, object]) -> None:
+def test_the_loader_reads_back_every_value_the_draft_holds(env: dict[str, str],
+                                                           args: dict[str, Scalar | list[Scalar]]) -> None:
     text = render(_draft(env, args), ["a header"])
     values = [*env.values(), *(v for value in args.values() for v in (value if isinstance(value, list) else [value]))]
     if any(isinstance(v, str) and REFUSED.search(v) for v in values):
