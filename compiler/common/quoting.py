@@ -179,7 +179,9 @@ def markdown_code(value: str) -> str:
     value = terminal_text(value)  # bidi controls would reorder the text around the span
     longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
     fence = "`" * (longest + 1)
-    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    # CommonMark strips one space from each end of a span that has a space at both and is not all spaces.
+    edge_spaces = value.startswith(" ") and value.endswith(" ") and value.strip(" ") != ""
+    pad = " " if value.startswith("`") or value.endswith("`") or edge_spaces else ""
     return f"{fence}{pad}{value}{pad}{fence}"
 
 

@@ -68,14 +68,22 @@ def _split_option(word: ShellWord, rest: list[ShellWord]) -> tuple[list[tuple[Wo
     return [(word, rest[0])], 1
 
 
-def parse_env_file(path: Path, shown: str) -> list[tuple[str, str, Origin]]:
-    """docker's --env-file format: NAME=VALUE per line, taken literally (no quotes); # comments and blanks skipped."""
+_FROM_SHELL = ("the value comes from the launching shell's environment, which the source does not show; set it "
+               "in engine.env (or secrets.env for a secret)")
+
+
+def parse_env_file(path: Path, shown: str, left: list[Leftover]) -> list[tuple[str, str, Origin]]:
+    """docker's --env-file format: NAME=VALUE per line, taken literally (no quotes); # comments and blanks skipped;
+    a bare NAME (docker takes it from the launching shell's environment) is left over."""
     out = []
     for number, line in enumerate(read_source(path).splitlines(), 1):
         stripped = line.lstrip()
         if not stripped or stripped.startswith("#"):
             continue
-        name, _, value = stripped.partition("=")
+        name, eq, value = stripped.partition("=")
+        if not eq:
+            left.append(Leftover(Origin(shown, number), name, _FROM_SHELL))
+            continue
         out.append((name, value, Origin(shown, number)))
     return out
 
@@ -88,9 +96,7 @@ def _env(launch: Launch, flag: str, value: Word, base: Path, left: list[Leftover
     if flag in ("-e", "--env"):
         name, eq, val = value.text.partition("=")
         if not eq:
-            left.append(Leftover(value.origin, f"{flag} {value.text}",
-                                 "the value comes from the launching shell's environment, which the source does not "
-                                 "show; set it in engine.env (or secrets.env for a secret)"))
+            left.append(Leftover(value.origin, f"{flag} {value.text}", _FROM_SHELL))
             return
         launch.env.append((name, val, value.origin))
         return
@@ -99,7 +105,7 @@ def _env(launch: Launch, flag: str, value: Word, base: Path, left: list[Leftover
     if not path.is_file():
         left.append(Leftover(value.origin, f"{flag} {value.text}", "the env file is not readable next to the source"))
         return
-    launch.env.extend(parse_env_file(path, value.text))
+    launch.env.extend(parse_env_file(path, value.text, left))
 
 
 def parse_launch(words: list[ShellWord], base: Path, left: list[Leftover]) -> Launch | None:

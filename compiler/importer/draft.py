@@ -104,7 +104,11 @@ def scalar(value: Scalar) -> str:
     """One YAML scalar: booleans and numbers plain, every string double-quoted with YAML's own escapes."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
+    if isinstance(value, float):
+        mantissa, exponent, power = repr(value).partition("e")
+        # YAML 1.1 (the loader's) reads an exponent as a number only after a '.': 1e-05 would come back as text.
+        return f"{mantissa}.0e{power}" if exponent and "." not in mantissa else repr(value)
+    if isinstance(value, int):
         return repr(value)
     text = yaml.dump(value, default_style='"', width=1 << 30, allow_unicode=False, explicit_end=False)
     return text.removesuffix("\n...\n").rstrip("\n")
