@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from spark_compile.common.secrets import REDACTED, Redacted, redact, redact_value, redacted_json
 from spark_compile.spec.secret_patterns import TOKEN_FORMATS
 
-FORMATS = [pattern for _, pattern in TOKEN_FORMATS]
+FORMATS = list(TOKEN_FORMATS)
 # Text around a token: pieces of other formats and the characters their patterns stop or go on at.
 AROUND = st.lists(st.sampled_from(["", " ", "a", "1", ".", "-", "_", "=", ":", "'", '"', "sk-", "hf_", "eyJ",
                                    "Bearer ", "\n", "HF_TOKEN=", "--api-key "]), max_size=4).map("".join)
