@@ -201,8 +201,3 @@ def replace(obj: T, **changes: Any) -> T:
     layout: _Layout = type(obj).__value_layout__  # type: ignore[attr-defined]
     return type(obj)(**{**{name: getattr(obj, name) for name in layout.names}, **changes})
 
-
-def field_names(cls: type[Any]) -> tuple[str, ...]:
-    """The names of a value class's fields, in `__init__`'s order."""
-    layout: _Layout = cls.__value_layout__
-    return layout.names
