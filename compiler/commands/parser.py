@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -154,10 +153,6 @@ def _add_export_audit_catalog(sub: argparse._SubParsersAction[Parser]) -> None:
     add_catalog_arguments(catalog)
 
 
-# One per process: argparse's objects reference each other, and the program runs without the cycle collector
-# (compiler/__init__.py), so a parser made per call would outlive it. Parsing never changes the parser, and no
-# handler changes the lists (--target, --env) a parse hands it.
-@functools.cache
 def build_parser() -> Parser:
     """The parser of every command line of spark-compile."""
     parser = Parser(prog="spark-compile", description="Compile fleet profiles into launch artifacts.",
