@@ -95,11 +95,11 @@ def _resolved_of(parent: Path) -> dict[str, Any]:
 
 
 def mutants(where: Path) -> list[Mutant]:
-    """Every mutant, as YAML text meant to be written in ``where`` (two levels below the repository root)."""
+    """Every mutant, as YAML text meant to be written in the folder ``where`` (its `extends:` is relative to it)."""
     out: list[Mutant] = []
     for parent in [*SHIPPED, *RELEASES]:
         resolved = _resolved_of(parent)
-        extends = Path("..", "..", *parent.relative_to(ROOT).parts).as_posix()
+        extends = Path(os.path.relpath(parent, where)).as_posix()
         for path, values in MUTATIONS:
             if parent in RELEASES and path[:2] not in RELEASE_SECTIONS:
                 continue
@@ -109,5 +109,4 @@ def mutants(where: Path) -> list[Mutant]:
                 body = yaml.safe_dump({"extends": extends, **_nest(path, value)}, sort_keys=False)
                 shown = str(value).lower() if isinstance(value, bool) else value
                 out.append(Mutant(f"{parent.stem}:{'.'.join(path)}={shown}", parent, body))
-    assert where.parent.parent == ROOT
     return out

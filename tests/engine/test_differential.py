@@ -12,8 +12,6 @@ LISTED with its reason; the suite prints its figures.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,27 +100,24 @@ def _spots(findings: list[Finding], rules: tuple[str, ...] | None = None) -> set
 
 
 @pytest.fixture(scope="module")
-def outcomes() -> list[Verdict]:
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[Verdict]:
     from spark_compile.engine.check import engine_findings_many
 
-    work = Path(tempfile.mkdtemp(prefix="mutants-", dir=ROOT / "tests"))
+    work = tmp_path_factory.mktemp("mutants")
+    corpus = mutants(work)
+    paths = []
+    for index, mutant in enumerate(corpus):
+        path = work / f"m{index:03d}.yaml"
+        path.write_text(mutant.text, encoding="utf-8")
+        paths.append(path)
+    validated = _validate([*SHIPPED, *RELEASES, *paths])
+    planned = [p for p in map(_planned, validated) if p is not None]
+    here = os.getcwd()
+    os.chdir(ROOT)
     try:
-        corpus = mutants(work)
-        paths = []
-        for index, mutant in enumerate(corpus):
-            path = work / f"m{index:03d}.yaml"
-            path.write_text(mutant.text, encoding="utf-8")
-            paths.append(path)
-        validated = _validate([*SHIPPED, *RELEASES, *paths])
-        planned = [p for p in map(_planned, validated) if p is not None]
-        here = os.getcwd()
-        os.chdir(ROOT)
-        try:
-            engine = dict(zip(map(id, planned), engine_findings_many(planned, engine_python()), strict=True))
-        finally:
-            os.chdir(here)
+        engine = dict(zip(map(id, planned), engine_findings_many(planned, engine_python()), strict=True))
     finally:
-        shutil.rmtree(work)
+        os.chdir(here)
 
     def verdict(v: Outcome) -> list[Finding]:
         p = _planned(v)
