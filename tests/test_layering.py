@@ -147,6 +147,38 @@ def test_every_package_says_what_it_owns() -> None:
         assert "import" in doc.lower(), init
 
 
+# The only imports a function may make: the engine's packages, which exist only in the engine venv's interpreter
+# that runs the probes (compiler/engine/resolve_probe.py, spec/generators/sglang_probe.py).
+LAZY_ALLOWED = ("sglang", "torch")
+
+
+def function_imports(root: Path) -> list[str]:
+    """`file:line: module` of each import made inside a function of the source folders, outside LAZY_ALLOWED."""
+    found = []
+    for path in sorted(p for folder in ("compiler", "spec", "overlay") for p in (root / folder).rglob("*.py")):
+        for function in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Import | ast.ImportFrom):
+                    names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                        ["." * node.level + (node.module or "")]
+                    found += [f"{path.relative_to(root).as_posix()}:{node.lineno}: {name}" for name in names
+                              if name.split(".")[0] not in LAZY_ALLOWED]
+    return sorted(set(found))
+
+
+def test_imports_are_at_the_top_of_modules() -> None:
+    assert function_imports(ROOT) == []
+
+
+def test_a_function_level_import_is_found(tmp_path: Path) -> None:
+    (tmp_path / "compiler").mkdir()
+    (tmp_path / "compiler" / "a.py").write_text(
+        "import os\ndef f():\n    import json\n    import torch\n    from . import b\n    return json, torch, os, b\n")
+    assert function_imports(tmp_path) == ["compiler/a.py:3: json", "compiler/a.py:5: ."]
+
+
 def test_find_cycle_finds_one() -> None:
     assert find_cycle({("compiler", "spec"), ("spec", "compiler"), ("spec", "overlay")}) == \
         ["compiler", "spec", "compiler"]
