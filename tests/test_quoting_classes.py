@@ -1,5 +1,6 @@
-"""compiler/common/quoting.py keeps its character classes within latin-1 and handles the characters past it (line and
-paragraph separators, bidi controls) apart. Each function is held here to the one class it stands for."""
+"""compiler/common/quoting.py's character classes, written here from their sources (C0/C1 controls, Unicode line and
+paragraph separators, the bidi controls of Trojan Source, CVE-2021-42574): each function escapes or refuses exactly
+its class, on texts made of every class's edges."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from spark_compile.common.errors import UnquotableError
 
 from conftest import refuses
 
-# The classes as one regex each (compiler/common/quoting.py before the split).
+# The classes as one regex each.
 CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
 UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 UNSAFE_LINE = re.compile(r"[\n\t]|" + UNSAFE.pattern)

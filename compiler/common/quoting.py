@@ -6,7 +6,7 @@ the consumer has no way to carry it (the model's grammars should have refused su
 
 from __future__ import annotations
 
-import functools
+import html
 import re
 from collections.abc import Iterable
 
@@ -15,17 +15,13 @@ from spark_compile.common.secrets import redact
 from spark_compile.spec.envfile import env_value_problem
 
 _BASH_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
-# Control characters: C0, DEL and NEL, and the line and paragraph separators (U+2028, U+2029), which are
-# looked for apart (_has_control): a class reaching past latin-1 takes re ten times as long to compile.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85]")
-_SEPARATORS = ("\u2028", "\u2029")
+# Control characters: C0, DEL and NEL, and the line and paragraph separators (U+2028, U+2029).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
 _C0 = re.compile(r"[\x00-\x1f\x7f]")  # what bash and here-documents treat specially (\n ends a line)
 _C0_CHARS = frozenset(map(chr, [*range(0x20), 0x7F]))
-_CONTROL_CHARS = _C0_CHARS | {"\x85", *_SEPARATORS}
+_CONTROL_CHARS = _C0_CHARS | {"\x85", "\u2028", "\u2029"}
 _SYSTEMD_REFUSED = re.compile(r"[\x00-\x1f\x7f\"'\\]")  # "Executable name contains special characters"
 _SYSTEMD_SAFE = re.compile(r"[A-Za-z0-9_@+=:,./-]+")
-# html.escape(quote=False) without html's entity tables (a few milliseconds of import on every compile).
-_HTML_TEXT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 _C_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", "'": "\\'", '"': '\\"'}
 _MARKDOWN_INLINE = re.compile(r"([\\`*_\[\]|~])")
 _MARKDOWN_LINE_START = re.compile(r"^(\s*[0-9]*)([#>+=.)-])")
@@ -37,7 +33,7 @@ def _refuse(value: str, consumer: str, why: str) -> UnquotableError:
 
 
 def _has_control(value: str) -> bool:
-    return _CONTROL.search(value) is not None or any(separator in value for separator in _SEPARATORS)
+    return _CONTROL.search(value) is not None
 
 
 def _c_escape(value: str, quote: str, control: frozenset[str] = _CONTROL_CHARS) -> str:
@@ -53,7 +49,6 @@ def _c_escape(value: str, quote: str, control: frozenset[str] = _CONTROL_CHARS) 
     return "".join(out)
 
 
-@functools.lru_cache(maxsize=4096)  # a fleet's scripts quote the same flags and values for every rank
 def bash_word(value: str) -> str:
     """One bash word that expands to exactly ``value``, always on one line: $'...' when it has a control
     character (a raw newline inside quotes could end a here-document), '...' otherwise."""
@@ -140,14 +135,11 @@ def env_file(pairs: Iterable[tuple[str, str]]) -> str:
     return "".join(f"{name}={env_file_value(value)}\n" for name, value in pairs)
 
 
-# C0, DEL, C1 (NEL among them), the Unicode line and paragraph separators, and the bidirectional controls
-# (they reorder what a viewer shows: the Trojan Source attack). Those past latin-1 are replaced apart
-# (_WIDE_UNSAFE), which spares re a class ten times as dear to compile; every escape is ASCII, so the two
-# passes give what one would.
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_UNSAFE_LINE = r"[\x00-\x1f\x7f-\x9f]"  # and line breaks and tabs: error lines only, compiled on first use
-_WIDE_UNSAFE = {code: f"\\u{code:04x}" for code in (0x061C, 0x200E, 0x200F, *range(0x2028, 0x202F),
-                                                     *range(0x2066, 0x206A))}
+# C0 (but line breaks and tabs), DEL, C1 (NEL among them), the Unicode line and paragraph separators, and the
+# bidirectional controls (they reorder what a viewer shows: the Trojan Source attack).
+_UNSAFE_CLASS = r"\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+_UNSAFE = re.compile(f"[{_UNSAFE_CLASS}]")
+_UNSAFE_LINE = re.compile(f"[\n\t{_UNSAFE_CLASS}]")  # and line breaks and tabs, for one-line texts
 
 
 def _escape_char(match: re.Match[str]) -> str:
@@ -159,8 +151,7 @@ def _escape_char(match: re.Match[str]) -> str:
 def terminal_text(value: str, *, one_line: bool = False) -> str:
     """``value`` safe to show in a terminal, a CI log, an HTML page or Markdown: every control and bidi
     character written as a visible escape (with ``one_line``, line breaks and tabs too)."""
-    text = re.sub(_UNSAFE_LINE, _escape_char, value) if one_line else _UNSAFE.sub(_escape_char, value)
-    return text if text.isascii() else text.translate(_WIDE_UNSAFE)
+    return (_UNSAFE_LINE if one_line else _UNSAFE).sub(_escape_char, value)
 
 
 def markdown_text(value: str) -> str:
@@ -168,7 +159,7 @@ def markdown_text(value: str) -> str:
     other than line breaks refused."""
     if _has_control(value.replace("\n", "").replace("\t", "")):
         raise _refuse(value, "Markdown", "it holds control characters")
-    lines = (_MARKDOWN_INLINE.sub(r"\\\1", terminal_text(line).translate(_HTML_TEXT)) for line in value.split("\n"))
+    lines = (_MARKDOWN_INLINE.sub(r"\\\1", html.escape(terminal_text(line), quote=False)) for line in value.split("\n"))
     return "\n".join(_MARKDOWN_LINE_START.sub(r"\1\\\2", line) for line in lines)
 
 

@@ -31,8 +31,7 @@ _FLOAT_12 = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+
                        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
 # Characters YAML reads as line breaks but grep, git diff and editors show inside a line (a lone CR, not
 # the CR of a CRLF: a terminal shows the rest of the line over its start, hiding what YAML reads as a key).
-_SEPARATORS = ("\x85", "\u2028", "\u2029")  # found with str.find: a class of them cost re 0.15 ms to compile
-_LONE_CR = r"\r(?!\n)"
+_HIDDEN_BREAK = re.compile(r"[\x85\u2028\u2029]|\r(?!\n)")
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # searched in every text value
 
 YamlPath = tuple[str | int, ...]
@@ -231,18 +230,10 @@ def position_at(path: str, text: str, index: int) -> Position:
     return Position(path, line, index - (text.rfind("\n", 0, index) + 1) + 1)
 
 
-def _first_hidden_break(text: str) -> int:
-    """Where the first hidden line break is, or -1."""
-    found = [at for at in map(text.find, _SEPARATORS) if at >= 0]
-    if "\r" in text and (lone_cr := re.search(_LONE_CR, text)):
-        found.append(lone_cr.start())
-    return min(found, default=-1)
-
-
 def _refuse_hidden_breaks(text: str, path: str) -> None:
-    at = _first_hidden_break(text)
-    if at >= 0:
-        char = text[at]
+    found = _HIDDEN_BREAK.search(text)
+    if found is not None:
+        at, char = found.start(), found.group()[0]
         what = "a carriage return without a line feed" if char == "\r" else "a line or paragraph separator"
         raise _fail("SC113", position_at(path, text, at), f"U+{ord(char):04X} ({what}): "
                     "YAML reads it as a line break, but editors, terminals, grep and git diff show one line",
