@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 
@@ -68,7 +67,6 @@ _SECRET_PAIRS = frozenset((("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY")
                            ("API", "KEYS"), ("AUTH", "HEADER"), ("AUTH", "HEADERS")))
 
 
-@functools.lru_cache(maxsize=4096)  # the keys and flags of a repository's profiles are mostly the same
 def secret_name(name: str) -> bool:
     """True when a variable, key or flag called ``name`` holds a secret by its name: one of its words
     (split at '_' and '-') is a secret's word (SecretRef, TOKENIZER or MAX_NEW_TOKENS are not)."""

@@ -7,7 +7,6 @@ comparison, shared by `launch.sh audit` and `spark-compile audit`) reads it.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -81,10 +80,9 @@ _SWITCHES = {"--rm": ("HostConfig", "AutoRemove"), "--privileged": ("HostConfig"
 CLIENT_ONLY = ("--env-file", "-d")
 
 
-@functools.lru_cache(maxsize=64)
 def docker_fields(options: tuple[Option, ...], image: str) -> list[dict[str, Any]]:
     """Every inspect field the plan's docker options decide, and the daemon's value for sizes they leave
-    unset (ranks share their options but for mounts: computed once per distinct set, never changed)."""
+    unset."""
     scalars: dict[tuple[str, ...], dict[str, Any]] = {}
     items: dict[str, dict[str, Any]] = {}
     for option in options:

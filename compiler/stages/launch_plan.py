@@ -228,7 +228,6 @@ class LaunchPlan:
         }
 
 
-@functools.lru_cache(maxsize=4096)  # every rank's plan and audit name the same paths
 def dotted(path: ProfilePath) -> str:
     """``fleet.nodes[0].name`` for a profile path: the one way a path is printed (findings, plans, reports)."""
     text = ""
