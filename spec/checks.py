@@ -12,7 +12,7 @@ from pydantic_core import PydanticCustomError
 from spark_compile.overlay.values import FlagValueError, parse_rows, parse_size
 from spark_compile.spec.hardware import HARDWARE
 from spark_compile.spec.patterns import pattern_problem
-from spark_compile.spec.secret_patterns import hide_tokens
+from spark_compile.spec.secret_patterns import redact_text
 from spark_compile.spec.suggest import unknown_choice
 
 if TYPE_CHECKING:  # the model modules import these checks: their types only, or an import cycle
@@ -119,10 +119,10 @@ def rel_or_abs_path(value: str) -> str:
 
 
 def _shown(value: str) -> str:
-    """A value as a message shows it: repr, cut to a bounded excerpt (secrets hidden before the cut, which
-    would otherwise leave a token too short to recognise)."""
+    """A value as a message shows it: repr, cut to a bounded excerpt (tokens and named values hidden before
+    the cut, which would otherwise leave a token too short to recognise)."""
     size = len(value)
-    value = hide_tokens(value)
+    value = redact_text(value)
     return repr(value) if len(value) <= 80 else repr(value[:80]) + f"... ({size} characters)"
 
 

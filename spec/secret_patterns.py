@@ -22,16 +22,33 @@ TOKEN_FORMATS = (
 )
 # Its form is a POSIX ERE too (the audit greps with it on the nodes): no lookaround.
 SECRET_VALUE = "|".join(TOKEN_FORMATS)
-# An HTTP Authorization header's token. The redaction applies BEARER first: it stops before another
-# "Bearer", so a token glued to one is matched on its own (another pattern could swallow the keyword).
+# An HTTP Authorization header's token, stopping before another "Bearer": a token glued to one is matched on
+# its own (another pattern could swallow the keyword). Its matches and SECRET_VALUE's are hidden together.
 BEARER = r"Bearer[ \t]+(?=[A-Za-z0-9._~+/-]*[0-9])(?:(?!Bearer)[A-Za-z0-9._~+/-]){12,}=*"
 _SECRET_VALUE = re.compile(SECRET_VALUE)
 _BEARER = re.compile(BEARER)
 
 
+def token_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds a token-shaped substring: the (start, end) of each match of either pattern."""
+    return [match.span() for pattern in (_BEARER, _SECRET_VALUE) for match in pattern.finditer(text)]
+
+
+def masked(text: str, spans: list[tuple[int, int]], mark: str) -> str:
+    """``text`` with each run of overlapping ``spans`` replaced by one ``mark``."""
+    out, last = [], 0
+    for start, end in sorted(spans):
+        if start < last:  # overlaps the run just masked: extend it
+            last = max(last, end)
+            continue
+        out += [text[last:start], mark]
+        last = end
+    return "".join(out) + text[last:]
+
+
 def hide_tokens(text: str, mark: str = "(redacted)") -> str:
-    """``text`` with every token-shaped substring replaced by ``mark`` (Bearer tokens first)."""
-    return _SECRET_VALUE.sub(mark, _BEARER.sub(mark, text))
+    """``text`` with every token-shaped substring replaced by ``mark``."""
+    return masked(text, token_spans(text), mark)
 
 
 _ALWAYS_SECRET = (r"SECRET|PASSWORD|PASSWD|API[_-]?KEY|ACCESS[_-]KEY|PRIVATE[_-]KEY|CREDENTIAL|AUTH[_-]KEY"
@@ -89,3 +106,48 @@ def looks_secret(name: str, value: str) -> bool:
     if reference >= 0 and secret_name(name[:reference]):
         return bool(value) and not value.startswith(("/", "./", "../", "~"))
     return bool(value) and secret_name(name)
+
+
+# A name holding a secret's word, matched from where the name starts (no name character before it): a search
+# that tried again at every character of a long word took time in the square of its length.
+_NAME = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*(?:" + SECRET_NAME + r")[A-Za-z0-9_-]*", re.IGNORECASE)
+_QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
+# A value: quoted, a flow list or mapping closed on the same line, or a plain word (never the `{` or `[`
+# that opens a block: `"api_key": {` in a JSON document is structure, not a value).
+_VALUE = r"(" + _QUOTED + r"|\[[^\]\n]*\]|\{[^}\n]*\}|[\w./+~@-][^\s,}\]]*)"
+_ASSIGNED = re.compile(r"(\"?\s*[:=]\s*)" + _VALUE)  # HF_TOKEN: x, HF_TOKEN=x, "HF_TOKEN": "x"
+_FLAG_VALUE = re.compile(r"(['\"]?(?:,\s*|=|\s+))" + _VALUE)  # --api-key x, --api-key=x, '--api-key', 'x'
+_EQUALS = re.compile(r"(=)" + _VALUE)
+# A secret reference (`HF_TOKEN: {file: /etc/hf}`) says where the value lives on the node, never the value.
+_SECRET_REF = re.compile(r"\{\s*(?:file|env)\s*:\s*[^{}:,\s]+\s*\}")
+_GOT = re.compile(r"(\bgot\s+)(" + _QUOTED + r"|[^\s,)]+)")
+
+
+def _named_value_spans(line: str) -> list[tuple[int, int]]:
+    """Where ``line`` holds a value given to a secret's name (NAME=x, NAME: x, --flag x, got 'x')."""
+    spans, last = [], 0
+    for match in _NAME.finditer(line):
+        name = match.group()
+        if match.start() < last or not secret_name(name.rsplit(".", 1)[-1].strip("-")):
+            continue
+        last = match.end()
+        # A dotted path (engine.env.HF_TOKEN: expected ...) is a message about the key, not an assignment.
+        pattern = _FLAG_VALUE if name.rsplit(".", 1)[-1].startswith("-") else _EQUALS if "." in name else _ASSIGNED
+        assigned = pattern.match(line, last)
+        value = assigned.group(2) if assigned else ""
+        if assigned and not secret_name(value.strip("-")) and not _SECRET_REF.fullmatch(value):
+            spans.append(assigned.span(2))
+            last = assigned.end()
+        got = _GOT.search(line, last)
+        if got:
+            spans.append(got.span(2))
+            last = got.end()
+    return spans
+
+
+def redact_text(text: str, mark: str = "(redacted)") -> str:
+    """``text`` with every secret-shaped substring, and every value given to a secret's name, replaced."""
+    # Both kinds are found in the text as written, then hidden together: a token's pattern can run on into a
+    # name glued to it (a JWT's last part takes '-'), and a name's value can be the first word of a token.
+    return "\n".join(masked(line, token_spans(line) + _named_value_spans(line), mark)
+                     for line in text.split("\n"))

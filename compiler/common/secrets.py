@@ -10,49 +10,12 @@ from __future__ import annotations
 import json
 import re
 
-from spark_compile.spec.secret_patterns import SECRET_NAME, hide_tokens, secret_name
+from spark_compile.spec.secret_patterns import hide_tokens, redact_text, secret_name
 
 REDACTED = "(redacted)"
-# A name holding a secret's word, matched from where the name starts (no name character before it): a search
-# that tried again at every character of a long word took time in the square of its length.
-_NAME = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*(?:" + SECRET_NAME + r")[A-Za-z0-9_-]*", re.IGNORECASE)
-_QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
-# A value: quoted, a flow list or mapping closed on the same line, or a plain word (never the `{` or `[`
-# that opens a block: `"api_key": {` in a JSON document is structure, not a value).
-_VALUE = r"(" + _QUOTED + r"|\[[^\]\n]*\]|\{[^}\n]*\}|[\w./+~@-][^\s,}\]]*)"
-_ASSIGNED = re.compile(r"(\"?\s*[:=]\s*)" + _VALUE)  # HF_TOKEN: x, HF_TOKEN=x, "HF_TOKEN": "x"
-_FLAG_VALUE = re.compile(r"(['\"]?(?:,\s*|=|\s+))" + _VALUE)  # --api-key x, --api-key=x, '--api-key', 'x'
-_EQUALS = re.compile(r"(=)" + _VALUE)
-# A secret reference (`HF_TOKEN: {file: /etc/hf}`) says where the value lives on the node, never the value.
-_REFERENCE = re.compile(r"\{\s*(?:file|env)\s*:\s*[^{}:,\s]+\s*\}")
-_GOT = re.compile(r"(\bgot\s+)(" + _QUOTED + r"|[^\s,)]+)")
-
-
-def _redact_line(line: str) -> str:
-    out, last = [], 0
-    for match in _NAME.finditer(line):
-        name = match.group()
-        if match.start() < last or not secret_name(name.rsplit(".", 1)[-1].strip("-")):
-            continue
-        out.append(line[last:match.end()])
-        last = match.end()
-        # A dotted path (engine.env.HF_TOKEN: expected ...) is a message about the key, not an assignment.
-        pattern = _FLAG_VALUE if name.rsplit(".", 1)[-1].startswith("-") else _EQUALS if "." in name else _ASSIGNED
-        assigned = pattern.match(line, last)
-        value = assigned.group(2) if assigned else ""
-        if assigned and not secret_name(value.strip("-")) and not _REFERENCE.fullmatch(value):
-            out.append(assigned.group(1) + REDACTED)
-            last = assigned.end()
-        got = _GOT.search(line, last)
-        if got:
-            out.append(line[last:got.start()] + got.group(1) + REDACTED)
-            last = got.end()
-    return "".join(out) + line[last:]
-
-
 def redact(text: str) -> str:
     """``text`` with every secret-shaped substring, and every value given to a secret's name, replaced."""
-    return "\n".join(_redact_line(line) for line in hide_tokens(text, REDACTED).split("\n"))
+    return redact_text(text, REDACTED)
 
 
 class Redacted(str):
@@ -79,7 +42,9 @@ def redact_value(value: object, name: str = "", *, prose: bool = False) -> objec
     word after a secret-named flag in a list replaced; with ``prose`` (messages, not profile values) each
     string also passes the text redaction."""
     if isinstance(value, dict):
-        return {key: redact_value(item, str(key), prose=prose) for key, item in value.items()}
+        # A key is shown too (an env variable's name in a plan): a token-shaped key is hidden like a value.
+        return {hide_tokens(key, REDACTED) if isinstance(key, str) else key: redact_value(item, str(key), prose=prose)
+                for key, item in value.items()}
     if isinstance(value, list | tuple):
         out: list[object] = []
         for index, item in enumerate(value):
