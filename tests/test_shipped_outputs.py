@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, run_cli
+from support.fleet_install import SCRIPTS
 from support.tools import (
     create_env,
     docker_create_request,
@@ -37,7 +38,7 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         before = set(out.iterdir())
         result = run_cli(str(profile.relative_to(ROOT)), "--out", str(out))
         assert result.returncode == 0, result.stdout + result.stderr
-        (tree,) = set(out.iterdir()) - before
+        (tree,) = {path for path in set(out.iterdir()) - before if path.name != SCRIPTS}  # not the shared scripts
         trees[profile.name] = tree
     return trees
 

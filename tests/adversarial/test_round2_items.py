@@ -19,6 +19,7 @@ from items import extends_reference as _extends
 from round2 import CANARY, assert_terminal_safe, clean_env, hostile_tree
 
 from conftest import REFERENCE_PROFILE, ROOT
+from support.fleet_install import SCRIPTS
 
 
 # -- runs code or sends secrets where it must not --------------------------------------------------------
@@ -173,7 +174,7 @@ def test_item08_bidi_controls_cannot_reorder_the_review_page_or_readme(tmp_path:
     assert "pay \\u202eevil\\u202c now \\u2066x\\u2069" in shown
     assert not any(c in shown for c in "\u202e\u202c\u2066\u2069")
     assert run_main("compile", str(profile), "--out", str(tmp_path / "out")).code == 0
-    readme = next((tmp_path / "out").glob("*/README.md")).read_text()
+    readme = next(p for p in (tmp_path / "out").glob("*/README.md") if p.parent.name != SCRIPTS).read_text()
     assert not any(c in readme for c in "\u202e\u202c\u2066\u2069")
     assert "pay \\\\u202eevil\\\\u202c now" in readme  # Markdown shows one backslash
 
