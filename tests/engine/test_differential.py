@@ -79,7 +79,7 @@ def _validate(paths: list[Path]) -> list[Outcome]:
     here = os.getcwd()
     os.chdir(ROOT)
     try:
-        return [run(p.relative_to(ROOT)) for p in paths]
+        return [run(Path(os.path.relpath(p, ROOT))) for p in paths]
     finally:
         os.chdir(here)
 
