@@ -1,5 +1,5 @@
 """A run's output does not depend on what earlier runs left in the user's cache: every shipped profile compiles
-to the same bytes warm (a second run on the same HOME) as cold (SPARK_COMPILE_NO_CACHE=1, a fresh HOME), and an
+to the same bytes warm (a second run on the same HOME) as cold (a fresh HOME), and an
 edit of a template, of a Jinja environment option or of a catalog changes a warm run's output exactly as it
 changes a cold one's.
 
@@ -50,13 +50,10 @@ sys.exit(next((code for code in codes if code), 0))
 """
 
 
-def _run(home: Path, runs: list[list[str]], *, cold: bool = False, templates: Path | None = None,
-         catalogs: Path | None = None, options: dict[str, Any] | None = None) -> subprocess.CompletedProcess[str]:
-    """The CLI in a new interpreter with HOME and XDG_CACHE_HOME at ``home``; ``cold`` also turns the cache off."""
+def _run(home: Path, runs: list[list[str]], *, templates: Path | None = None, catalogs: Path | None = None,
+         options: dict[str, Any] | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI in a new interpreter with HOME and XDG_CACHE_HOME at ``home`` (a fresh one: a cold run)."""
     env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
-    env.pop("SPARK_COMPILE_NO_CACHE", None)
-    if cold:
-        env["SPARK_COMPILE_NO_CACHE"] = "1"
     job = {"runs": runs, "templates": str(templates or ""), "catalogs": str(catalogs or ""), "options": options or {}}
     return subprocess.run([sys.executable, "-c", DRIVER, json.dumps(job)], cwd=ROOT, env=env, capture_output=True,
                           text=True, check=False)
@@ -74,7 +71,7 @@ def test_every_shipped_profile_compiles_the_same_warm_and_cold(tmp_path: Path) -
     home = tmp_path / "home"
     first = _compile(home, tmp_path / "first", PROFILES)
     warm = _compile(home, tmp_path / "warm", PROFILES)
-    cold = _compile(tmp_path / "fresh", tmp_path / "cold", PROFILES, cold=True)
+    cold = _compile(tmp_path / "fresh", tmp_path / "cold", PROFILES)
     assert len(warm) > 10 * len(PROFILES)
     assert warm == first
     assert warm == cold
@@ -94,7 +91,7 @@ def _edited_warm_and_cold(tmp_path: Path, edit: Callable[[], None], before: dict
     unedited = _compile(home, tmp_path / "before", profile, **before)
     edit()
     warm = _compile(home, tmp_path / "warm", profile, **after)
-    cold = _compile(tmp_path / "fresh", tmp_path / "cold", profile, cold=True, **after)
+    cold = _compile(tmp_path / "fresh", tmp_path / "cold", profile, **after)
     assert warm == cold
     return _changed(unedited, warm), _changed(unedited, cold)
 
@@ -137,7 +134,7 @@ def test_an_edited_catalog_changes_a_warm_check_as_a_cold_one(tmp_path: Path) ->
     size = env.stat().st_size
     _keep_time(env, lambda text: text.replace('"SGLANG_FLASHINFER_MOE_FUSED_FINALIZE"', '"SGLANG_FLASHINFER_X"'))
     assert env.stat().st_size < size
-    warm, cold = _run(home, check, catalogs=catalogs), _run(tmp_path / "fresh", check, cold=True, catalogs=catalogs)
+    warm, cold = _run(home, check, catalogs=catalogs), _run(tmp_path / "fresh", check, catalogs=catalogs)
     assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr)
     assert warm.returncode == 1
     assert "SC307 error: sglang-0.5.23 does not read SGLANG_FLASHINFER_MOE_FUSED_FINALIZE\n" in warm.stdout
