@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from spark_compile import __version__, templates
+from spark_compile import __version__
 from spark_compile.capacity.budget import Capacity
 from spark_compile.common import engram_rows
 from spark_compile.common.quoting import bash_words
@@ -24,7 +24,7 @@ from spark_compile.fleet.data import LOG_KEEP, UNIT_ACTIVE_TIMEOUT, fleet_env, f
 from spark_compile.spec.model import Profile
 from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
 from spark_compile.stages.plan import FLEET_DIR
-from spark_compile.stages.render import FILE_MODE, SCRIPT_MODE, Artifact, digests, environment
+from spark_compile.stages.render import FILE_MODE, SCRIPT_MODE, TEMPLATES, Artifact, digests, environment
 
 SCRIPTS_DIR = "fleet_scripts"
 STATIC_SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "window.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py",
@@ -36,12 +36,12 @@ INSTALLER = "install.py"
 MANIFEST = "MANIFEST.json"
 # Extra time a watchdog run may take beyond the relaunch's own health wait: postmortem, stop, preflight.
 WATCHDOG_RUN_MARGIN = 1800
-TEMPLATES = Path(templates.__file__).parent / FLEET_DIR
+FLEET_TEMPLATES = TEMPLATES / FLEET_DIR  # the static scripts and the installer, beside the fleet's templates
 
 
 def fleet_scripts() -> list[Artifact]:
     """The scripts every installed fleet folder holds, by name: templates/fleet/static/ and MODULES."""
-    sources = {name: TEMPLATES / "static" / name for name in STATIC_SCRIPTS} | MODULES
+    sources = {name: FLEET_TEMPLATES / "static" / name for name in STATIC_SCRIPTS} | MODULES
     return sorted((Artifact(name, path.read_bytes(), FILE_MODE if name in SOURCED else SCRIPT_MODE)
                    for name, path in sources.items()), key=lambda a: a.path)
 
@@ -50,7 +50,7 @@ def scripts_folder() -> list[Artifact]:
     """generated/fleet_scripts/: the scripts, install.py, a README, and MANIFEST.json: the compiler's version,
     every file's sha256 and mode, and which files install.py puts in a fleet folder."""
     scripts = fleet_scripts()
-    files = [*scripts, Artifact(INSTALLER, (TEMPLATES / INSTALLER).read_bytes(), SCRIPT_MODE),
+    files = [*scripts, Artifact(INSTALLER, (FLEET_TEMPLATES / INSTALLER).read_bytes(), SCRIPT_MODE),
              Artifact("README.md", _render("scripts-README.md.j2", {"scripts": scripts, "installer": INSTALLER,
                                                                        "scripts_dir": SCRIPTS_DIR}))]
     body = {"compiler": f"spark-compile {__version__}", "files": digests(files),
