@@ -28,4 +28,6 @@ trap - EXIT
 export ENGINE_PYTHON="$PWD/.venv-engine/bin/python"
 export PATH="$PWD/.venv/bin:$PATH"
 
-exec .venv/bin/python -m pytest --durations=20 "$@"  # the slowest 20 tests, printed at the end
+# One worker per core, each taking whole files (--dist loadfile): a module's fixtures (the fleet bed, one
+# Chromium) stay in one process and its tests keep their file order. The slowest 20 are printed at the end.
+exec .venv/bin/python -m pytest -n auto --dist loadfile --durations=20 "$@"
