@@ -145,9 +145,13 @@ def _named_value_spans(line: str) -> list[tuple[int, int]]:
     return spans
 
 
-def redact_text(text: str, mark: str = "(redacted)") -> str:
-    """``text`` with every secret-shaped substring, and every value given to a secret's name, replaced."""
+def secret_spans(line: str) -> list[tuple[int, int]]:
+    """Where one line of prose holds a token-shaped substring or a value given to a secret's name."""
     # Both kinds are found in the text as written, then hidden together: a token's pattern can run on into a
     # name glued to it (a JWT's last part takes '-'), and a name's value can be the first word of a token.
-    return "\n".join(masked(line, token_spans(line) + _named_value_spans(line), mark)
-                     for line in text.split("\n"))
+    return token_spans(line) + _named_value_spans(line)
+
+
+def redact_text(text: str, mark: str = "(redacted)") -> str:
+    """``text`` with every secret-shaped substring, and every value given to a secret's name, replaced."""
+    return "\n".join(masked(line, secret_spans(line), mark) for line in text.split("\n"))

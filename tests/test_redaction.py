@@ -106,3 +106,11 @@ def test_redacted_json_is_marked_and_keeps_its_syntax() -> None:
 def test_an_assignment_inside_a_value_is_hidden_but_a_mount_stays_whole() -> None:
     assert redact_value("-e A=1 -e MY_SECRET=s3 --mount /etc/passwd:/etc/passwd:ro") == (
         f"-e A=1 -e MY_SECRET={REDACTED} --mount /etc/passwd:/etc/passwd:ro")
+
+
+def test_a_token_glued_to_a_secret_assignment_inside_a_value_hides_both() -> None:
+    """The spans are found in the value as written: hiding the token first left `=hunter2` with no name."""
+    glued = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcdefghijk--api-key=hunter2"
+    assert redact_value(glued) == f"{REDACTED}={REDACTED}"
+    assert redact_value(["-e", glued]) == ["-e", f"{REDACTED}={REDACTED}"]
+    assert redact_value({"note": glued}, prose=True) == {"note": f"{REDACTED}={REDACTED}"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from spark_compile.spec.secret_patterns import hide_tokens, redact_text, secret_name
+from spark_compile.spec.secret_patterns import hide_tokens, masked, redact_text, secret_name, secret_spans, token_spans
 
 REDACTED = "(redacted)"
 def redact(text: str) -> str:
@@ -28,13 +28,14 @@ class Redacted(str):
 _ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_.-])(--?)?([A-Za-z_][A-Za-z0-9_.-]*)=([^\s'\",;]+)")
 
 
-def _assigned(match: re.Match[str]) -> str:
-    return f"{match.group(1) or ''}{match.group(2)}={REDACTED}" if secret_name(match.group(2)) else match.group()
+def _line_spans(line: str, prose: bool) -> list[tuple[int, int]]:
+    """The spans of ``line`` to hide, all found in the value as written (as redact_text does for prose)."""
+    assigned = [match.span(3) for match in _ASSIGNMENT.finditer(line) if secret_name(match.group(2))]
+    return (secret_spans(line) if prose else token_spans(line)) + assigned
 
 
 def _redact_string(value: str, prose: bool) -> str:
-    value = redact(value) if prose else hide_tokens(value, REDACTED)
-    return _ASSIGNMENT.sub(_assigned, value)
+    return "\n".join(masked(line, _line_spans(line, prose), REDACTED) for line in value.split("\n"))
 
 
 def redact_value(value: object, name: str = "", *, prose: bool = False) -> object:
