@@ -228,6 +228,17 @@ def test_json_format_for_monitoring(tmp_path: Path) -> None:
                          "line": 'rank 2: env SPARK_ROCE_AR is "0", plan says "1" (overlay.roce_ar)'}]}
 
 
+def test_json_exit_is_the_printing_commands_own_code(tmp_path: Path) -> None:
+    """A rank not captured: audit.py says 2 and `spark-compile audit` 4, each in its exit status and its JSON."""
+    directory = fleet(tmp_path)
+    (directory / "rank3-spark-3.audit").unlink()
+    compiled, ran = audit_cli(directory, "--format", "json"), shipped(directory, "--format", "json")
+    assert (compiled[0], ran[0]) == (EXIT_DOWN, audit.EXIT_DOWN) == (4, 2)
+    ours, theirs = json.loads(compiled[1]), json.loads(ran[1])
+    assert (ours.pop("exit"), theirs.pop("exit"), ours["status"]) == (4, 2, "down")
+    assert ours == theirs
+
+
 def test_usage(tmp_path: Path) -> None:
     assert audit_cli(tmp_path / "absent")[0] == 2
     assert shipped(tmp_path, "--format", "yaml")[0] == 64

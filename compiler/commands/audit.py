@@ -24,7 +24,7 @@ def run_audit(planned: Planned, directory: Path, fmt: str) -> int:
     for error in errors:
         sys.stderr.write(f"spark-compile: error: {audit.safe(error)}\n")
     differences, down = audit.compare(plan, captures, f"no capture in {audit.safe(str(directory))}")
-    sys.stdout.write(audit.render(plan, differences, down, fmt))
+    sys.stdout.write(audit.render(plan, differences, down, fmt, down_exit=EXIT_DOWN))
     if errors or down:
         return EXIT_DOWN
     return EXIT_FINDINGS if differences else EXIT_OK

@@ -443,13 +443,16 @@ def exit_code(differences: list[Difference], down: list[Down]) -> int:
     return EXIT_DOWN if down else EXIT_DRIFT if differences else EXIT_MATCH
 
 
-def render(plan: dict[str, Any], differences: list[Difference], down: list[Down], fmt: str) -> str:
-    """The text report (one line per difference, or the one `fleet matches` line) or the JSON document."""
+def render(plan: dict[str, Any], differences: list[Difference], down: list[Down], fmt: str,
+           down_exit: int = EXIT_DOWN) -> str:
+    """The text report (one line per difference, or the one `fleet matches` line) or the JSON document, whose
+    `exit` is the printing command's own code (``down_exit``: `spark-compile audit` says 4 where audit.py says 2)."""
     title = " ".join(part for part in (plan["profile"], plan.get("release") or "") if part)
     code = exit_code(differences, down)
     if fmt == "json":
         status = {EXIT_MATCH: "match", EXIT_DRIFT: "drift", EXIT_DOWN: "down"}[code]
-        document = {"profile": plan["profile"], "release": plan.get("release"), "status": status, "exit": code,
+        document = {"profile": plan["profile"], "release": plan.get("release"), "status": status,
+                    "exit": down_exit if code == EXIT_DOWN else code,
                     "down": [{**asdict(d), "line": d.line()} for d in down],
                     "differences": [{**asdict(d), "line": d.line()} for d in differences]}
         return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
