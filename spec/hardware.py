@@ -23,6 +23,10 @@ class Hardware:
     # What CUDA reports as one GPU's total memory, in GiB, where a published boot says so; None: not known,
     # the capacity stage then estimates gpu_memory_gb (decimal GB) in GiB and says it is an estimate.
     cuda_total_gib: float | None = None
+    # On an integrated GPU SGLang's free memory is the OS's MemAvailable (psutil): what a running node reports
+    # before the model loads, in GiB, where a public measurement says so; None: CUDA's total is the free memory.
+    mem_available_gib: float | None = None
+    mem_available_source: str = ""
 
 
 HARDWARE: dict[str, Hardware] = {
@@ -36,6 +40,9 @@ HARDWARE: dict[str, Hardware] = {
             env_reason="expandable segments map pages the GB10 driver pins late; production runs with them off",
             # An operator's published TP4 notes (sparkrun's platform policy assumes 121 GiB).
             cuda_total_gib=121.7,
+            mem_available_gib=113.0,
+            mem_available_source="a running Spark's idle MemTotal - MemAvailable is 8.68 GiB of 121.69 GiB "
+            "(driver 580.173.02, Syllo/nvtop#449)",
         ),
         Hardware(
             "dgx-h100", "NVIDIA DGX H100, 8x H100 80 GB SXM, 2 TB host memory",

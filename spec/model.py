@@ -201,6 +201,13 @@ class Model(Section):
         description="Pinned: GiB SGLang had for the KV pools on each rank at boot (`DSV4 memory calculation` "
         "available_bytes), in rank order; the KV prediction then starts from it instead of the memory budget.",
     )
+    pre_load_available_per_rank: list[GiB] | None = Field(
+        None,
+        description="Pinned: GiB SGLang measured free on each rank before the model loaded (the boot log's `Load "
+        "weight begin. avail mem=`, as `verify.sh --calibrate` writes it), in rank order; unset: the hardware's "
+        "default MemAvailable less what the plan holds in host memory first. A change of mem_fraction_static then "
+        "moves the KV prediction as SGLang would.",
+    )
     cuda_graph_per_rank: list[GiB] | None = Field(
         None, description="Pinned: GiB CUDA graph capture took on each rank at boot, in rank order.",
     )

@@ -11,12 +11,13 @@ for DeepSeek-V4/V4.1 its size in tokens follows SGLang's own pool configurator (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from spark_compile.capacity.kv_dsv4 import Dsv4Inputs, Dsv4Pool, Speculation, UnmodelledError, dsv4_pool
+from spark_compile.capacity.kv_predict import CapacityInputs, Kv, context_length, engine_reads, predict_kv
+from spark_compile.capacity.preload import derived_fraction, mem_available
 from spark_compile.capacity.weights import GIB, Split, estimate_dsv4, text_config
+from spark_compile.capacity.weights_config import EstimateError, bytes_per_rank
 from spark_compile.spec.checks import docker_size_bytes
-from spark_compile.spec.hardware import FAMILIES, HARDWARE
+from spark_compile.spec.hardware import HARDWARE
 from spark_compile.spec.model import Profile
 from spark_compile.spec.nccl_presets import NCCL_DEFAULT_PINNED_GIB, NCCL_PRESETS, NCCL_TRIM_PINNED_GIB
 from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
@@ -24,18 +25,10 @@ from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
 HEAD_SHARE_GIB = 1.3  # HTTP server, tokenizer and detokenizer on rank 0 (an operator's published TP4 notes)
 INDEXER_TRANSIENT_BYTES = 14  # DSV4 sparse indexer's prefill peak per (chunk token x prefix token), published
 DSV4 = "DeepseekV4ForCausalLM"
-
-
-@dataclass(frozen=True, slots=True)
-class CapacityInputs:
-    """What the stage reads from disk, gathered at the edge: config.json and the snapshot's headers."""
-
-    config: dict[str, Any] | None
-    config_source: str  # where config.json came from, or why there is none
-    split: Split | None  # the checkpoint's own bytes per rank, from its safetensors headers
-    split_source: str
-
-
+# What SGLang's load of DeepSeek-V4.1-Flash took beyond its checkpoint's bytes: the published TP4/EP4 boot's
+# 77 + 2.5 GiB (`Load weight end` mem usage) against this estimate's 69.5 + 1.8 GiB for the same placement
+# (MXFP4 experts repacked for FlashInfer's runner, dequantized copies); the load delta, not the file size.
+DSV4_LOAD_OVER_CHECKPOINT = 79.5 / 71.3
 @dataclass(frozen=True, slots=True)
 class Term:
     """One amount of memory: GiB (None when it cannot be known here), where the figure comes from, how."""
@@ -43,19 +36,6 @@ class Term:
     gib: float | None
     source: str
     formula: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Kv:
-    """The predicted KV pool, with SGLang's names (bytes_per_full_token, full_token)."""
-
-    available_gib: float
-    bytes_per_full_token: float | None
-    full_token: int | None
-    requests_at_context: int | None
-    pool_gib: float
-    note: str
-    fixed_gib: float = 0.0  # the request-scoped pools SGLang takes off first
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,43 +93,76 @@ def _pin(values: list[float] | None, rank: int, name: str) -> Term | None:
 CALIBRATE = "pin model.{name} (`verify.sh --calibrate` measures it on a booted fleet)"
 
 
-def _weights_source(profile: Profile, inputs: CapacityInputs) -> tuple[Split | None, str]:
-    """The checkpoint's split with where it comes from, or None with why there is none."""
+def _config_split(profile: Profile, inputs: CapacityInputs, tp: int) -> tuple[Split, str, str]:
+    """(the split from config.json, its source, its method): DeepSeek-V4's own estimate or the families'."""
+    assert inputs.config is not None
+    if profile.model.architecture == DSV4:
+        raw = estimate_dsv4(inputs.config, tp)
+        split = Split(raw.target * DSV4_LOAD_OVER_CHECKPOINT, raw.draft * DSV4_LOAD_OVER_CHECKPOINT, 0.0, 0)
+        return split, f"estimate from {inputs.config_source} (parameters x stored bytes, split by TP {tp}, x " \
+            f"{DSV4_LOAD_OVER_CHECKPOINT:.3f} load over checkpoint, published)", "fp8 dense + fp4 experts, / TP " \
+            "where sharded"
+    rank, whole, formats = bytes_per_rank(inputs.config, text_config(inputs.config), tp)
+    if inputs.index_total is not None:
+        return Split(inputs.index_total * rank / whole, 0.0, 0.0, 0), \
+            f"exact total from {inputs.index_source} (metadata.total_size), split by TP {tp} in the " \
+            "families' shares", f"{inputs.index_total} B x {rank / whole:.4f}"
+    return Split(rank, 0.0, 0.0, 0), f"estimate from {inputs.config_source} (parameters per family x stored " \
+        f"bytes, split by TP {tp})", formats
+
+
+def _weights_source(profile: Profile, inputs: CapacityInputs) -> tuple[Split | None, str, str]:
+    """The checkpoint's split with where it comes from and how, or None with why there is none."""
     tp, ep = profile.engine.parallel.tp or 1, profile.engine.parallel.ep
     if (profile.engine.parallel.pp or 1) > 1:  # the stages' layer split is SGLang's own: not modelled here
-        return None, f"no split for pipeline parallelism (pp {profile.engine.parallel.pp})"
+        return None, f"no split for pipeline parallelism (pp {profile.engine.parallel.pp})", ""
     if inputs.split is not None:
-        return inputs.split, f"safetensors headers of {inputs.split_source}, split by TP {tp} / EP {ep}"
+        return inputs.split, f"safetensors headers of {inputs.split_source}, split by TP {tp} / EP {ep}", \
+            "sum of tensor bytes per rank"
     if inputs.config is None:
-        return None, inputs.config_source
-    if profile.model.architecture != DSV4:
-        return None, f"no estimate for {profile.model.architecture}"
+        return None, inputs.config_source, ""
     try:
-        return estimate_dsv4(inputs.config, tp), f"estimate from {inputs.config_source} (parameters x stored " \
-            f"bytes, split by TP {tp})"
+        return _config_split(profile, inputs, tp)
     except KeyError as missing:
-        return None, f"config.json has no {missing}"
+        return None, f"config.json has no {missing}", ""
+    except EstimateError as why:
+        return None, str(why), ""
+
+
+def _draft_config_term(profile: Profile, inputs: CapacityInputs) -> Term:
+    """A separate draft's weights from its own config.json (its quantization, else the model dtype)."""
+    spec = profile.engine.speculative
+    if inputs.draft_config is None:
+        return Term(None, "unknown: engine.speculative.draft is another checkpoint and its config.json is not "
+                    "here; " + CALIBRATE.format(name="draft_weights_per_rank"))
+    config = dict(inputs.draft_config)
+    if spec.draft is not None and spec.draft.quantization == "unquant":
+        config.pop("quantization_config", None)
+    tp = profile.engine.parallel.tp or 1
+    try:
+        rank, _, formats = bytes_per_rank(config, text_config(config), tp)
+    except (EstimateError, KeyError) as why:
+        return Term(None, f"unknown: the draft's config.json: {why}")
+    return Term(rank / GIB, f"estimate from the draft's config.json (parameters per family x stored bytes, "
+                f"split by TP {tp})", formats)
 
 
 def _weights(profile: Profile, inputs: CapacityInputs, rank: int) -> tuple[Term, Term]:
     """(target weights, draft weights) on this rank: a pin, else the checkpoint's headers, else an estimate."""
     model, spec = profile.model, profile.engine.speculative
-    split, source = _weights_source(profile, inputs)
-    exact = inputs.split is not None
+    split, source, method = _weights_source(profile, inputs)
     target = _pin(model.weights_per_rank, rank, "weights_per_rank") or (
         Term(None, f"unknown: {source}; " + CALIBRATE.format(name="weights_per_rank")) if split is None
-        else Term(split.target / GIB, source, "sum of tensor bytes per rank" if exact
-                  else "fp8 dense + fp4 experts, / TP where sharded"))
+        else Term(split.target / GIB, source, method))
     draft = _pin(model.draft_weights_per_rank, rank, "draft_weights_per_rank")
     if draft is None and spec.algorithm == "none":
         draft = Term(0.0, "no speculative decoding")
     elif draft is None and spec.draft is not None:
-        draft = Term(None, "unknown: engine.speculative.draft is another checkpoint; "
-                     + CALIBRATE.format(name="draft_weights_per_rank"))
+        draft = _draft_config_term(profile, inputs)
     elif draft is None:
         draft = Term(None, f"unknown: {source}; " + CALIBRATE.format(name="draft_weights_per_rank")) \
-            if split is None else Term(split.draft / GIB, source, "mtp.* tensors per rank" if exact
-                                       else "DSpark/MTP stages, / TP where sharded")
+            if split is None else Term(split.draft / GIB, source, "mtp.* tensors per rank"
+                                       if inputs.split is not None else "DSpark/MTP stages, / TP where sharded")
     return target, draft
 
 
@@ -203,86 +216,6 @@ def _engram(profile: Profile, inputs: CapacityInputs, plan_rank: RankPlan) -> tu
     return held, Term(float(budget) * 1e9 / GIB, f"the overlay's row cache budget, SPARK_ENGRAM_CACHE_GB={budget}")
 
 
-@dataclass(frozen=True, slots=True)
-class EngineReads:
-    """The engine settings the budget reads, in one place (typed fields may move; this is the one edit)."""
-
-    algorithm: str | None
-    speculation: Speculation | None
-    page_size: int | None
-    max_total_tokens: int | None
-    mem_fraction_static: float | None
-    chunked_prefill_size: int | None
-    max_running_requests: int | None
-    context_length: int | None
-
-
-def engine_reads(profile: Profile) -> EngineReads:
-    """Speculation as SGLang resolves it (DSPARK: one step, top-1, block + 1 draft tokens), the page size
-    (the one SGLang forces for the family, else engine.page_size), and the limits."""
-    eng, family = profile.engine, FAMILIES.get(profile.model.architecture)
-    spec, limits = eng.speculative, eng.limits
-    algorithm = None if spec.algorithm == "none" else spec.algorithm
-    speculation = None
-    if algorithm == "DSPARK" and spec.dspark_block_size is not None:
-        speculation = Speculation(spec.num_draft_tokens or spec.dspark_block_size + 1)
-    elif algorithm is not None and spec.num_draft_tokens is not None:
-        speculation = Speculation(spec.num_draft_tokens, spec.num_steps or 1, spec.eagle_topk or 1)
-    page_size = family.page_size if family and family.page_size else eng.page_size
-    return EngineReads(algorithm, speculation, page_size, limits.max_total_tokens, limits.mem_fraction_static,
-                       limits.chunked_prefill_size, limits.max_running_requests, limits.context_length)
-
-
-def _context(profile: Profile, inputs: CapacityInputs) -> int | None:
-    """The context length SGLang will run with; None when unknown or beyond the model's (SGLang refuses it)."""
-    t = text_config(inputs.config) if inputs.config is not None else {}
-    value = t.get("max_position_embeddings")
-    model_max = value if isinstance(value, int) else profile.model.max_context_length
-    written = engine_reads(profile).context_length
-    if written is None:
-        return model_max
-    return None if model_max is not None and written > model_max else written
-
-
-def _dsv4_inputs(profile: Profile, inputs: CapacityInputs, context: int) -> Dsv4Inputs:
-    reads = engine_reads(profile)
-    if reads.algorithm is not None and reads.speculation is None:
-        raise UnmodelledError(f"{reads.algorithm}'s draft-token count is left to SGLang")
-    if reads.chunked_prefill_size is None:
-        raise UnmodelledError("chunked_prefill_size is unset: SGLang picks it for the GPU at start")
-    if profile.engine.args.get("enable-encoder-swa-bounded-replay"):
-        raise UnmodelledError("encoder SWA bounded replay sizes per-request windows this model does not follow")
-    t = text_config(inputs.config or {})
-    layers = t["num_hidden_layers"]
-    ratio = profile.engine.args.get("swa-full-tokens-ratio")
-    tails = profile.engine.args.get("swa-prefix-tails")
-    return Dsv4Inputs(
-        tuple(t["compress_ratios"][:layers]), tuple(t.get("kv_source_layer_ids") or ()), t["head_dim"],
-        t["qk_rope_head_dim"], t["index_head_dim"], t["sliding_window"], context, reads.page_size or 256,
-        reads.max_running_requests, reads.chunked_prefill_size, reads.speculation,
-        128 if HARDWARE[profile.hardware].sm[0] == 10 else 64,
-        float(ratio) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) else None,
-        tails if isinstance(tails, int) and not isinstance(tails, bool) else None)
-
-
-def predict_kv(profile: Profile, inputs: CapacityInputs, available_gib: float, context: int | None) -> Kv:
-    """The KV pool SGLang would size from ``available_gib`` (its available_bytes)."""
-    if profile.model.architecture != DSV4 or inputs.config is None or context is None:
-        why = "no config.json" if inputs.config is None else f"no pool model for {profile.model.architecture}"
-        return Kv(available_gib, None, None, None, max(available_gib, 0.0), f"{why}: the pool is the bytes left")
-    try:
-        pool: Dsv4Pool = dsv4_pool(_dsv4_inputs(profile, inputs, context), int(available_gib * GIB))
-    except (UnmodelledError, KeyError, TypeError, IndexError) as why:
-        return Kv(available_gib, None, None, None, max(available_gib, 0.0), f"not modelled: {why}")
-    full = pool.full_token
-    cap = engine_reads(profile).max_total_tokens
-    note = "SGLang 0.5.23 DSV4PoolConfigurator arithmetic"
-    if cap is not None and cap < full:
-        full, note = cap, note + f", capped by max_total_tokens {cap}"
-    return Kv(available_gib, pool.bytes_per_full_token, full, full // context, pool.pool_bytes() / GIB, note,
-              pool.fixed_bytes / GIB)
-
-
 def _transient(profile: Profile, context: int | None) -> Term:
     chunk = engine_reads(profile).chunked_prefill_size
     if profile.model.architecture != DSV4:
@@ -293,32 +226,79 @@ def _transient(profile: Profile, context: int | None) -> Term:
                 f"14 B x chunk {chunk} x prefix {context}")
 
 
-def _static(terms: dict[str, Term], fraction: float | None) -> None:
-    total, nccl, head = terms["cuda_total"], terms["nccl"], terms["head_share"]
-    pre = (total.gib or 0.0) - (nccl.gib or 0.0) - (head.gib or 0.0)
-    terms["pre_load"] = Term(pre, "what CUDA reports free before the model loads",
-                             f"{total.gib:.1f} total - {nccl.gib:.2f} NCCL - {head.gib:.1f} head share")
-    if fraction is None or not 0 < fraction < 1:
-        why = ("mem_fraction_static is unset: SGLang picks it for the GPU at start" if fraction is None
-               else f"mem_fraction_static {fraction} is not in (0, 1)")
+@dataclass(frozen=True, slots=True)
+class Fleetwide:
+    """What SGLang takes as the minimum over ranks: free memory before the load and after it (GiB)."""
+
+    pre_load: float
+    pre_source: str
+    after_load: float | None  # None when a rank's weights are unknown here
+
+
+def _graph_max_bs(profile: Profile) -> int | None:
+    graphs, cap = profile.engine.cuda_graph, profile.engine.limits.max_running_requests
+    if graphs.batch_sizes:
+        return max(graphs.batch_sizes)
+    return cap if graphs.max_bs_decode == "max_running_requests" else graphs.max_bs_decode
+
+
+def _fraction(profile: Profile, terms: dict[str, Term]) -> Term:
+    written = engine_reads(profile).mem_fraction_static
+    if written is not None:
+        return Term(written, "engine.limits.mem_fraction_static")
+    fraction, formula = derived_fraction(profile, terms["cuda_total"].gib or 0.0,
+                                         engine_reads(profile).chunked_prefill_size, _graph_max_bs(profile))
+    return Term(fraction, "unset: SGLang derives it (handle_gpu_memory_settings)", formula)
+
+
+def _static(profile: Profile, terms: dict[str, Term], fleet: Fleetwide) -> None:
+    terms["fraction"] = fraction = _fraction(profile, terms)
+    pre, f = fleet.pre_load, fraction.gib or 0.0
+    terms["pre_load_min"] = Term(pre, f"the minimum over ranks of the pre-load free memory ({fleet.pre_source}): "
+                                 "SGLang sizes every rank from it")
+    if not 0 < f < 1:
         for name in ("static_pool", "outside_static"):
-            terms[name] = Term(None, why)
+            terms[name] = Term(None, f"mem_fraction_static {f} is not in (0, 1)")
         return
-    terms["static_pool"] = Term(fraction * pre, "--mem-fraction-static x pre-load free memory",
-                                f"{fraction} x {pre:.1f}")
-    terms["outside_static"] = Term((1 - fraction) * pre, "the rest, for activations, CUDA graphs, transients",
-                                   f"(1 - {fraction}) x {pre:.1f}")
+    terms["static_pool"] = Term(f * pre, "--mem-fraction-static x pre-load free memory", f"{f} x {pre:.1f}")
+    terms["outside_static"] = Term((1 - f) * pre, "the rest, for activations, CUDA graphs, transients",
+                                   f"(1 - {f}) x {pre:.1f}")
 
 
-def _available(profile: Profile, terms: dict[str, Term], rank: int) -> Term:
+def _available(profile: Profile, terms: dict[str, Term], rank: int, fleet: Fleetwide) -> Term:
     pinned = _pin(profile.model.available_per_rank, rank, "available_per_rank")
     if pinned is not None:
         return pinned
-    static, weights, draft = terms["static_pool"].gib, terms["weights"].gib, terms["draft"].gib
-    if static is None or weights is None or draft is None:
-        return Term(None, "unknown: the static pool or the weights are not known here")
-    return Term(static - weights - draft, "SGLang's available_bytes: the static pool after the weights",
-                f"{static:.1f} - {weights:.1f} weights - {draft:.1f} draft")
+    f = terms["fraction"].gib or 0.0
+    if fleet.after_load is None:
+        return Term(None, "unknown: a rank's weights are not known here")
+    return Term(fleet.after_load - (1 - f) * fleet.pre_load, "SGLang's available_bytes: the minimum free after "
+                "the load less the (1 - F) share of the minimum before it",
+                f"{fleet.after_load:.1f} - (1 - {f}) x {fleet.pre_load:.1f}")
+
+
+def _pre_load(profile: Profile, plan_rank: RankPlan) -> tuple[Term, Term]:
+    """(MemAvailable before the load, what this rank's SGLang measures: less NCCL and the head's processes)."""
+    total = _cuda_total(profile).gib or 0.0
+    measured = mem_available(profile, plan_rank.rank, total)
+    nccl, head = _nccl(profile, plan_rank).gib or 0.0, HEAD_SHARE_GIB if plan_rank.is_head else 0.0
+    if measured.source.startswith("pinned"):  # a boot's own figure already has them taken off
+        return Term(measured.gib, measured.source), Term(measured.gib, measured.source)
+    return Term(measured.gib, measured.source), Term(
+        measured.gib - nccl - head, "free before the load: the NCCL buffers and the head's processes are "
+        "already held (the Engram row cache fills while serving, after SGLang measured)",
+        f"{measured.gib:.1f} - {nccl:.2f} NCCL - {head:.1f} head share")
+
+
+def fleetwide(profile: Profile, plan: LaunchPlan, inputs: CapacityInputs) -> Fleetwide:
+    """The minimum over ranks of SGLang's two measurements (get_available_gpu_memory(distributed=True))."""
+    pres = [_pre_load(profile, r)[1] for r in plan.ranks]
+    loads = [_weights(profile, inputs, r.rank) for r in plan.ranks]
+    pre = min(pres, key=lambda t: t.gib or 0.0)
+    known = all(w.gib is not None and d.gib is not None for w, d in loads)
+    after = min((p.gib or 0.0) - (w.gib or 0.0) - (d.gib or 0.0) for p, (w, d) in zip(pres, loads, strict=True)) \
+        if known else None
+    return Fleetwide(pre.gib or 0.0, pre.source.split(":")[0], after)
 
 
 def _host(profile: Profile, terms: dict[str, Term]) -> Term:
@@ -330,10 +310,10 @@ def _host(profile: Profile, terms: dict[str, Term]) -> Term:
                 " + ".join(f"{gib:.1f} {name}" for name, gib in parts))
 
 
-def rank_capacity(profile: Profile, plan_rank: RankPlan, inputs: CapacityInputs) -> RankCapacity:
+def rank_capacity(profile: Profile, plan_rank: RankPlan, inputs: CapacityInputs, fleet: Fleetwide) -> RankCapacity:
     """One rank's budget."""
     rank, box = plan_rank.rank, profile.container
-    context = _context(profile, inputs)
+    context = context_length(profile, inputs)
     weights, draft = _weights(profile, inputs, rank)
     terms: dict[str, Term] = {
         "cuda_total": _cuda_total(profile), "nccl": _nccl(profile, plan_rank),
@@ -342,8 +322,9 @@ def rank_capacity(profile: Profile, plan_rank: RankPlan, inputs: CapacityInputs)
                            else "not the head"),
         "weights": weights, "draft": draft,
     }
-    _static(terms, engine_reads(profile).mem_fraction_static)
-    terms["available"] = _available(profile, terms, rank)
+    terms["mem_available"], terms["pre_load"] = _pre_load(profile, plan_rank)
+    _static(profile, terms, fleet)
+    terms["available"] = _available(profile, terms, rank, fleet)
     available = terms["available"].gib
     kv = None if available is None else predict_kv(profile, inputs, available, context)
     if kv is not None:
@@ -364,13 +345,14 @@ def build_capacity(profile: Profile, plan: LaunchPlan, inputs: CapacityInputs) -
     """Every rank's budget; the KV arithmetic runs once per kind of rank (head or worker) unless pins differ."""
     pinned = any(values is not None for values in (
         profile.model.weights_per_rank, profile.model.draft_weights_per_rank, profile.model.available_per_rank,
-        profile.model.cuda_graph_per_rank))
+        profile.model.cuda_graph_per_rank, profile.model.pre_load_available_per_rank))
+    fleet = fleetwide(profile, plan, inputs)
     memo: dict[tuple[bool, int], RankCapacity] = {}
     out = []
     for plan_rank in plan.ranks:
         key = (plan_rank.is_head, plan_rank.rank if pinned else -1)
         if key not in memo:
-            memo[key] = rank_capacity(profile, plan_rank, inputs)
+            memo[key] = rank_capacity(profile, plan_rank, inputs, fleet)
         base = memo[key]
         terms = dict(base.terms)
         terms["engram_rows"], terms["engram_host"] = _engram(profile, inputs, plan_rank)

@@ -1,0 +1,154 @@
+"""The KV pool SGLang 0.5.23 would size on one rank from its available bytes: the engine settings it reads
+(engine_reads), the context length it runs with, and the pool of the model's kind (DeepSeek-V4's twin in
+`kv_dsv4`, the others in `kv_pools` via `kv_model`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from spark_compile.capacity.kv_dsv4 import Dsv4Inputs, Dsv4Pool, Speculation, UnmodelledError, dsv4_pool
+from spark_compile.capacity.kv_model import layout
+from spark_compile.capacity.kv_pools import size_pool
+from spark_compile.capacity.weights import GIB, Split, text_config
+from spark_compile.spec.hardware import FAMILIES, HARDWARE
+from spark_compile.spec.model import Profile
+
+DSV4 = "DeepseekV4ForCausalLM"
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityInputs:
+    """What the stage reads from disk, gathered at the edge: config.json and the snapshot's headers."""
+
+    config: dict[str, Any] | None
+    config_source: str  # where config.json came from, or why there is none
+    split: Split | None  # the checkpoint's own bytes per rank, from its safetensors headers
+    split_source: str
+    index_total: int | None = None  # model.safetensors.index.json's metadata.total_size, when committed
+    index_source: str = ""
+    draft_config: dict[str, Any] | None = None  # a separate draft model's config.json
+
+
+@dataclass(frozen=True, slots=True)
+class Kv:
+    """The predicted KV pool, with SGLang's names (bytes_per_full_token, full_token)."""
+
+    available_gib: float
+    bytes_per_full_token: float | None
+    full_token: int | None
+    requests_at_context: int | None
+    pool_gib: float
+    note: str
+    fixed_gib: float = 0.0  # the request-scoped pools SGLang takes off first
+    clamped_by: str = ""  # what lowered full_token below the pool's size (max_total_tokens), if anything
+
+
+@dataclass(frozen=True, slots=True)
+class EngineReads:
+    """The engine settings the budget reads, in one place (typed fields may move; this is the one edit)."""
+
+    algorithm: str | None
+    speculation: Speculation | None
+    page_size: int | None
+    max_total_tokens: int | None
+    mem_fraction_static: float | None
+    chunked_prefill_size: int | None
+    max_running_requests: int | None
+    context_length: int | None
+
+
+def engine_reads(profile: Profile) -> EngineReads:
+    """Speculation as SGLang resolves it (DSPARK: one step, top-1, block + 1 draft tokens), the page size
+    (the one SGLang forces for the family, else engine.page_size), and the limits."""
+    eng, family = profile.engine, FAMILIES.get(profile.model.architecture)
+    spec, limits = eng.speculative, eng.limits
+    algorithm = None if spec.algorithm == "none" else spec.algorithm
+    speculation = None
+    if algorithm == "DSPARK" and spec.dspark_block_size is not None:
+        speculation = Speculation(spec.num_draft_tokens or spec.dspark_block_size + 1)
+    elif algorithm is not None and spec.num_draft_tokens is not None:
+        speculation = Speculation(spec.num_draft_tokens, spec.num_steps or 1, spec.eagle_topk or 1)
+    page_size = family.page_size if family and family.page_size else eng.page_size
+    return EngineReads(algorithm, speculation, page_size, limits.max_total_tokens, limits.mem_fraction_static,
+                       limits.chunked_prefill_size, limits.max_running_requests, limits.context_length)
+
+
+def context_length(profile: Profile, inputs: CapacityInputs) -> int | None:
+    """The context length SGLang will run with; None when unknown or beyond the model's (SGLang refuses it)."""
+    t = text_config(inputs.config) if inputs.config is not None else {}
+    value = t.get("max_position_embeddings")
+    model_max = value if isinstance(value, int) else profile.model.max_context_length
+    written = engine_reads(profile).context_length
+    if written is None:
+        return model_max
+    return None if model_max is not None and written > model_max else written
+
+
+def _dsv4_inputs(profile: Profile, inputs: CapacityInputs, context: int) -> Dsv4Inputs:
+    reads = engine_reads(profile)
+    if reads.algorithm is not None and reads.speculation is None:
+        raise UnmodelledError(f"{reads.algorithm}'s draft-token count is left to SGLang")
+    if reads.chunked_prefill_size is None:
+        raise UnmodelledError("chunked_prefill_size is unset: SGLang picks it for the GPU at start")
+    if profile.engine.args.get("enable-encoder-swa-bounded-replay"):
+        raise UnmodelledError("encoder SWA bounded replay sizes per-request windows this model does not follow")
+    t = text_config(inputs.config or {})
+    layers = t["num_hidden_layers"]
+    ratio = profile.engine.args.get("swa-full-tokens-ratio")
+    tails = profile.engine.args.get("swa-prefix-tails")
+    return Dsv4Inputs(
+        tuple(t["compress_ratios"][:layers]), tuple(t.get("kv_source_layer_ids") or ()), t["head_dim"],
+        t["qk_rope_head_dim"], t["index_head_dim"], t["sliding_window"], context, reads.page_size or 256,
+        reads.max_running_requests, reads.chunked_prefill_size, reads.speculation,
+        128 if HARDWARE[profile.hardware].sm[0] == 10 else 64,
+        float(ratio) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) else None,
+        tails if isinstance(tails, int) and not isinstance(tails, bool) else None)
+
+
+def draft_layers(profile: Profile, config: dict[str, Any], draft_config: dict[str, Any] | None) -> int:
+    """Layers an EAGLE/NEXTN/STANDALONE draft adds to the target's KV pool (its own config.json, else the
+    target's MTP layers)."""
+    algorithm = profile.engine.speculative.algorithm
+    if algorithm not in ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE"):
+        return 0
+    source = draft_config if draft_config is not None else config
+    key = "num_hidden_layers" if draft_config is not None else "num_nextn_predict_layers"
+    value = text_config(source).get(key)
+    return value if isinstance(value, int) and value > 0 else 1
+
+
+def _generic(profile: Profile, config: dict[str, Any], draft_config: dict[str, Any] | None,
+             available_gib: float) -> Kv:
+    t, tp = text_config(config), profile.engine.parallel.tp or 1
+    reads = engine_reads(profile)
+    shape = layout(profile.model.architecture, t, tp, profile.engine.kv_cache_dtype,
+                   draft_layers(profile, config, draft_config))
+    pool = size_pool(shape, int(available_gib * GIB), reads.page_size or 1)
+    return Kv(available_gib, shape.cell_bytes, pool.full_token, None, pool.pool_bytes / GIB,
+              f"SGLang 0.5.23 {shape.kind} arithmetic", pool.fixed_bytes / GIB)
+
+
+def _pool(profile: Profile, inputs: CapacityInputs, available_gib: float, context: int) -> Kv:
+    if profile.model.architecture != DSV4:
+        return _generic(profile, inputs.config, inputs.draft_config, available_gib)
+    pool: Dsv4Pool = dsv4_pool(_dsv4_inputs(profile, inputs, context), int(available_gib * GIB))
+    return Kv(available_gib, pool.bytes_per_full_token, pool.full_token, None, pool.pool_bytes() / GIB,
+              "SGLang 0.5.23 DSV4PoolConfigurator arithmetic", pool.fixed_bytes / GIB)
+
+
+def predict_kv(profile: Profile, inputs: CapacityInputs, available_gib: float, context: int | None) -> Kv:
+    """The KV pool SGLang would size from ``available_gib`` (its available_bytes), capped as it caps it."""
+    if inputs.config is None or context is None:
+        why = "no config.json" if inputs.config is None else "the context length is not known here"
+        return Kv(available_gib, None, None, None, max(available_gib, 0.0), f"{why}: the pool is the bytes left")
+    try:
+        kv = _pool(profile, inputs, available_gib, context)
+    except (UnmodelledError, KeyError, TypeError, IndexError, ZeroDivisionError) as why:
+        return Kv(available_gib, None, None, None, max(available_gib, 0.0), f"not modelled: {why}")
+    full, cap, clamped = kv.full_token or 0, engine_reads(profile).max_total_tokens, ""
+    if cap is not None and cap < full:
+        full, clamped = cap, f"max_total_tokens {cap}"
+    note = kv.note + (f", capped by {clamped}" if clamped else "")
+    return Kv(kv.available_gib, kv.bytes_per_full_token, full, full // context, kv.pool_gib, note, kv.fixed_gib,
+              clamped)
