@@ -37,6 +37,36 @@ def capacity_json(capacity: Capacity) -> dict[str, Any]:
     return {"unit": "GiB", "ranks": [rank_json(rank) for rank in capacity.ranks]}
 
 
+LEGEND = (
+    "legend: GiB per rank. total = what CUDA reports; weights/draft = the load (pinned, from headers, or "
+    "estimated: each term's source says which); static = mem_fraction_static x the minimum pre-load free memory; "
+    "kv pool = what SGLang sizes from static - weights; outside = the rest, for activations and graphs; "
+    "host = what the container holds in host memory; limit = --memory; full_token = KV tokens per rank; "
+    "requests = full-context requests the pool holds at once; ? = not known here, - = not computed\n")
+
+
+def verdict(capacity: Capacity) -> str:
+    """One line a person reads first: fits, does not fit, or cannot tell, and why."""
+    ranks = capacity.ranks
+    unknown = next((r for r in ranks if r.terms["weights"].gib is None), None)
+    if unknown is not None:
+        return f"cannot tell: rank {unknown.rank}'s weights are unknown ({unknown.terms['weights'].source})"
+    worst = min(ranks, key=lambda r: r.gib("available"))
+    available = worst.terms["available"]
+    if available.gib is not None and available.gib <= 0:
+        return (f"does not fit: rank {worst.rank} ({worst.node}) loads {worst.gib('weights') + worst.gib('draft'):.1f} "
+                f"GiB and its static pool leaves {available.gib:.1f} GiB for the KV cache")
+    kv, context = worst.kv, worst.context_length
+    if kv is None or kv.full_token is None or context is None:
+        why = "the context length is not known here" if context is None else (kv.note if kv else available.source)
+        return f"cannot tell: no KV token count ({why})"
+    if kv.full_token < context:
+        return (f"does not fit: rank {worst.rank} ({worst.node})'s KV pool holds {kv.full_token} tokens, less than "
+                f"one request at context_length {context}")
+    return (f"fits: {kv.full_token} KV tokens per rank ({kv.requests_at_context} requests at context_length "
+            f"{context}), {worst.gib('weights') + worst.gib('draft'):.1f} GiB of weights per rank")
+
+
 def _cell(term: Term | None) -> str:
     return "-" if term is None else "?" if term.gib is None else f"{term.gib:.1f}"
 
@@ -57,4 +87,5 @@ def capacity_table(capacity: Capacity) -> str:
     first = capacity.ranks[0] if capacity.ranks else None
     notes = [] if first is None else [f"{name}: {term.source}" + (f" ({term.formula})" if term.formula else "")
                                       for name, term in first.terms.items()]
-    return "\n".join(lines) + "\nGiB per rank; rank 0's terms:\n" + "".join(f"  {n}\n" for n in notes)
+    return (verdict(capacity) + "\n" + "\n".join(lines) + "\n" + LEGEND + "rank 0's terms:\n"
+            + "".join(f"  {n}\n" for n in notes))

@@ -117,7 +117,9 @@ def stored_bytes(config: dict[str, Any], family: str) -> tuple[float, str]:
     expert_dtype = config.get("expert_dtype") or (quant.get("expert_dtype") if isinstance(quant, dict) else None)
     if family == "experts" and expert_dtype == "fp4":
         return MXFP4, "fp4 experts"
-    if not isinstance(quant, dict) or family == "embed" or _excluded(quant, family):
+    # The embedding and lm_head stay in the model dtype in the quantized checkpoints SGLang loads (the
+    # quantizers exclude them); DeepSeek-V4's fp8 lm_head has its own estimate.
+    if not isinstance(quant, dict) or family in ("embed", "lm_head") or _excluded(quant, family):
         return BF16, "bf16"
     method = str(quant.get("quant_method", "")).lower()
     algo = str(quant.get("quant_algo", "")).upper()

@@ -26,6 +26,7 @@ from spark_compile.review.diff import run_diff, run_since
 from spark_compile.review.history import run_history
 from spark_compile.review.page import run_report
 from spark_compile.rules import load_all
+from spark_compile.rules.capacity import CAPACITY_RULES
 from spark_compile.spec.suggest import did_you_mean
 from spark_compile.stages.report import render as render_report
 from spark_compile.targets.sparkrun import run_export
@@ -83,8 +84,25 @@ def cmd_check(args: Namespace) -> int:
     return status
 
 
+def _capacity_only(args: Namespace) -> int | None:
+    """`plan --capacity` on a profile whose only errors are the capacity rules': its findings, then the budget
+    (that is when it is needed); None when the profile plans or other errors stop it."""
+    outcome = run(args.profile, root=args.root)
+    if not isinstance(outcome, Rejected) or outcome.planned is None or outcome.planned.capacity is None:
+        return None
+    if any(f.severity == "error" and not f.rule.startswith(CAPACITY_RULES) for f in outcome.findings):
+        return None
+    sys.stderr.write(render(outcome.findings, "text", 1))
+    sys.stdout.write(capacity_table(outcome.planned.capacity))
+    return EXIT_FINDINGS
+
+
 def cmd_plan(args: Namespace) -> int:
     """Print the launch plan as JSON (with the memory budget under `capacity`), or the budget as a table."""
+    if args.capacity:
+        status = _capacity_only(args)
+        if status is not None:
+            return status
     validated = _planned(args.profile, root=args.root)
     capacity = validated.capacity
     if args.capacity and capacity is not None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from spark_compile.capacity.budget import Kv, RankCapacity
+from spark_compile.capacity.budget import Capacity, RankCapacity
+from spark_compile.capacity.kv_predict import Kv
 from spark_compile.rules.registry import Context, Hit, Path, rule
 from spark_compile.spec.nccl_presets import NCCL_DEFAULT_PINNED_GIB
 
 LABELS = {"weights": "weights", "draft": "draft", "nccl": "NCCL", "head_share": "HTTP/tokenizer",
           "cuda_graphs": "CUDA graphs", "engram_host": "Engram rows",
           "shm": "shm"}
+CAPACITY_RULES = "SC44"  # every rule of this module: `plan --capacity` still prints the budget when only they refuse
 TRIM = "NCCL_BUFFSIZE=1048576 NCCL_LL128_BUFFSIZE=262144 NCCL_PROTO=^LL128 NCCL_MAX_NCHANNELS=8"
 
 
@@ -29,37 +31,57 @@ def _weights_path(ctx: Context) -> Path:
                                                                                              "tp")
 
 
+def _load(r: RankCapacity) -> float:
+    return r.gib("weights") + r.gib("draft")
+
+
+def least_tp(ctx: Context, worst: RankCapacity) -> int | None:
+    """The least power-of-two TP above today's whose share of the weights leaves the static pool room for one
+    request at context_length; None when none up to 64 does."""
+    tp, fraction, pre = ctx.profile.engine.parallel.tp or 1, worst.gib("fraction"), worst.gib("pre_load_min")
+    kv = worst.kv
+    one_request = (kv.bytes_per_full_token or 0) * (worst.context_length or 0) / (1 << 30) if kv else 0.0
+    candidate = tp * 2
+    while candidate <= 64:
+        if _load(worst) * tp / candidate + one_request * tp / candidate < fraction * pre:
+            return candidate
+        candidate *= 2
+    return None
+
+
+def _spread(ctx: Context, worst: RankCapacity) -> str:
+    tp = least_tp(ctx, worst)
+    if tp is None:
+        return "this model does not fit any fleet of these nodes: choose a smaller or more quantized checkpoint"
+    return (f"spread the model over {tp} nodes: add nodes to fleet.nodes and set engine.parallel.tp: {tp} "
+            f"(the least power-of-two TP whose share fits mem_fraction_static {worst.gib('fraction')})")
+
+
 @rule("SC440", "error", "every rank's weights fit its GPU",
-      "What must be resident before any KV cache (the weights on the rank as SGLang shards them, the draft "
-      "model, NCCL's pinned buffers, on the head the HTTP server and tokenizer, CUDA graphs when pinned) must "
-      "fit what CUDA reports on the hardware; SGLang fails the load otherwise.",
+      "What the load takes on each rank (the weights as SGLang shards them and the draft model) must fit the "
+      "memory SGLang measures free before it (on unified memory the OS's MemAvailable, less NCCL's pinned "
+      "buffers and on the head the HTTP server and tokenizer); SGLang fails the load otherwise.",
       "fleet: {nodes: [a, b]}\nengine: {parallel: {tp: 2}}   # a model sized for four Sparks",
       "fleet: {nodes: [a, b, c, d]}\nengine: {parallel: {tp: 4}}")
 def rank_fits(ctx: Context) -> Iterator[Hit]:
     capacity = ctx.capacity
     if capacity is None:
         return
-    over = [r for r in capacity.ranks if (r.terms["weights"].gib is not None and r.terms["cuda_total"].gib
-                                          and sum(g for _, g in r.resident()) > (r.terms["cuda_total"].gib or 0))]
+    over = [r for r in capacity.ranks if r.terms["weights"].gib is not None and _load(r) > r.gib("pre_load")]
     if not over:
         return
-    worst = max(over, key=lambda r: sum(g for _, g in r.resident()))
-    total = worst.gib("cuda_total")
-    parts = " + ".join(f"{gib:.1f} GiB {LABELS[name]}" for name, gib in worst.resident())
-    needs = sum(g for _, g in worst.resident())
-    tp = ctx.profile.engine.parallel.tp or 1
-    room = total - worst.gib("nccl") - worst.gib("head_share")
-    nodes = math.ceil((worst.gib("weights") + worst.gib("draft")) * tp / max(room, 1e-9))
+    worst = max(over, key=_load)
     yield Hit(_weights_path(ctx),
-              f"{_who(worst)} needs {parts} = {needs:.1f} GiB of {total:.1f} GiB{_more(len(over) - 1)}",
-              f"spread the model over more nodes: its weights need at least {nodes} of {ctx.profile.hardware} "
-              f"(fleet.nodes and engine.parallel.tp)")
+              f"{_who(worst)} loads {worst.gib('weights'):.1f} GiB weights + {worst.gib('draft'):.1f} GiB draft = "
+              f"{_load(worst):.1f} GiB, more than the {worst.gib('pre_load'):.1f} GiB free before the load "
+              f"({worst.terms['pre_load'].formula or worst.terms['pre_load'].source}){_more(len(over) - 1)}",
+              _spread(ctx, worst))
 
 
 @rule("SC441", "error", "the static pool leaves room for a KV cache",
-      "SGLang keeps mem_fraction_static of the memory CUDA reports free before the load; the weights and the "
-      "draft come out of it and the KV cache gets the rest. When nothing is left SGLang refuses to start "
-      "(\"Loaded weights leave no GPU memory for the KV cache\").",
+      "SGLang keeps mem_fraction_static of the memory free before the load (the minimum over ranks); the "
+      "weights and the draft come out of it and the KV cache gets the rest. When nothing is left SGLang refuses "
+      "to start (\"Loaded weights leave no GPU memory for the KV cache\").",
       "engine: {limits: {mem_fraction_static: 0.5}}", "engine: {limits: {mem_fraction_static: 0.8}}")
 def static_pool_leaves_kv(ctx: Context) -> Iterator[Hit]:
     capacity = ctx.capacity
@@ -70,15 +92,15 @@ def static_pool_leaves_kv(ctx: Context) -> Iterator[Hit]:
     if not short or any(True for _ in rank_fits(ctx)):
         return
     worst = min(short, key=lambda r: r.gib("available"))
-    pool, pre = worst.terms["static_pool"], worst.gib("pre_load")
-    minimum = (worst.gib("weights") + worst.gib("draft")) / pre
+    pool, pre = worst.terms["static_pool"], worst.gib("pre_load_min")
+    minimum = _load(worst) / pre
     fraction = math.ceil((minimum + _kv_share(ctx, worst.kv, pre)) * 100) / 100
+    fix = (f"set mem_fraction_static to {fraction:.2f} (above {minimum:.3f}: room for max_running_requests at "
+           "context_length)" if fraction <= 0.95 else _spread(ctx, worst))
     yield Hit(("engine", "limits", "mem_fraction_static"),
               f"{_who(worst)}'s static pool ({pool.formula} = {pool.gib:.1f} GiB) holds "
               f"{worst.gib('weights'):.1f} GiB weights + {worst.gib('draft'):.1f} GiB draft and leaves no KV "
-              f"cache ({worst.gib('available'):.1f} GiB){_more(len(short) - 1)}",
-              f"set mem_fraction_static to {min(fraction, 0.95):.2f} (above {minimum:.3f}: room for "
-              "max_running_requests at context_length)")
+              f"cache ({worst.gib('available'):.1f} GiB){_more(len(short) - 1)}", fix)
 
 
 def _kv_share(ctx: Context, kv: Kv | None, pre: float) -> float:
@@ -90,10 +112,14 @@ def _kv_share(ctx: Context, kv: Kv | None, pre: float) -> float:
     return (tokens * kv.bytes_per_full_token / (1 << 30) + kv.fixed_gib) * 1.02 / pre
 
 
+def _sized(capacity: Capacity) -> list[RankCapacity]:
+    return [r for r in capacity.ranks if r.kv is not None and r.kv.full_token and r.context_length is not None]
+
+
 @rule("SC442", "warning", "the KV pool holds max_running_requests requests at full context",
-      "The predicted full_token (SGLang's own arithmetic for the model) divided by context_length is how many "
-      "full-context requests the pool holds at once; with fewer than max_running_requests, long requests queue "
-      "or are retracted.",
+      "The predicted full_token (SGLang's own arithmetic for the model's pool kind) divided by context_length is "
+      "how many full-context requests the pool holds at once; with fewer than max_running_requests, long "
+      "requests queue or are retracted.",
       "engine: {limits: {context_length: 1048576, max_running_requests: 64}}",
       "engine: {limits: {context_length: 524288, max_running_requests: 16}}")
 def kv_holds_the_requests(ctx: Context) -> Iterator[Hit]:
@@ -101,10 +127,8 @@ def kv_holds_the_requests(ctx: Context) -> Iterator[Hit]:
     cap = limits.max_running_requests
     if capacity is None or cap is None:
         return
-    # A pool of nothing is SC441's (the static pool leaves no KV cache).
-    sized = [r for r in capacity.ranks if r.kv is not None and r.kv.requests_at_context is not None
-             and r.kv.full_token]
-    short = [r for r in sized if (r.kv.requests_at_context or 0) < cap]  # type: ignore[union-attr]
+    # A pool of nothing is SC441's; a pool below one request is SC447's.
+    short = [r for r in _sized(capacity) if 1 <= (r.kv.requests_at_context or 0) < cap]  # type: ignore[union-attr]
     if not short:
         return
     worst = min(short, key=lambda r: r.kv.full_token or 0)  # type: ignore[union-attr]
@@ -115,8 +139,59 @@ def kv_holds_the_requests(ctx: Context) -> Iterator[Hit]:
               f"{_who(worst)}'s KV pool holds full_token={kv.full_token} ({kv.bytes_per_full_token:.2f} "
               f"bytes_per_full_token over {kv.available_gib:.1f} GiB): {held} requests at context_length "
               f"{context}, fewer than max_running_requests {cap}",
-              f"set max_running_requests to {max(held, 1)}, or lower context_length to "
+              f"set max_running_requests to {held}, or lower context_length to "
               f"{max(kv.full_token // cap // 256 * 256, 256)}, or give the KV pool more memory")
+
+
+@rule("SC447", "warning", "one request at context_length fits the KV pool",
+      "SGLang clamps a request to the tokens its KV pool holds: when max_total_tokens or the pool itself is below "
+      "context_length, a prompt near the context length is refused or truncated at the pool's size.",
+      "engine: {limits: {context_length: 131072, max_total_tokens: 65536}}",
+      "engine: {limits: {context_length: 65536, max_total_tokens: 262144}}")
+def one_request_fits(ctx: Context) -> Iterator[Hit]:
+    capacity = ctx.capacity
+    if capacity is None:
+        return
+    short = [r for r in _sized(capacity) if (r.kv.full_token or 0) < (r.context_length or 0)]  # type: ignore[union-attr]
+    if not short:
+        return
+    worst = min(short, key=lambda r: r.kv.full_token or 0)  # type: ignore[union-attr]
+    kv, context = worst.kv, worst.context_length
+    assert kv is not None and kv.full_token is not None and context is not None
+    tokens = kv.full_token // 256 * 256 or kv.full_token
+    if kv.clamped_by:
+        yield Hit(("engine", "limits", "max_total_tokens"),
+                  f"max_total_tokens {kv.full_token} is below context_length {context}: SGLang holds no full-context "
+                  "request", f"set max_total_tokens to {context} or more, or context_length to {tokens}")
+        return
+    yield Hit(("engine", "limits", "context_length") if ctx.present(("engine", "limits", "context_length"))
+              else ("engine", "limits"),
+              f"{_who(worst)}'s KV pool holds full_token={kv.full_token} ({kv.bytes_per_full_token:.2f} bytes per "
+              f"token over {kv.available_gib:.1f} GiB), less than one request at context_length {context}",
+              f"set engine.limits.context_length: {tokens}, or give the KV pool more memory ({_spread(ctx, worst)})")
+
+
+@rule("SC448", "warning", "a pinned available_per_rank matches the profile's mem_fraction_static",
+      "available_per_rank is what a boot measured at the fraction it ran with; with the pre-load pin and the "
+      "weights pinned too, SGLang's arithmetic gives what this profile's mem_fraction_static leaves. A pin that "
+      "differs by more than 1 GiB belongs to another fraction and freezes an answer that is no longer true.",
+      "model: {pre_load_available_per_rank: [110.0], weights_per_rank: [60.0], available_per_rank: [40.0]}\n"
+      "engine: {limits: {mem_fraction_static: 0.8}}",
+      "model: {pre_load_available_per_rank: [110.0], weights_per_rank: [60.0]}\n"
+      "engine: {limits: {mem_fraction_static: 0.8}}")
+def available_pin_matches(ctx: Context) -> Iterator[Hit]:
+    capacity, model = ctx.capacity, ctx.profile.model
+    if capacity is None or model.available_per_rank is None or model.pre_load_available_per_rank is None:
+        return
+    for r in capacity.ranks:
+        expected = r.gib("fraction") * r.gib("pre_load_min") - _load(r)
+        if r.rank < len(model.available_per_rank) and abs(model.available_per_rank[r.rank] - expected) > 1.0:
+            yield Hit(("model", "available_per_rank"),
+                      f"model.available_per_rank[{r.rank}] is {model.available_per_rank[r.rank]} GiB, but "
+                      f"mem_fraction_static {r.gib('fraction')} x {r.gib('pre_load_min'):.1f} GiB pre-load - "
+                      f"{_load(r):.1f} GiB loaded leaves {expected:.1f} GiB",
+                      "remove model.available_per_rank: the pre-load pin predicts it for any mem_fraction_static")
+            return
 
 
 @rule("SC443", "warning", "the prefill transient fits outside the static pool",
@@ -188,7 +263,8 @@ def nccl_trimmed(ctx: Context) -> Iterator[Hit]:
                   f"set nccl.preset: trim ({TRIM}: 0.14 GB measured; nccl.extra must not override it)")
 
 
-PINS = ("weights_per_rank", "draft_weights_per_rank", "available_per_rank", "cuda_graph_per_rank")
+PINS = ("weights_per_rank", "draft_weights_per_rank", "available_per_rank", "cuda_graph_per_rank",
+        "pre_load_available_per_rank")
 
 
 @rule("SC446", "error", "each pinned memory list has one value per rank",
