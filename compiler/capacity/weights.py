@@ -78,7 +78,9 @@ def estimate_dsv4(config: dict[str, Any], tp: int) -> Split:
     block scales; routed experts fp4 when quantization_config says so). KeyError names a missing field."""
     t = text_config(config)
     quant = config.get("quantization_config")
-    expert_bpp = FP4_ROW if isinstance(quant, dict) and quant.get("expert_dtype") == "fp4" else FP8_BLOCK
+    # DeepSeek-V4-Flash's official config.json writes expert_dtype at the top level, V4.1 inside quantization_config.
+    expert_dtype = t.get("expert_dtype") or (quant.get("expert_dtype") if isinstance(quant, dict) else None)
+    expert_bpp = FP4_ROW if expert_dtype == "fp4" else FP8_BLOCK
     d, inter, heads, head_dim = _int(t, "hidden_size"), _int(t, "moe_intermediate_size"), \
         _int(t, "num_attention_heads"), _int(t, "head_dim")
     q_rank, o_rank, groups = _int(t, "q_lora_rank"), _int(t, "o_lora_rank"), _int(t, "o_groups")
