@@ -106,7 +106,8 @@ def test_every_rank_is_sized_from_the_minimum_over_ranks(tmp_path: Path) -> None
 
 
 def test_an_unset_fraction_is_derived_as_sglang_does(tmp_path: Path) -> None:
-    text = f"extends: {os.path.relpath(REFERENCE_PROFILE, tmp_path)}\nengine:\n  limits:\n    mem_fraction_static: !delete\n"
+    reference = os.path.relpath(REFERENCE_PROFILE, tmp_path)
+    text = f"extends: {reference}\nengine:\n  limits:\n    mem_fraction_static: !delete\n"
     rank = budget(tmp_path, text).ranks[0]
     # GB10's 124621 MB is above 60 GiB: the 10 GiB floor outweighs 512 + 1.5 x 2048 + 4/8 x 1024 + 2 x 16 MB.
     assert rank.terms["fraction"] == Term(0.918, "unset: SGLang derives it (handle_gpu_memory_settings)",

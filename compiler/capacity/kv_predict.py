@@ -131,6 +131,7 @@ def _generic(profile: Profile, config: dict[str, Any], draft_config: dict[str, A
 
 def _pool(profile: Profile, inputs: CapacityInputs, available_gib: float, context: int) -> Kv:
     if profile.model.architecture != DSV4:
+        assert inputs.config is not None  # predict_kv returned first without one
         return _generic(profile, inputs.config, inputs.draft_config, available_gib)
     pool: Dsv4Pool = dsv4_pool(_dsv4_inputs(profile, inputs, context), int(available_gib * GIB))
     return Kv(available_gib, pool.bytes_per_full_token, pool.full_token, None, pool.pool_bytes() / GIB,

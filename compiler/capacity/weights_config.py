@@ -48,7 +48,7 @@ def _int(t: dict[str, Any], key: str, default: int | None = None) -> int:
 def _attention(t: dict[str, Any], d: int) -> tuple[int, int]:
     """(full-attention parameters per layer, linear-attention parameters per layer)."""
     heads = _int(t, "num_attention_heads")
-    head_dim = t.get("head_dim") if isinstance(t.get("head_dim"), int) else d // heads
+    head_dim = _int(t, "head_dim", d // heads)
     if isinstance(t.get("kv_lora_rank"), int):
         q_rank, kv_rank = t.get("q_lora_rank"), _int(t, "kv_lora_rank")
         nope, rope, v = _int(t, "qk_nope_head_dim"), _int(t, "qk_rope_head_dim"), _int(t, "v_head_dim")
