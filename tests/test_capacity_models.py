@@ -4,6 +4,7 @@ SWA, hybrid linear attention, DeepSeek-V4), the verdict, and a refusal with a wo
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,9 @@ from spark_compile.capacity.format import verdict
 from spark_compile.capacity.kv_pools import Layout, gdn_state_bytes, mha_token_bytes, size_pool, with_draft
 from spark_compile.pipeline import Rejected, run
 
-from conftest import ROOT
+from conftest import ROOT, run_cli
+
+SPARKRUN_PYTHON = ROOT / ".cache" / "sparkrun-0.4.2" / "bin" / "python"  # made by .ci/install-sparkrun
 
 EXAMPLES = sorted((ROOT / "spec" / "profiles" / "examples").glob("*.yaml"))
 FIXTURES = ROOT / "tests" / "fixtures" / "capacity"
@@ -94,3 +97,29 @@ def test_a_committed_index_gives_the_exact_total(tmp_path: Path) -> None:
     assert weights.source == ("exact total from qwen3-30b-a3b.safetensors.index.json (metadata.total_size), split "
                               "by TP 1 in the families' shares")
     assert weights.gib == pytest.approx(61e9 / (1 << 30), rel=1e-3)
+
+
+_ESTIMATE = """
+import json, sys
+from sparkrun.core.recipe import Recipe
+est = Recipe.load(sys.argv[1]).estimate_vram(auto_detect=False)
+print(json.dumps({"weights": est.model_weights_gb / est.tensor_parallel, "kv": est.kv_cache_per_token_bytes,
+                  "tp": est.tensor_parallel}))
+"""
+
+
+@pytest.mark.parametrize("name", ["two-node-tcp", "qwen3-235b-nvfp4-4spark-roce"])
+def test_sparkrun_reads_the_exported_weights_and_kv_bytes_as_the_budget_has_them(tmp_path: Path, name: str) -> None:
+    path = ROOT / "spec" / "profiles" / "examples" / f"{name}.yaml"
+    recipe = tmp_path / "recipe.yaml"
+    assert run_cli("export", "--sparkrun", str(path.relative_to(ROOT)), "-o", str(recipe)).returncode == 0
+    assert SPARKRUN_PYTHON.exists(), "run .ci/install-sparkrun .cache/sparkrun-0.4.2"
+    done = subprocess.run([str(SPARKRUN_PYTHON), "-c", _ESTIMATE, str(recipe)], capture_output=True,
+                          text=True, check=False, env={"HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    theirs = json.loads(done.stdout)
+    rank = planned(path)[0].ranks[0]
+    assert rank.kv is not None and rank.kv.bytes_per_full_token is not None
+    tp = rank.gib("weights") and theirs["tp"]
+    assert theirs["weights"] == pytest.approx(rank.gib("weights") + rank.gib("draft"), rel=1e-3)
+    assert theirs["kv"] == pytest.approx(rank.kv.bytes_per_full_token * tp, rel=1e-6)

@@ -121,7 +121,7 @@ def test_the_budget_estimates_from_the_config_json_the_plan_names(tmp_path: Path
     validated = planned(tmp_path, f"model:\n  repo: {tmp_path}/repo\n  holder_repo: {tmp_path}/holder\n"
                                   "  config_json: !delete\n", REFERENCE_PROFILE)
     assert weights_source(validated) == (f"estimate from {holder}/config.json (parameters x stored bytes, split by "
-                                         "TP 4)")
+                                         "TP 4, x 1.115 load over checkpoint, published)")
 
 
 def test_engram_without_a_holder_is_read_at_model_repo(tmp_path: Path) -> None:

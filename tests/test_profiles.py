@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import REFERENCE_WARNINGS, ROOT
 
 NEGATIVE = sorted((ROOT / "tests" / "profiles" / "negative").glob("*.yaml"))
 POSITIVE = sorted((ROOT / "tests" / "profiles" / "positive").glob("*.yaml"))
@@ -31,8 +31,8 @@ def findings_of(path: Path) -> list[str]:
         os.chdir(here)
     lines = []
     for f in found:
-        if f.rule == "SC312" and f.position.file != str(rel):
-            continue  # the tag-only image of the shipped profile it extends, not this example's subject
+        if f.rule in REFERENCE_WARNINGS and f.position.file != str(rel):
+            continue  # the shipped profile's own warnings it extends, not this example's subject
         where = "" if f.position.file == str(rel) else f"{f.position.file}:"
         lines.append(f"{where}{f.position.line}:{f.position.column} {f.rule} {f.message}")
     return lines
@@ -54,7 +54,9 @@ def test_positive_profile(path: Path) -> None:
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_shipped_profile_warns_only_of_its_tag(path: Path) -> None:
     # The deployment records image tags, not digests: each shipped profile says so once, at its own image line.
-    found = findings_of(path)  # (one that extends another shipped profile inherits the warning: not listed)
+    # (one that extends another shipped profile inherits the warning: not listed). SC442 besides: the KV pool
+    # of a 16-request, 524288-token profile holds fewer full-context requests than its cap (tests/test_capacity.py).
+    found = [f for f in findings_of(path) if f.split()[1] != "SC442"]
     assert [f.split()[1] for f in found] in ([], ["SC312"]) and all("is pinned by tag only" in f for f in found)
 
 

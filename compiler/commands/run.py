@@ -189,7 +189,8 @@ def cmd_import(args: Namespace) -> int:
 def cmd_export(args: Namespace) -> int:
     """Export a profile as a sparkrun recipe."""
     planned = _planned(args.profile, root=args.root)
-    return run_export(planned.plan, planned.profile, args.profile, args.output, force=args.force)
+    return run_export(planned.plan, planned.profile, args.profile, args.output, force=args.force,
+                      capacity=planned.capacity)
 
 
 def cmd_audit(args: Namespace) -> int:

@@ -139,8 +139,8 @@ def kv_holds_the_requests(ctx: Context) -> Iterator[Hit]:
               f"{_who(worst)}'s KV pool holds full_token={kv.full_token} ({kv.bytes_per_full_token:.2f} "
               f"bytes_per_full_token over {kv.available_gib:.1f} GiB): {held} requests at context_length "
               f"{context}, fewer than max_running_requests {cap}",
-              f"set max_running_requests to {held}, or lower context_length to "
-              f"{max(kv.full_token // cap // 256 * 256, 256)}, or give the KV pool more memory")
+              f"set context_length to {max(kv.full_token // cap // 256 * 256, 256)}, or max_running_requests to "
+              f"{held}, or give the KV pool more memory")
 
 
 @rule("SC447", "warning", "one request at context_length fits the KV pool",

@@ -9,6 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from spark_compile.capacity.budget import Capacity
 from spark_compile.common.errors import EXIT_OK, UsageError
 from spark_compile.importer import sparkrun_facts as facts
 from spark_compile.importer.draft import comment, scalar
@@ -88,7 +89,22 @@ def _not_carried(rank: RankPlan, notes: list[str]) -> None:
         notes.append(f"{name}: found on the node at start (runtime.env); sparkrun has no such step")
 
 
-def recipe_text(plan: LaunchPlan, profile: Profile, source: str, notes: list[str]) -> tuple[str, list[str]]:
+def capacity_metadata(capacity: Capacity | None, tp: int) -> list[str]:
+    """sparkrun's model_vram (GiB of weights for one GPU, which it divides by TP) and kv_vram_per_token (GiB
+    per token, also divided by TP for a head-sharded cache), from the budget's own figures for rank 0."""
+    if capacity is None or not capacity.ranks:
+        return []
+    rank = capacity.ranks[0]
+    lines = []
+    if rank.terms["weights"].gib is not None and rank.terms["draft"].gib is not None:
+        lines.append(f"  model_vram: {(rank.gib('weights') + rank.gib('draft')) * tp:.3f}")
+    if rank.kv is not None and rank.kv.bytes_per_full_token is not None:
+        lines.append(f"  kv_vram_per_token: {rank.kv.bytes_per_full_token * tp / (1 << 30):.12f}")
+    return lines
+
+
+def recipe_text(plan: LaunchPlan, profile: Profile, source: str, notes: list[str],
+                capacity: Capacity | None = None) -> tuple[str, list[str]]:
     """The recipe, and the hosts to give `sparkrun run --hosts`."""
     head = plan.ranks[0]
     if profile.engine.dist_init_port != facts.INIT_PORT and len(plan.ranks) > 1:
@@ -102,7 +118,8 @@ def recipe_text(plan: LaunchPlan, profile: Profile, source: str, notes: list[str
              f"{comment(','.join(r.fabric_ip for r in plan.ranks))}",
              f"model: {scalar(_model(head))}", 'runtime: "sglang"', f"min_nodes: {len(plan.ranks)}",
              f"max_nodes: {len(plan.ranks)}", f"container: {scalar(profile.engine.image)}", "metadata:",
-             f"  description: {scalar(profile.description or profile.name)}"]
+             f"  description: {scalar(profile.description or profile.name)}",
+             *capacity_metadata(capacity, profile.engine.parallel.tp or 1)]
     if defaults:
         lines += ["defaults:", *(f"  {key}: {_yaml_value(value)}" for key, value in defaults.items())]
     if env:
@@ -112,10 +129,11 @@ def recipe_text(plan: LaunchPlan, profile: Profile, source: str, notes: list[str
     return "\n".join(lines) + "\n", [r.fabric_ip for r in plan.ranks]
 
 
-def run_export(plan: LaunchPlan, profile: Profile, source: Path, output: Path | None, *, force: bool) -> int:
+def run_export(plan: LaunchPlan, profile: Profile, source: Path, output: Path | None, *, force: bool,
+               capacity: Capacity | None = None) -> int:
     """Write (or print) the recipe; list on stderr what of the deployment sparkrun does its own way."""
     notes: list[str] = []
-    text, _ = recipe_text(plan, profile, str(source), notes)
+    text, _ = recipe_text(plan, profile, str(source), notes, capacity)
     if output is None:
         sys.stdout.write(text)
     else:
