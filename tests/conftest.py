@@ -56,8 +56,7 @@ def reference_plan() -> object:
     from spark_compile.stages.resolve import resolve
 
     validated = validate(resolve(REFERENCE_PROFILE))
-    assert [f.rule for f in validated.findings] == ["SC312"], validated.findings  # its tag-only image (SC442
-    # is the capacity rules', which run after the plan)
+    assert [f.rule for f in validated.findings] == list(REFERENCE_WARNINGS), validated.findings
     return build_plan(planned(validated).profile)
 
 

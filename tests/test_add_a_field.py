@@ -65,7 +65,7 @@ def test_a_new_field_is_one_edit_and_one_command(tmp_path: Path) -> None:
 
     after = _run(env, repo, "spark_compile.cli", "check", "motd.yaml")
     assert after.returncode == 0, after.stdout + after.stderr
-    assert "0 errors, 1 warning in 1 profile" in after.stdout.splitlines()
+    assert "0 errors, 2 warnings in 1 profile" in after.stdout.splitlines()
 
     stale = _run(env, repo, "spark_compile.commands.regenerate", "--check")
     assert stale.returncode == 1
@@ -81,6 +81,6 @@ def test_a_new_field_is_one_edit_and_one_command(tmp_path: Path) -> None:
     assert current.stdout.splitlines()[-1] == (
         "regenerate: current: spec/overlay_section.py, the NCCL catalog, generated/")
     accepted = _run(env, repo, "spark_compile.cli", "check", "motd.yaml")  # and still, after the command
-    assert (accepted.returncode, accepted.stdout.splitlines()[-1]) == (0, "0 errors, 1 warning in 1 profile")
+    assert (accepted.returncode, accepted.stdout.splitlines()[-1]) == (0, "0 errors, 2 warnings in 1 profile")
     # The regenerated tree is the copy's own: the project's checkout is untouched.
     assert '"motd"' not in (ROOT / "generated" / "profile.schema.json").read_text(encoding="utf-8")

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REFERENCE_PROFILE, REFERENCE_TAG_WARNING, ROOT, run_cli
+from conftest import REFERENCE_PROFILE, REFERENCE_TAG_WARNING, REFERENCE_WARNINGS, ROOT, run_cli
 
 
-def test_check_reference_has_only_the_tag_warning() -> None:
+def test_check_reference_has_only_its_own_warnings() -> None:
     result = run_cli("check", "spec/profiles/dsv41-4spark.yaml")
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.startswith(REFERENCE_TAG_WARNING)
-    assert result.stdout.endswith("\n0 errors, 1 warning in 1 profile\n") and result.stdout.count(" SC") == 1
+    assert result.stdout.endswith("\n0 errors, 2 warnings in 1 profile\n") and result.stdout.count(" SC") == 2
+    assert " SC442 warning: " in result.stdout  # its KV pool holds fewer full-context requests than 16
 
 
 def test_check_prints_the_whole_finding(tmp_path: Path) -> None:
@@ -38,14 +39,14 @@ def test_check_json_and_github_formats() -> None:
     result = run_cli("check", path, "--format", "json")
     assert result.returncode == 1
     body = json.loads(result.stdout)
-    assert body["errors"] == 1 and body["warnings"] == 1 and body["profiles"] == 1  # the warning: SC312
-    assert [f for f in body["findings"] if f["rule"] != "SC312"] == [{
+    assert body["errors"] == 1 and body["warnings"] == 2 and body["profiles"] == 1  # the reference's own two
+    assert [f for f in body["findings"] if f["rule"] not in REFERENCE_WARNINGS] == [{
         "rule": "SC201", "severity": "error", "file": path, "line": 3, "column": 18,
         "message": "ep 3 does not divide tp 4",
         "hint": "set engine.parallel.ep: 4 (the divisor of tp 4 closest to 3)", "via": [],
     }]
     github = run_cli("check", path, "--format", "github")
-    assert [line for line in github.stdout.splitlines() if "title=SC312" not in line] == [
+    assert [line for line in github.stdout.splitlines() if "title=SC312" not in line and "title=SC442" not in line] == [
         f"::error file={path},line=3,col=18,title=SC201::ep 3 does not divide tp 4 "
         "(set engine.parallel.ep: 4 (the divisor of tp 4 closest to 3))"]
 

@@ -34,7 +34,7 @@ def test_non_editable_install_runs_a_check(tmp_path: object) -> None:
     result = subprocess.run([sys.executable, "-m", "spark_compile.cli", "check", "spec/profiles/dsv41-4spark.yaml"],
                             cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.endswith("\n0 errors, 1 warning in 1 profile\n") and " SC312 " in result.stdout
+    assert result.stdout.endswith("\n0 errors, 2 warnings in 1 profile\n") and " SC312 " in result.stdout
     compiled = subprocess.run([sys.executable, "-m", "spark_compile.cli", "spec/profiles/dsv41-4spark.yaml",
                                "--out", str(Path(str(tmp_path)) / "out")], cwd=ROOT, env=env, capture_output=True,
                               text=True, check=False)
