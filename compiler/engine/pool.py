@@ -18,6 +18,8 @@ def available_bytes(validated: Planned, rank: int) -> int | None:
     available = budget.terms["available"].gib if "available" in budget.terms else None
     if budget.kv is None or budget.kv.bytes_per_full_token is None or available is None or available <= 0:
         return None
+    if "DSV4PoolConfigurator" not in budget.kv.note:  # the probe runs SGLang's DSV4 configurator only
+        return None
     return int(available * GIB)
 
 

@@ -6,8 +6,9 @@
 #   verify.sh [--timeout S] [--calibrate FILE]
 #       wait for /health on the head (default: the profile's health timeout), then check; with --calibrate,
 #       also write each rank's measured memory to FILE as the profile's pins (model.weights_per_rank,
-#       draft_weights_per_rank, available_per_rank, cuda_graph_per_rank), for the next compile to predict
-#       this fleet from
+#       draft_weights_per_rank, pre_load_available_per_rank, cuda_graph_per_rank), for the next compile to
+#       predict this fleet from; the pre-load pin ("Load weight begin. avail mem=") keeps the prediction
+#       moving with mem_fraction_static as SGLang's does, so available_per_rank is left out
 #
 # Expected (each only where the plan implies it):
 #   every rank  "overlay: N hooks armed" (or "N import hooks armed") with exactly the plan's N;
@@ -32,7 +33,7 @@ source "$here/fleet-lib.sh"
 
 pattern='overlay: [0-9]+ (import )?hooks armed|DSV4 memory calculation|RoCE collectives on|engram layer [0-9]+: rank'
 pattern+='|Engram [a-z]+ layer=[0-9]+.*gather_us_per_call|MXFP8 dense GEMMs routed|Served-model aliases'
-pattern+='|The server is fired up|Load weight end|Capture .* end\. '
+pattern+='|The server is fired up|Load weight begin|Load weight end|Capture .* end\. '
 
 failures=0
 checks=0
@@ -56,7 +57,7 @@ while (($#)); do
     esac
     shift
 done
-declare -a measured_weights=() measured_draft=() measured_available=() measured_graphs=()
+declare -a measured_weights=() measured_draft=() measured_pre_load=() measured_graphs=()
 
 # found PATTERN LOG: the last line of LOG matching PATTERN, or "nothing".
 found() {
@@ -166,11 +167,12 @@ versus() {
 }
 
 report_memory() {
-    local rank=$1 who=$2 log=$3 loads line weights draft graphs available bpft full
+    local rank=$1 who=$2 log=$3 loads line weights draft graphs available bpft full pre_load
     loads=$(grep -F 'Load weight end' <<<"$log" || true)
     weights=$(number '.*mem usage=([0-9.]+) GB.*' "$(head -n 1 <<<"$loads")")
     draft=$(tail -n +2 <<<"$loads" | sed -nE 's/.*mem usage=([0-9.]+) GB.*/\1/p' | total)
     graphs=$(grep -E 'Capture .* end\. ' <<<"$log" | sed -nE 's/.*mem usage=([0-9.]+) GB.*/\1/p' | total)
+    pre_load=$(number '.*Load weight begin\. avail mem=([0-9.]+) GB.*' "$(grep -F 'Load weight begin' <<<"$log" | head -n 1)")
     line=$(grep -F 'DSV4 memory calculation' <<<"$log" | tail -n 1 || true)
     available=$(number '.*available_bytes=([0-9.]+) GB.*' "$line")
     bpft=$(number '.*bytes_per_full_token=([0-9.]+).*' "$line")
@@ -182,7 +184,7 @@ report_memory() {
         "full_token $(versus "$full" "${predicted_full_token[$rank]:-}"); CUDA graphs ${graphs:-not in the boot log} GiB"
     measured_weights[rank]=$weights
     measured_draft[rank]=${weights:+${draft:-0}}
-    measured_available[rank]=$available
+    measured_pre_load[rank]=$pre_load
     measured_graphs[rank]=$graphs
 }
 
@@ -211,7 +213,7 @@ write_calibration() {
         echo "model:"
         pin_line weights_per_rank "${measured_weights[@]}"
         pin_line draft_weights_per_rank "${measured_draft[@]}"
-        pin_line available_per_rank "${measured_available[@]}"
+        pin_line pre_load_available_per_rank "${measured_pre_load[@]}"
         pin_line cuda_graph_per_rank "${measured_graphs[@]}"
     } >"$tmp"
     mv -f -- "$tmp" "$calibrate"

@@ -422,6 +422,9 @@ def boot_lines(env: dict[str, str], mounts: dict[str, str], opt: dict[str, str],
     # cuda_graph_setup.py). The full_token figures are what SGLang's own configurator sizes from these
     # available_bytes with the reference's flags (`check --engine` on a profile pinning them).
     if "drop_memory" not in faults:
+        # Before the load: what SGLang's arithmetic needs for the available_bytes below at F 0.80 with 79.51 GiB
+        # loaded ((available + 79.51) / 0.80).
+        lines.append(f"Load weight begin. avail mem={'110.94' if rank == 0 else '111.51'} GB")
         lines += ["Load weight end. elapsed=212.40 s, type=DeepseekV4ForCausalLM, quant=fp8, avail mem=42.60 GB, "
                   "mem usage=77.01 GB.",
                   "Load weight end. elapsed=9.12 s, type=DeepseekV4ForCausalLMDSpark, avail mem=40.10 GB, "
