@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel
 
+from spark_compile.rules.capacity import PINS
 from spark_compile.rules.registry import Context, Hit, Path, rule
 from spark_compile.stages.launch_plan import Mount, dotted
 from spark_compile.stages.plan import RDMA_DEVICE, rdma_access
@@ -14,8 +15,7 @@ RDMA_KINDS = ("roce", "infiniband")
 # Lists that are command lines, where a repeated word is meaningful, and lists another rule owns (SC211).
 ARGV_LISTS = {("engine", "launcher"), ("engine", "args"), ("model", "aliases")}
 # Per-rank memory pins (SC446): one value per rank, equal on alike ranks.
-ARGV_LISTS |= {("model", name) for name in ("weights_per_rank", "draft_weights_per_rank", "available_per_rank",
-                                            "cuda_graph_per_rank")}
+ARGV_LISTS |= {("model", name) for name in PINS}
 
 
 @rule("SC418", "error", "the fabric kind and its RDMA devices agree",
