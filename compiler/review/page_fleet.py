@@ -27,7 +27,11 @@ CHARS = 56  # the characters a box line holds at 12 px monospace
 GPU_SEGMENTS = (("weights", "weights", "weights"), ("draft", "draft", "draft"), ("kv_pool", "KV pool", "kv"),
                 ("cuda_graphs", "CUDA graphs", "graphs"), ("nccl", "NCCL", "nccl"),
                 ("head_share", "HTTP/tokenizer", "http"), ("prefill_transient", "prefill transient", "transient"),
-                ("headroom", "headroom", "headroom"))
+                ("headroom", "headroom", "headroom"), ("before_load", "not SGLang's", "before"))
+# The GPU bar's segments that are no budget term, and where each comes from.
+DERIVED = {"headroom": "what the outside share has left",
+           "before_load": "held before the load (the OS, page cache, other processes), and on a rank freer than "
+                          "the fleet's minimum what the minimum leaves unused"}
 HOST_SEGMENTS = (("head_share", "HTTP/tokenizer", "http"), ("nccl", "NCCL", "nccl"),
                  ("engram_host", "Engram rows", "engram"), ("shm", "shm", "shm"))
 LEGEND = tuple(dict.fromkeys((css, label) for _, label, css in (*GPU_SEGMENTS, *HOST_SEGMENTS)))
@@ -142,7 +146,7 @@ def _bar(memory: RankCapacity, parts: tuple[tuple[str, str, str], ...], amounts:
         if gib <= 0:
             continue
         term = memory.terms.get(name)
-        source = term.source if term is not None else "what the outside share has left"
+        source = term.source if term is not None else DERIVED[name]
         x, w = BAR_X + at / scale, gib / scale
         data = {"rank": str(memory.rank), "bar": what, "term": css, "gib": f"{gib:.1f}"}
         shapes.append(Shape("rect", f"seg {css}", _n(x), _n(top), _n(w), "16",
@@ -160,6 +164,9 @@ def gpu_amounts(rank: RankCapacity) -> dict[str, float]:
     outside = rank.terms.get("outside_static")
     if outside is not None and outside.gib is not None:
         amounts["headroom"] = max(outside.gib - rank.gib("cuda_graphs") - rank.gib("prefill_transient"), 0.0)
+    # What SGLang never counts: held before the load (the OS, page cache, other processes) and, on a rank freer
+    # than the fleet's minimum, what the minimum leaves unused.
+    amounts["before_load"] = max(rank.gib("cuda_total") - sum(amounts.values()), 0.0)
     return amounts
 
 
