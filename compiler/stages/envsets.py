@@ -113,9 +113,12 @@ def overlay_flags(profile: Profile, max_ids: int | None) -> Variables:
 
 def overlay_env(profile: Profile, engram: EngramPlan | None, flags: Variables, gid_index: int | None,
                 rank: int) -> Variables:
-    """overlay.env: SPARK_* (master switch and rows first, then the ``flags`` of overlay_flags) and B12X_*."""
+    """overlay.env: SPARK_* (master switch and rows first, then the ``flags`` of overlay_flags) and B12X_*;
+    without Engram only the overlay names engine.env and the node's env write (they reach the container all the
+    same)."""
+    written = {**_from_section(profile.engine.env, "overlay", "engine", "env"), **_node_env(profile, rank, "overlay")}
     if engram is None:
-        return ()
+        return _merge([], written)
     overlay = profile.overlay
     variables = [EnvVar("SPARK_ENGRAM_DIR", engram.directory, ("model", "engram"))]
     if engram.source == "shards":
@@ -133,8 +136,7 @@ def overlay_env(profile: Profile, engram: EngramPlan | None, flags: Variables, g
         spin = overlay.b12x_roce_spin_limit
         if spin is not None:
             variables.append(EnvVar("B12X_ROCE_SPIN_LIMIT", str(spin), ("overlay", "b12x_roce_spin_limit")))
-    return _merge(variables, {**_from_section(profile.engine.env, "overlay", "engine", "env"),
-                              **_node_env(profile, rank, "overlay")})
+    return _merge(variables, written)
 
 
 def _concern(name: str) -> str:
