@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from spark_compile.spec.checks import (
     check_model_source,
+    launcher_program,
 )
 from spark_compile.spec.fields import (
     AbsPath,
@@ -204,7 +205,7 @@ class Engine(Section):
     container_name: ContainerName = Field(
         description="docker --name of the container on every node (a node's container_name overrides it).",
     )
-    launcher: list[LauncherWord] = Field(
+    launcher: Annotated[list[LauncherWord], AfterValidator(launcher_program)] = Field(
         ["python3", "-m", "sglang.launch_server"],
         min_length=1,
         description="Entrypoint program and its leading arguments; the engine flags follow.",

@@ -125,7 +125,17 @@ def parse_launch(words: list[ShellWord], base: Path, left: list[Leftover]) -> La
     if i >= len(words):
         raise InputError(f"{launch.origin}: docker run names no image")
     launch.image, launch.command = words[i], list(words[i + 1:])
+    _entrypoint_first(launch)
     return launch
+
+
+def _entrypoint_first(launch: Launch) -> None:
+    """`--entrypoint PROG IMAGE ARGS`: the container runs PROG ARGS, so PROG is the command's first word (the plan
+    writes the launcher's first word as --entrypoint again)."""
+    found = [(flag, value) for flag, value in launch.options if flag.text == "--entrypoint" and value is not None]
+    if found and found[-1][1] is not None and found[-1][1].text:
+        launch.options = [option for option in launch.options if option[0].text != "--entrypoint"]
+        launch.command = [found[-1][1], *launch.command]
 
 
 def launches(text: str, file: str, base: Path, left: list[Leftover], notes: list[str] | None = None) -> list[Launch]:

@@ -92,7 +92,8 @@ DOCKER_UNMAPPED: dict[str, str] = {
     "-u": "the profile has no container user; the engine runs as the image's user",
     "--security-opt": "the profile has no security options",
     "--cpuset-cpus": "the profile has no CPU pinning",
-    "--entrypoint": "the profile's entrypoint is engine.launcher, after the image",
+    "--entrypoint": "an empty --entrypoint (the image's own reset) has no profile key: the container's program is "
+                    "engine.launcher's first word",
     "-w": "the profile has no working directory", "--workdir": "the profile has no working directory",
     "--init": "the profile has no init switch",
 }
