@@ -304,13 +304,26 @@ def docker(draft: Draft, launch: Launch, mounts: dict[str, tuple[str, bool, Orig
         elif flag.text == "--ulimit" and value is not None:
             name, _, limit = value.text.partition("=")
             put(draft, ("container", "ulimits", name), f.UlimitValue, limit, flag.origin, what)
-        elif flag.text in ("-v", "--volume"):
+        elif _set_aside(draft, flag, value, what):
             continue
         else:
             draft.leave(flag.origin, what, DOCKER_UNMAPPED.get(flag.text, "no profile key holds this docker option"))
     for path, items in lists.items():
         draft.set(path, items, launch.origin)
     _mounts(draft, mounts)
+
+
+def _set_aside(draft: Draft, flag: Word, value: Word | None, what: str) -> bool:
+    """-v (the mounts are mapped apart) and `-p N:N` (a port published as itself, which the host network gives
+    the server anyway: noted)."""
+    if flag.text in ("-v", "--volume"):
+        return True
+    host, _, inside = value.text.removesuffix("/tcp").partition(":") if value is not None else ("", "", "")
+    if flag.text in ("-p", "--publish") and host.isdigit() and host == inside:
+        draft.notes.append(f"{flag.origin}: {what}: the container uses the host network (container.network), "
+                           "where the server's port is the host's own")
+        return True
+    return False
 
 
 def _gpus_unquoted(text: str) -> bool:

@@ -103,3 +103,35 @@ EMPTY_IS_UNSET: dict[str, str] = {"HF_TOKEN": _NO_TOKEN, "HUGGING_FACE_HUB_TOKEN
 # Variables that describe the fabric: read to derive fleet.fabric (and kept as written: nccl.preset none).
 FABRIC_ENV = ("NCCL_NET", "NCCL_IB_DISABLE", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
               "NCCL_IB_GID_INDEX")
+# The architecture (config.json `architectures[0]`) of well-known hub repositories served on Sparks: facts of
+# their published config.json files (a repo's quantized or GGUF variants keep the base's architecture). Looked up
+# without the owner's variant suffix (-FP8, -NVFP4, -GGUF) when the id itself is not listed.
+HUB_ARCHITECTURES: dict[str, str] = {
+    "Qwen/Qwen3-1.7B": "Qwen3ForCausalLM",
+    "Qwen/Qwen3-8B": "Qwen3ForCausalLM",
+    "Qwen/Qwen3-32B": "Qwen3ForCausalLM",
+    "Qwen/Qwen3-30B-A3B": "Qwen3MoeForCausalLM",
+    "Qwen/Qwen3-235B-A22B": "Qwen3MoeForCausalLM",
+    "Qwen/Qwen3-Next-80B-A3B-Instruct": "Qwen3NextForCausalLM",
+    "Qwen/Qwen3-Coder-Next": "Qwen3NextForCausalLM",
+    "Qwen/Qwen3.5-35B-A3B": "Qwen3_5MoeForConditionalGeneration",
+    "Qwen/Qwen3.5-397B-A17B": "Qwen3_5MoeForConditionalGeneration",
+    "MiniMaxAI/MiniMax-M2.5": "MiniMaxM2ForCausalLM",
+    "deepseek-ai/DeepSeek-V2-Lite": "DeepseekV2ForCausalLM",
+    "openai/gpt-oss-120b": "GptOssForCausalLM",
+    "openai/gpt-oss-20b": "GptOssForCausalLM",
+    "zai-org/GLM-4.5-Air": "Glm4MoeForCausalLM",
+    "zai-org/GLM-4.5-Air-FP8": "Glm4MoeForCausalLM",
+}
+_VARIANT = ("-FP8", "-NVFP4", "-GGUF", "-FP4")
+# Owners that publish quantized or GGUF copies of another owner's models under the same name.
+_REPUBLISHED: dict[str, tuple[str, ...]] = {"nvidia": ("Qwen", "openai"), "unsloth": ("Qwen", "openai", "zai-org")}
+
+
+def hub_architecture(hub_id: str) -> str | None:
+    """The architecture of a well-known hub id (owner/name, a GGUF type after ':' ignored), or None."""
+    owner, _, name = hub_id.split(":", 1)[0].partition("/")
+    owners = (owner, *_REPUBLISHED.get(owner, ()))
+    names = (name, *(name.removesuffix(s) for s in _VARIANT if name.endswith(s)))
+    return next((HUB_ARCHITECTURES[f"{o}/{n}"] for n in names for o in owners if f"{o}/{n}" in HUB_ARCHITECTURES),
+                None)

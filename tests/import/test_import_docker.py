@@ -154,7 +154,8 @@ def test_without_o_the_profile_goes_to_stdout(capsys: pytest.CaptureFixture[str]
     assert yaml.safe_load(captured.out)["engine"]["container_name"] == "qwen3-nvfp4"
     assert captured.err.splitlines()[-2:] == [
         f"spark-compile import: left out: {FIXTURES}/one-node-nvfp4.sh:4: model.architecture: the source does not "
-        "say the model's architecture (config.json `architectures[0]`); give --architecture",
+        "say the model's architecture (config.json `architectures[0]`) and its model is no hub id import knows; "
+        "give --architecture",
         "spark-compile import: 1 setting(s) left out; the profile does not reproduce the source until they are "
         "resolved",
     ]

@@ -63,12 +63,12 @@ def test_a_container_that_is_no_sglang_server_is_skipped(capsys: pytest.CaptureF
 
 def test_unmapped_docker_options_are_reported(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     source = tmp_path / "run.sh"
-    source.write_text("docker run --name web --cpu-shares 512 -p 8000:8000 img:1 python3 -m sglang.launch_server "
+    source.write_text("docker run --name web --cpu-shares 512 -p 8080:8000 img:1 python3 -m sglang.launch_server "
                       "--model-path /models/repo/snapshots/a --served-model-name m\n")
     assert main(["import", str(source), "--hosts", "192.0.2.1", "-o", str(tmp_path / "web.yaml")]) == 1
     err = capsys.readouterr().err
     assert f"left out: {source}:1: --cpu-shares 512: no profile key holds this docker option" in err
-    assert (f"left out: {source}:1: -p 8000:8000: ports are not published: the container uses the host network "
+    assert (f"left out: {source}:1: -p 8080:8000: ports are not published: the container uses the host network "
             "(container.network)") in err
 
 
