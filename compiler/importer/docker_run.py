@@ -179,6 +179,8 @@ def _substituted(words: list[ShellWord], assigned: dict[str, str], notes: list[s
             if pair is not None:
                 assigned[pair.group(1)] = "" if word.expands else pair.group(2)
         return words
+    if _docker_run_start(words) is None:
+        return words  # only a container's words are read
     out = []
     for word in words:
         match = _REFERENCE.fullmatch(word.text) if word.expands else None
