@@ -15,7 +15,14 @@ from pydantic import TypeAdapter, ValidationError
 
 from spark_compile.common.errors import InputError
 from spark_compile.importer import fields
-from spark_compile.importer.argv import EngineCommand, EngineOption, build_of, parse_engine, resolve_flag
+from spark_compile.importer.argv import (
+    EngineCommand,
+    EngineOption,
+    build_of,
+    older_only,
+    parse_engine,
+    resolve_flag,
+)
 from spark_compile.importer.draft import Draft, Scalar
 from spark_compile.importer.shell import ShellWord
 from spark_compile.importer.source import Launch, Origin, Word
@@ -175,6 +182,31 @@ def engine(draft: Draft, cmd: EngineCommand, mounts: dict[str, tuple[str, bool, 
     draft.notes += [f"{note} (the compiled command spells it so)" for note in cmd.normalised]
     for option in cmd.options:
         _engine_option(draft, option, mounts)
+    if older is None:
+        _older_flags(draft, cmd.options)
+
+
+def _older_flags(draft: Draft, options: list[EngineOption]) -> None:
+    """Flags only an older build knows, beside ones only the newest knows: each is taken on its own (the catalog
+    stays the newest, which the others need); one kept raw is named in engine.catalog_extra.flags, as the image's
+    own build must know both."""
+    extra: list[Scalar] = []
+    for option in options:
+        build = older_only(option)
+        name = option.flag.removeprefix("--")
+        if build is None:
+            continue
+        if ("engine", "args", name) in draft.values:
+            extra.append(name)
+            draft.notes.append(f"{option.origin}: {option.written} is a flag of {build} that the newest catalog "
+                               "lacks, written beside flags only the newest has: kept in engine.args and named in "
+                               "engine.catalog_extra.flags (the image's own build knows both)")
+        else:
+            draft.notes.append(f"{option.origin}: {option.written} is {build}'s name of a setting the newest "
+                               "catalog spells otherwise; the compiled command writes the newest's spelling, as "
+                               "the source's other flags need that build")
+    if extra:
+        draft.set(("engine", "catalog_extra", "flags"), extra, options[0].origin)
 
 
 def _engine_option(draft: Draft, option: EngineOption, mounts: dict[str, tuple[str, bool, Origin]]) -> None:

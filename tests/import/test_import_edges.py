@@ -199,3 +199,31 @@ def test_pipeline_stages_import_as_parallel_pp(capsys: pytest.CaptureFixture[str
                  "--architecture", "LlamaForCausalLM", "-o", str(out)])
     assert code == 0, capsys.readouterr().err
     assert yaml.safe_load(out.read_text())["engine"]["parallel"] == {"tp": 1, "pp": 2}
+
+
+def test_an_old_flag_beside_a_new_one_keeps_the_newest_catalog(capsys: pytest.CaptureFixture[str],
+                                                                 tmp_path: Path) -> None:
+    from roundtrip import compiled
+
+    # DSPARK is only the newest build's; one old flag beside it must not switch the profile to the old catalog
+    # (which has no DSPARK): the old flags are taken one by one.
+    source = tmp_path / "run.sh"
+    source.write_text("docker run --name web -v /srv/m:/models/repo img:1 python3 -m sglang.launch_server "
+                      "--model-path /models/repo/snapshots/a --served-model-name m --cuda-graph-max-bs 8 "
+                      "--enable-nan-detection --speculative-algorithm DSPARK --speculative-dspark-block-size 5\n")
+    out = tmp_path / "web.yaml"
+    assert main(["import", str(source), "--hosts", "192.0.2.1", "--architecture", "DeepseekV4ForCausalLM", "-o",
+                 str(out)]) == 0
+    err = capsys.readouterr().err
+    engine = yaml.safe_load(out.read_text())["engine"]
+    assert "catalog" not in engine
+    assert engine["catalog_extra"] == {"flags": ["enable-nan-detection"]}
+    assert engine["cuda_graph"] == {"max_bs_decode": 8}
+    assert (f"note: {source}:1: --enable-nan-detection is a flag of sglang-0.5.10.post1 that the newest catalog "
+            "lacks, written beside flags only the newest has: kept in engine.args and named in "
+            "engine.catalog_extra.flags (the image's own build knows both)") in err
+    planned = compiled(out)
+    assert [f.rule for f in planned.findings if f.severity == "error"] == []
+    argv = list(planned.plan.ranks[0].engine_argv)
+    assert argv[argv.index("--cuda-graph-max-bs-decode") + 1] == "8"
+    assert "DSPARK" in argv and "--enable-nan-detection" in argv
