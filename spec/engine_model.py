@@ -189,6 +189,11 @@ class CatalogExtra(Section):
         [],
         description="Variables (e.g. B12X_SPIN) accepted in engine.env although the catalog lacks them.",
     )
+    values: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], list[Word]] = Field(
+        {},
+        description="Values of a flag (without the leading dashes) this image's own build accepts beyond the "
+        "catalog's choices, e.g. {moe-runner-backend: [b12x]}: allowed with a warning naming the image (SC330).",
+    )
 
 
 class Engine(Section):

@@ -135,6 +135,8 @@ FIELDS: dict[str, Callable[[str], Body]] = {
     "engine.backends.fp4_gemm": _at("engine", "backends", "fp4_gemm"),
     "engine.catalog_extra.flags.[]": _at("engine", "catalog_extra", "flags", "[]"),
     "engine.catalog_extra.env.[]": _at("engine", "catalog_extra", "env", "[]"),
+    "engine.catalog_extra.values.*.[]": lambda v: {"engine": {"catalog_extra": {"values": {"fp8-gemm-backend": [v]}}}},
+    "engine.catalog_extra.values.<key>": lambda v: {"engine": {"catalog_extra": {"values": {v: ["x"]}}}},
     "engine.chat.template_kwargs.*": lambda v: {"engine": {"chat": {"template_kwargs": {"enable_thinking": v}}}},
     "engine.chat.template_kwargs.<key>": lambda v: {"engine": {"chat": {"template_kwargs": {v: "x"}}}},
     "engine.cuda_graph.max_bs_decode": _at("engine", "cuda_graph", "max_bs_decode"),

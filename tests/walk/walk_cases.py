@@ -296,6 +296,18 @@ CASES: dict[str, Case] = {
         "B12X_WALK",
         base=SINGLE,
     ),
+    "engine.catalog_extra.values.*.[]": Case(
+        {"engine": {"backends": {"moe_runner": "b12x"}, "catalog_extra": {"values": {"moe-runner-backend": ["b12x"]}}}},
+        ("engine", "catalog_extra", "values", "moe-runner-backend"),
+        "--moe-runner-backend b12x",
+        SINGLE,
+    ),
+    "engine.catalog_extra.values.<key>": Case(
+        {"engine": {"catalog_extra": {"values": {"attention-backend": ["walk"]}}}},
+        ("engine", "catalog_extra", "values", "attention-backend"),
+        "attention-backend",
+        SINGLE,
+    ),
     "engine.chat.template_kwargs.*": set_at(
         {"enable_thinking": False}, "engine", "chat", "template_kwargs", needle='"enable_thinking":false'
     ),
