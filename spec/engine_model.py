@@ -127,6 +127,18 @@ class CudaGraph(Section):
         description="Batch sizes captured for decode (--cuda-graph-bs-decode, --cuda-graph-bs up to 0.5.10), e.g. "
         "[1, 2, 4, 8]: pinned small, GB10's default list can exhaust memory; unset: SGLang's list.",
     )
+    prefill: bool = Field(True, description="False: no CUDA graphs for prefill (--disable-prefill-cuda-graph).")
+
+
+class Mamba(Section):
+    """The state of mamba / linear-attention layers (hybrid models such as Qwen3-Next and Qwen3.5)."""
+
+    ssm_dtype: Word | None = Field(None, description="--mamba-ssm-dtype of the SSM state; unset: the model's.")
+    full_memory_ratio: Annotated[float, Field(gt=0)] | None = Field(
+        None, description="--mamba-full-memory-ratio: the state pool's share against the full-attention KV pool.",
+    )
+    max_cache_size: Positive | None = Field(None, description="--max-mamba-cache-size in state slots.")
+    backend: Word | None = Field(None, description="--linear-attn-backend of the linear-attention kernels.")
 
 
 class Chat(Section):
@@ -222,6 +234,7 @@ class Engine(Section):
     dist_init_port: Port = Field(20000, description="Port of --dist-init-addr on rank 0's fabric IP.")
     trust_remote_code: bool = Field(False, description="--trust-remote-code.")
     load_format: Word | None = Field(None, description="--load-format.")
+    metrics: bool = Field(False, description="--enable-metrics: the Prometheus /metrics endpoint on the API port.")
     kv_cache_dtype: Word | None = Field(None, description="--kv-cache-dtype (e.g. fp8_e4m3); unset: auto.")
     page_size: Positive | None = Field(None, description="--page-size in tokens; unset: SGLang's default.")
     catalog_extra: CatalogExtra = Field(
@@ -233,6 +246,7 @@ class Engine(Section):
     speculative: Speculative = Field(default_factory=Speculative, description="Speculative decoding.")
     cuda_graph: CudaGraph = Field(default_factory=CudaGraph, description="CUDA graphs.")
     chat: Chat = Field(default_factory=Chat, description="Chat defaults.")
+    mamba: Mamba = Field(default_factory=Mamba, description="Mamba / linear-attention state (hybrid models).")
     limits: Limits = Field(default_factory=Limits, description="Capacity limits (each optional).")
     args: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], Scalar | list[ListScalar]] = Field(
         {},

@@ -174,6 +174,13 @@ class Model(Section):
     quantization: Word | None = Field(
         None, description="--quantization (e.g. modelopt_fp4, fp8); unset: SGLang reads the checkpoint's config.",
     )
+    tokenizer: Text | None = Field(
+        None, description="--tokenizer-path: a hub id or container path of the tokenizer (a GGUF model needs its "
+        "base repo's); unset: the model's own.",
+    )
+    revision: Word | None = Field(
+        None, description="--revision: the hub revision (branch, tag or commit) a hub_id model is pinned to.",
+    )
     aliases: list[Text] = Field([], description="Other model ids answered by the same model (SPARK_SERVED_ALIASES).")
     max_context_length: Positive | None = Field(
         None,

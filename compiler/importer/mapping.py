@@ -33,6 +33,7 @@ from spark_compile.importer.tables import (
     DOCKER_UNMAPPED,
     ENGINE_FIELDS,
     ENGINE_LISTS,
+    ENGINE_OFF,
     ENGINE_SWITCHES,
     SUPERVISION,
 )
@@ -158,14 +159,26 @@ def _note_default(draft: Draft, option: EngineOption) -> None:
 
 
 def _chat_kwargs(draft: Draft, option: EngineOption) -> bool:
+    """--default-chat-template-kwargs JSON onto engine.chat.thinking and template_kwargs, when each keyword fits."""
     try:
         kwargs = json.loads(option.values[0]) if len(option.values) == 1 else None
     except ValueError:
         return False
-    if isinstance(kwargs, dict) and list(kwargs) == ["thinking"] and isinstance(kwargs["thinking"], bool):
-        draft.set(("engine", "chat", "thinking"), kwargs["thinking"], option.origin)
-        return True
-    return False
+    if not isinstance(kwargs, dict) or not kwargs:
+        return False
+    thinking = kwargs.get("thinking")
+    rest = {k: v for k, v in kwargs.items() if not (k == "thinking" and isinstance(thinking, bool))}
+    if rest and fields.problem(("engine", "chat", "template_kwargs"), rest):
+        return False
+    if isinstance(thinking, bool):
+        draft.set(("engine", "chat", "thinking"), thinking, option.origin)
+    for key, value in rest.items():
+        draft.set(("engine", "chat", "template_kwargs", key), value, option.origin)
+    if list(kwargs) != (["thinking"] if isinstance(thinking, bool) else []) + list(rest) or \
+            json.dumps(kwargs, separators=(",", ":")) != option.values[0]:
+        draft.notes.append(f"{option.origin}: {option.written} is written as compact JSON, thinking first (the same "
+                           "keywords and values)")
+    return True
 
 
 def engine(draft: Draft, cmd: EngineCommand, mounts: dict[str, tuple[str, bool, Origin]]) -> None:
@@ -225,8 +238,8 @@ def _engine_option(draft: Draft, option: EngineOption, mounts: dict[str, tuple[s
         draft_path(draft, option, mounts)
     elif flag in ENGINE_SWITCHES and not values and fields.exists(ENGINE_SWITCHES[flag]):
         draft.set(ENGINE_SWITCHES[flag], True, option.origin)
-    elif flag == "--disable-cuda-graph" and not values:
-        draft.set(("engine", "cuda_graph", "enabled"), False, option.origin)
+    elif flag in ENGINE_OFF and not values and fields.exists(ENGINE_OFF[flag]):
+        draft.set(ENGINE_OFF[flag], False, option.origin)
     elif flag == "--default-chat-template-kwargs" and _chat_kwargs(draft, option):
         return
     elif flag in ENGINE_LISTS and values and all(v.isdigit() for v in values) and fields.exists(ENGINE_LISTS[flag]):

@@ -13,7 +13,7 @@ from spark_compile.spec import fields as f
 Path = tuple[str | int, ...]
 
 # Engine flag (as the plan spells it) -> (profile key, its value type). Flags the mapper derives or checks
-# itself (--model-path, --nnodes, --node-rank, --dist-init-addr, --disable-cuda-graph, chat kwargs) are
+# itself (--model-path, --nnodes, --node-rank, --dist-init-addr, chat kwargs) are
 # handled in mapping.py.
 ENGINE_FIELDS: dict[str, tuple[Path, Any]] = {
     "--served-model-name": (("model", "served_name"), f.Text),
@@ -48,10 +48,22 @@ ENGINE_FIELDS: dict[str, tuple[Path, Any]] = {
     "--dp-size": (("engine", "parallel", "dp"), f.Positive),
     "--fp4-gemm-backend": (("engine", "backends", "fp4_gemm"), f.Word),
     "--speculative-draft-model-quantization": (("engine", "speculative", "draft", "quantization"), f.Word),
+    "--tokenizer-path": (("model", "tokenizer"), f.Text),
+    "--revision": (("model", "revision"), f.Word),
+    "--mamba-ssm-dtype": (("engine", "mamba", "ssm_dtype"), f.Word),
+    "--mamba-full-memory-ratio": (("engine", "mamba", "full_memory_ratio"), float),
+    "--max-mamba-cache-size": (("engine", "mamba", "max_cache_size"), f.Positive),
+    "--linear-attn-backend": (("engine", "mamba", "backend"), f.Word),
 }
 ENGINE_SWITCHES: dict[str, Path] = {
     "--trust-remote-code": ("engine", "trust_remote_code"),
     "--enable-dp-attention": ("engine", "parallel", "dp_attention"),
+    "--enable-metrics": ("engine", "metrics"),
+}
+# Switches that turn a profile key off (the key's default is true).
+ENGINE_OFF: dict[str, Path] = {
+    "--disable-cuda-graph": ("engine", "cuda_graph", "enabled"),
+    "--disable-prefill-cuda-graph": ("engine", "cuda_graph", "prefill"),
 }
 # Engine flags whose values are a list of whole numbers.
 ENGINE_LISTS: dict[str, Path] = {

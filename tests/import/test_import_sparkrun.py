@@ -107,5 +107,5 @@ def test_a_gguf_recipe_imports_as_hub_id_and_gguf(capsys: pytest.CaptureFixture[
     assert code == 0, capsys.readouterr().err
     data = yaml.safe_load(out.read_text())
     assert data["model"] == {"architecture": "Qwen3MoeForCausalLM", "hub_id": "example-org/Qwen3-30B-A3B-GGUF",
-                             "gguf": "Q4_K_M", "served_name": "qwen3-30b-gguf"}
-    assert data["engine"]["args"] == {"tokenizer-path": "Qwen/Qwen3-30B-A3B"}
+                             "gguf": "Q4_K_M", "served_name": "qwen3-30b-gguf", "tokenizer": "Qwen/Qwen3-30B-A3B"}
+    assert "args" not in data["engine"]
