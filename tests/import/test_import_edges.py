@@ -99,11 +99,11 @@ def test_a_source_without_a_launch(capsys: pytest.CaptureFixture[str], tmp_path:
 
 def test_unknown_recipe_keys_are_reported(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     recipe = tmp_path / "r.yaml"
-    recipe.write_text("model: org/m\nruntime: sglang\ncontainer: img:1\nmods: [patch-a]\ndefaults:\n  port: 8000\n"
+    recipe.write_text("model: org/m\nruntime: sglang\ncontainer: img:1\nlayout: a\ndefaults:\n  port: 8000\n"
                       "command: |\n  python3 -m sglang.launch_server --model-path {model} --port {port} {missing}\n")
     assert main(["import", str(recipe), "--hosts", "192.0.2.1", "-o", str(tmp_path / "p.yaml")]) == 1
     err = capsys.readouterr().err
-    assert f"left out: {recipe}:4: mods: a sparkrun recipe key with no profile equivalent" in err
+    assert f"left out: {recipe}:4: layout: a sparkrun recipe key with no profile equivalent" in err
     assert f"left out: {recipe}:8: {{missing}}: the recipe gives no value for {{missing}}" in err
 
 
