@@ -97,6 +97,8 @@ FIELDS: dict[str, Callable[[str], Body]] = {
     "fleet.nodes.[].home": _node("home"),
     "fleet.nodes.[].gid_index": _node("gid_index"),
     "fleet.nodes.[].container_name": _node("container_name"),
+    "fleet.nodes.[].interface": _node("interface"),
+    "fleet.nodes.[].rdma_devices.[]": lambda v: {"fleet": {"nodes": [{**SPARK0, "rdma_devices": [v]}]}},
     "fleet.nodes.[].env.*": lambda v: {"fleet": {"nodes": [{**SPARK0, "env": {"NODE_IP": v}}]}},
     "fleet.nodes.[].env.<key>": lambda v: {"fleet": {"nodes": [{**SPARK0, "env": {v: "x"}}]}},
     "model.architecture": _at("model", "architecture"),

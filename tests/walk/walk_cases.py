@@ -208,6 +208,18 @@ CASES: dict[str, Case] = {
     "fleet.nodes.[].ssh": _node("ssh", "ops@192.0.2.11"),
     "fleet.nodes.[].home": _node("home", "/srv/home/spark"),
     "fleet.nodes.[].gid_index": _node("gid_index", 7),
+    "fleet.nodes.[].interface": Case(
+        {"fleet": {"nodes": [{"name": "spark-b", "interface": "enp1s0f0np0"}]}},
+        ("fleet", "nodes", 1, "interface"),
+        "enp1s0f0np0",
+        EAGLE3,
+    ),
+    "fleet.nodes.[].rdma_devices.[]": Case(
+        {"fleet": {"nodes": [{"name": "spark-b", "rdma_devices": ["rocep9s0f0"]}]}},
+        ("fleet", "nodes", 1, "rdma_devices"),
+        "NCCL_IB_HCA=rocep9s0f0",
+        EAGLE3,
+    ),
     "fleet.nodes.[].container_name": _node("container_name", "walkhead"),
     "fleet.nodes.[].holds_checkpoint": Case(
         {"fleet": {"nodes": [{**SPARK0, "holds_checkpoint": True}, {"name": "spark-1", "holds_checkpoint": False}]}},
