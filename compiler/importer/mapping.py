@@ -4,7 +4,6 @@ the other nodes are checked against it; whatever has no key is reported with its
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -19,11 +18,11 @@ from spark_compile.importer.argv import (
     EngineCommand,
     EngineOption,
     build_of,
-    older_only,
     parse_engine,
     resolve_flag,
 )
 from spark_compile.importer.draft import Draft, Scalar
+from spark_compile.importer.engine_flags import chat_kwargs, older_flags
 from spark_compile.importer.shell import ShellWord
 from spark_compile.importer.source import Launch, Origin, Word
 from spark_compile.importer.tables import (
@@ -158,29 +157,6 @@ def _note_default(draft: Draft, option: EngineOption) -> None:
                            "command stays the source's (it may go)")
 
 
-def _chat_kwargs(draft: Draft, option: EngineOption) -> bool:
-    """--default-chat-template-kwargs JSON onto engine.chat.thinking and template_kwargs, when each keyword fits."""
-    try:
-        kwargs = json.loads(option.values[0]) if len(option.values) == 1 else None
-    except ValueError:
-        return False
-    if not isinstance(kwargs, dict) or not kwargs:
-        return False
-    thinking = kwargs.get("thinking")
-    rest = {k: v for k, v in kwargs.items() if not (k == "thinking" and isinstance(thinking, bool))}
-    if rest and fields.problem(("engine", "chat", "template_kwargs"), rest):
-        return False
-    if isinstance(thinking, bool):
-        draft.set(("engine", "chat", "thinking"), thinking, option.origin)
-    for key, value in rest.items():
-        draft.set(("engine", "chat", "template_kwargs", key), value, option.origin)
-    if list(kwargs) != (["thinking"] if isinstance(thinking, bool) else []) + list(rest) or \
-            json.dumps(kwargs, separators=(",", ":")) != option.values[0]:
-        draft.notes.append(f"{option.origin}: {option.written} is written as compact JSON, thinking first (the same "
-                           "keywords and values)")
-    return True
-
-
 def engine(draft: Draft, cmd: EngineCommand, mounts: dict[str, tuple[str, bool, Origin]]) -> None:
     """The head's engine command onto engine.*, model.* and engine.args."""
     launcher = [w.text for w in cmd.launcher]
@@ -196,30 +172,7 @@ def engine(draft: Draft, cmd: EngineCommand, mounts: dict[str, tuple[str, bool, 
     for option in cmd.options:
         _engine_option(draft, option, mounts)
     if older is None:
-        _older_flags(draft, cmd.options)
-
-
-def _older_flags(draft: Draft, options: list[EngineOption]) -> None:
-    """Flags only an older build knows, beside ones only the newest knows: each is taken on its own (the catalog
-    stays the newest, which the others need); one kept raw is named in engine.catalog_extra.flags, as the image's
-    own build must know both."""
-    extra: list[Scalar] = []
-    for option in options:
-        build = older_only(option)
-        name = option.flag.removeprefix("--")
-        if build is None:
-            continue
-        if ("engine", "args", name) in draft.values:
-            extra.append(name)
-            draft.notes.append(f"{option.origin}: {option.written} is a flag of {build} that the newest catalog "
-                               "lacks, written beside flags only the newest has: kept in engine.args and named in "
-                               "engine.catalog_extra.flags (the image's own build knows both)")
-        else:
-            draft.notes.append(f"{option.origin}: {option.written} is {build}'s name of a setting the newest "
-                               "catalog spells otherwise; the compiled command writes the newest's spelling, as "
-                               "the source's other flags need that build")
-    if extra:
-        draft.set(("engine", "catalog_extra", "flags"), extra, options[0].origin)
+        older_flags(draft, cmd.options)
 
 
 def _engine_option(draft: Draft, option: EngineOption, mounts: dict[str, tuple[str, bool, Origin]]) -> None:
@@ -240,7 +193,7 @@ def _engine_option(draft: Draft, option: EngineOption, mounts: dict[str, tuple[s
         draft.set(ENGINE_SWITCHES[flag], True, option.origin)
     elif flag in ENGINE_OFF and not values and fields.exists(ENGINE_OFF[flag]):
         draft.set(ENGINE_OFF[flag], False, option.origin)
-    elif flag == "--default-chat-template-kwargs" and _chat_kwargs(draft, option):
+    elif flag == "--default-chat-template-kwargs" and chat_kwargs(draft, option):
         return
     elif flag in ENGINE_LISTS and values and all(v.isdigit() for v in values) and fields.exists(ENGINE_LISTS[flag]):
         draft.set(ENGINE_LISTS[flag], [int(v) for v in values], option.origin)
