@@ -184,6 +184,14 @@ def launcher_word(value: str) -> str:
     return value
 
 
+def launcher_program(words: list[str]) -> list[str]:
+    """The launcher's first word is the program docker starts (the plan's --entrypoint), never an option."""
+    if words and words[0].startswith("-"):
+        raise _err("launcher_program", "{value} is an option, but the launcher's first word is the program the "
+                   "container starts (docker run --entrypoint {value} would try to execute it)", value=_shown(words[0]))
+    return words
+
+
 def ulimit_value(value: str | int) -> str | int:
     parts = str(value).split(":")
     try:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from spark_compile.spec.checks import (
     check_model_source,
+    launcher_program,
 )
 from spark_compile.spec.fields import (
     AbsPath,
@@ -126,6 +127,18 @@ class CudaGraph(Section):
         description="Batch sizes captured for decode (--cuda-graph-bs-decode, --cuda-graph-bs up to 0.5.10), e.g. "
         "[1, 2, 4, 8]: pinned small, GB10's default list can exhaust memory; unset: SGLang's list.",
     )
+    prefill: bool = Field(True, description="False: no CUDA graphs for prefill (--disable-prefill-cuda-graph).")
+
+
+class Mamba(Section):
+    """The state of mamba / linear-attention layers (hybrid models such as Qwen3-Next and Qwen3.5)."""
+
+    ssm_dtype: Word | None = Field(None, description="--mamba-ssm-dtype of the SSM state; unset: the model's.")
+    full_memory_ratio: Annotated[float, Field(gt=0)] | None = Field(
+        None, description="--mamba-full-memory-ratio: the state pool's share against the full-attention KV pool.",
+    )
+    max_cache_size: Positive | None = Field(None, description="--max-mamba-cache-size in state slots.")
+    backend: Word | None = Field(None, description="--linear-attn-backend of the linear-attention kernels.")
 
 
 class Chat(Section):
@@ -188,6 +201,11 @@ class CatalogExtra(Section):
         [],
         description="Variables (e.g. B12X_SPIN) accepted in engine.env although the catalog lacks them.",
     )
+    values: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], list[Word]] = Field(
+        {},
+        description="Values of a flag (without the leading dashes) this image's own build accepts beyond the "
+        "catalog's choices, e.g. {moe-runner-backend: [b12x]}: allowed with a warning naming the image (SC330).",
+    )
 
 
 class Engine(Section):
@@ -204,7 +222,7 @@ class Engine(Section):
     container_name: ContainerName = Field(
         description="docker --name of the container on every node (a node's container_name overrides it).",
     )
-    launcher: list[LauncherWord] = Field(
+    launcher: Annotated[list[LauncherWord], AfterValidator(launcher_program)] = Field(
         ["python3", "-m", "sglang.launch_server"],
         min_length=1,
         description="Entrypoint program and its leading arguments; the engine flags follow.",
@@ -216,6 +234,7 @@ class Engine(Section):
     dist_init_port: Port = Field(20000, description="Port of --dist-init-addr on rank 0's fabric IP.")
     trust_remote_code: bool = Field(False, description="--trust-remote-code.")
     load_format: Word | None = Field(None, description="--load-format.")
+    metrics: bool = Field(False, description="--enable-metrics: the Prometheus /metrics endpoint on the API port.")
     kv_cache_dtype: Word | None = Field(None, description="--kv-cache-dtype (e.g. fp8_e4m3); unset: auto.")
     page_size: Positive | None = Field(None, description="--page-size in tokens; unset: SGLang's default.")
     catalog_extra: CatalogExtra = Field(
@@ -227,6 +246,7 @@ class Engine(Section):
     speculative: Speculative = Field(default_factory=Speculative, description="Speculative decoding.")
     cuda_graph: CudaGraph = Field(default_factory=CudaGraph, description="CUDA graphs.")
     chat: Chat = Field(default_factory=Chat, description="Chat defaults.")
+    mamba: Mamba = Field(default_factory=Mamba, description="Mamba / linear-attention state (hybrid models).")
     limits: Limits = Field(default_factory=Limits, description="Capacity limits (each optional).")
     args: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")], Scalar | list[ListScalar]] = Field(
         {},

@@ -92,6 +92,15 @@ class Node(Section):
         "shards (and mounts holder_repo). Without Engram every node reads its own copy at model.repo.",
     )
     gid_index: GidIndex | None = Field(None, description="Overrides the fabric's gid_index for this node.")
+    interface: IfName | None = Field(
+        None,
+        description="This node's fabric interface when its cabling differs from the fleet's (two Sparks cabled "
+        "port 1 to port 0: enp1s0f1np1 on one, enp1s0f0np0 on the other); unset: fleet.fabric.interface.",
+    )
+    rdma_devices: list[RdmaName] | None = Field(
+        None,
+        description="This node's RDMA devices when they differ from the fleet's; unset: fleet.fabric.rdma_devices.",
+    )
     container_name: ContainerName | None = Field(
         None, description="docker --name on this node; unset: engine.container_name.",
     )
@@ -173,6 +182,13 @@ class Model(Section):
     )
     quantization: Word | None = Field(
         None, description="--quantization (e.g. modelopt_fp4, fp8); unset: SGLang reads the checkpoint's config.",
+    )
+    tokenizer: Text | None = Field(
+        None, description="--tokenizer-path: a hub id or container path of the tokenizer (a GGUF model needs its "
+        "base repo's); unset: the model's own.",
+    )
+    revision: Word | None = Field(
+        None, description="--revision: the hub revision (branch, tag or commit) a hub_id model is pinned to.",
     )
     aliases: list[Text] = Field([], description="Other model ids answered by the same model (SPARK_SERVED_ALIASES).")
     max_context_length: Positive | None = Field(

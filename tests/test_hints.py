@@ -40,6 +40,7 @@ NOT_CONCRETE = {
     "SC242": "a tp that divides the heads needs as many GPUs: a fleet change",
     "SC247": "the checkpoint's config.json, which only the checkpoint has",
     "SC312": "the image's digest, which only the registry knows (docker buildx imagetools inspect)",
+    "SC330": "whether the image's own build takes the value is the image's (its source's catalog says)",
     "SC318": "the operator's image-builds table names the build (tests/test_image_builds.py raises it)",
     "SC319": "the build a digest holds is the operator's entry (tests/test_image_builds.py raises it)",
     "SC402": "a node's name is the operator's",

@@ -75,17 +75,29 @@ def launcher_split(command: list[Word]) -> tuple[list[Word], list[Word]] | None:
     return None
 
 
+def _knows(catalog: EngineCatalog, option: EngineOption) -> bool:
+    return catalog.lookup(option.written) is not None or catalog.abbreviation_of(option.written) is not None
+
+
 def build_of(options: list[EngineOption]) -> tuple[str, EngineOption] | None:
-    """The older catalog a command line needs, when it uses a flag the newest does not know but an older one does
-    (the flag that says so); None when the newest knows every flag it uses."""
+    """The older catalog a command line is read against: one that knows every flag it uses that some catalog
+    knows, when the newest lacks one of them (with the flag that says so); None when the newest knows them or
+    no single older build knows them all (then each old flag is taken on its own: see older_only)."""
     newest, *older = _catalogs()
-    for option in options:
-        if newest.lookup(option.written) or newest.abbreviation_of(option.written):
-            continue
-        found = next((c for c in older if c.lookup(option.written) or c.abbreviation_of(option.written)), None)
-        if found is not None:
-            return found.name, option
-    return None
+    known = [o for o in options if any(_knows(c, o) for c in (newest, *older))]
+    missing = next((o for o in known if not _knows(newest, o)), None)
+    if missing is None:
+        return None
+    found = next((c for c in older if all(_knows(c, o) for o in known)), None)
+    return (found.name, missing) if found is not None else None
+
+
+def older_only(option: EngineOption) -> str | None:
+    """The older build that knows a flag the newest catalog lacks, or None."""
+    newest, *older = _catalogs()
+    if _knows(newest, option):
+        return None
+    return next((c.name for c in older if _knows(c, option)), None)
 
 
 def _arity(entry: EngineFlag | None, rest: list[Word]) -> int:

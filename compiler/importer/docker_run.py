@@ -3,6 +3,7 @@ environment and the engine command. Parsed as words only; nothing is executed.""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from spark_compile.common.errors import InputError
@@ -125,15 +126,90 @@ def parse_launch(words: list[ShellWord], base: Path, left: list[Leftover]) -> La
     if i >= len(words):
         raise InputError(f"{launch.origin}: docker run names no image")
     launch.image, launch.command = words[i], list(words[i + 1:])
+    _entrypoint_first(launch)
     return launch
 
 
+def _entrypoint_first(launch: Launch) -> None:
+    """`--entrypoint PROG IMAGE ARGS`: the container runs PROG ARGS, so PROG is the command's first word (the plan
+    writes the launcher's first word as --entrypoint again)."""
+    found = [(flag, value) for flag, value in launch.options if flag.text == "--entrypoint" and value is not None]
+    if found and found[-1][1] is not None and found[-1][1].text:
+        launch.options = [option for option in launch.options if option[0].text != "--entrypoint"]
+        launch.command = [found[-1][1], *launch.command]
+
+
+_FENCE = re.compile(r"\s*(```|~~~)")
+_SHELLS = frozenset({"bash", "sh", "/bin/bash", "/bin/sh"})
+
+
+def shell_blocks(text: str) -> str:
+    """A Markdown page's fenced code blocks as shell text, every other line blanked (lines keep their numbers)."""
+    out, inside = [], False
+    for line in text.split("\n"):
+        fence = _FENCE.match(line)
+        out.append("" if fence or not inside else line)
+        inside = inside != bool(fence)
+    return "\n".join(out)
+
+
+def _typed_inside(launch: Launch, words: list[ShellWord], notes: list[str] | None) -> bool:
+    """A server command typed into the shell an interactive `docker run … bash` opened becomes its command."""
+    if [w.text for w in launch.command] not in ([s] for s in _SHELLS) or launcher_split(list(words)) is None:
+        return False
+    launch.command = list(words)
+    if notes is not None:
+        notes.append(f"{words[0].origin}: the server command typed into the shell of the container started at "
+                     f"{launch.origin}; imported as that container's command")
+    return True
+
+
+_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)
+_REFERENCE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
+
+
+def _substituted(words: list[ShellWord], assigned: dict[str, str], notes: list[str] | None) -> list[ShellWord]:
+    """A command with each word that is exactly `$NAME` of a variable the text set earlier to a literal
+    (`NAME=value`, `export NAME=value`) replaced by that value; an assignment is remembered (nothing is run)."""
+    texts = [w.text for w in words]
+    body = words[1:] if texts[:1] == ["export"] else words
+    pairs = [_ASSIGNMENT.fullmatch(w.text) for w in body]
+    if body and all(pairs):
+        for word, pair in zip(body, pairs, strict=True):
+            if pair is not None:
+                assigned[pair.group(1)] = "" if word.expands else pair.group(2)
+        return words
+    if _docker_run_start(words) is None:
+        return words  # only a container's words are read
+    out = []
+    for word in words:
+        match = _REFERENCE.fullmatch(word.text) if word.expands else None
+        value = assigned.get((match.group(1) or match.group(2)) if match else "")
+        if match and value:
+            out.append(ShellWord(value, word.origin))
+            if notes is not None:
+                notes.append(f"{word.origin}: {word.text} read as {value!r}, the value the text gives it earlier")
+        else:
+            out.append(word)
+    return out
+
+
 def launches(text: str, file: str, base: Path, left: list[Leftover], notes: list[str] | None = None) -> list[Launch]:
-    """Every `docker run` of an SGLang server in a shell text, in order (other containers are noted and skipped)."""
-    found = []
-    for words in commands(text, file):
+    """Every `docker run` of an SGLang server in a shell text (a Markdown page's code blocks), in order; a server
+    command typed into a container's shell is that container's (other containers are noted and skipped)."""
+    found: list[Launch] = []
+    shell: Launch | None = None
+    assigned: dict[str, str] = {}
+    for written in commands(shell_blocks(text) if file.endswith(".md") else text, file):
+        words = _substituted(written, assigned, notes)
         launch = parse_launch(words, base, left)
         if launch is None:
+            if shell is not None and _typed_inside(shell, words, notes):
+                found.append(shell)
+                shell = None
+            continue
+        if [w.text for w in launch.command] in ([s] for s in _SHELLS):
+            shell = launch
             continue
         if launcher_split(launch.command) is None:
             if notes is not None:

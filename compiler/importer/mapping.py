@@ -4,7 +4,6 @@ the other nodes are checked against it; whatever has no key is reported with its
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -15,8 +14,15 @@ from pydantic import TypeAdapter, ValidationError
 
 from spark_compile.common.errors import InputError
 from spark_compile.importer import fields
-from spark_compile.importer.argv import EngineCommand, EngineOption, build_of, parse_engine, resolve_flag
+from spark_compile.importer.argv import (
+    EngineCommand,
+    EngineOption,
+    build_of,
+    parse_engine,
+    resolve_flag,
+)
 from spark_compile.importer.draft import Draft, Scalar
+from spark_compile.importer.engine_flags import chat_kwargs, older_flags
 from spark_compile.importer.shell import ShellWord
 from spark_compile.importer.source import Launch, Origin, Word
 from spark_compile.importer.tables import (
@@ -26,6 +32,7 @@ from spark_compile.importer.tables import (
     DOCKER_UNMAPPED,
     ENGINE_FIELDS,
     ENGINE_LISTS,
+    ENGINE_OFF,
     ENGINE_SWITCHES,
     SUPERVISION,
 )
@@ -150,17 +157,6 @@ def _note_default(draft: Draft, option: EngineOption) -> None:
                            "command stays the source's (it may go)")
 
 
-def _chat_kwargs(draft: Draft, option: EngineOption) -> bool:
-    try:
-        kwargs = json.loads(option.values[0]) if len(option.values) == 1 else None
-    except ValueError:
-        return False
-    if isinstance(kwargs, dict) and list(kwargs) == ["thinking"] and isinstance(kwargs["thinking"], bool):
-        draft.set(("engine", "chat", "thinking"), kwargs["thinking"], option.origin)
-        return True
-    return False
-
-
 def engine(draft: Draft, cmd: EngineCommand, mounts: dict[str, tuple[str, bool, Origin]]) -> None:
     """The head's engine command onto engine.*, model.* and engine.args."""
     launcher = [w.text for w in cmd.launcher]
@@ -175,6 +171,8 @@ def engine(draft: Draft, cmd: EngineCommand, mounts: dict[str, tuple[str, bool, 
     draft.notes += [f"{note} (the compiled command spells it so)" for note in cmd.normalised]
     for option in cmd.options:
         _engine_option(draft, option, mounts)
+    if older is None:
+        older_flags(draft, cmd.options)
 
 
 def _engine_option(draft: Draft, option: EngineOption, mounts: dict[str, tuple[str, bool, Origin]]) -> None:
@@ -193,9 +191,9 @@ def _engine_option(draft: Draft, option: EngineOption, mounts: dict[str, tuple[s
         draft_path(draft, option, mounts)
     elif flag in ENGINE_SWITCHES and not values and fields.exists(ENGINE_SWITCHES[flag]):
         draft.set(ENGINE_SWITCHES[flag], True, option.origin)
-    elif flag == "--disable-cuda-graph" and not values:
-        draft.set(("engine", "cuda_graph", "enabled"), False, option.origin)
-    elif flag == "--default-chat-template-kwargs" and _chat_kwargs(draft, option):
+    elif flag in ENGINE_OFF and not values and fields.exists(ENGINE_OFF[flag]):
+        draft.set(ENGINE_OFF[flag], False, option.origin)
+    elif flag == "--default-chat-template-kwargs" and chat_kwargs(draft, option):
         return
     elif flag in ENGINE_LISTS and values and all(v.isdigit() for v in values) and fields.exists(ENGINE_LISTS[flag]):
         draft.set(ENGINE_LISTS[flag], [int(v) for v in values], option.origin)
@@ -304,13 +302,26 @@ def docker(draft: Draft, launch: Launch, mounts: dict[str, tuple[str, bool, Orig
         elif flag.text == "--ulimit" and value is not None:
             name, _, limit = value.text.partition("=")
             put(draft, ("container", "ulimits", name), f.UlimitValue, limit, flag.origin, what)
-        elif flag.text in ("-v", "--volume"):
+        elif _set_aside(draft, flag, value, what):
             continue
         else:
             draft.leave(flag.origin, what, DOCKER_UNMAPPED.get(flag.text, "no profile key holds this docker option"))
     for path, items in lists.items():
         draft.set(path, items, launch.origin)
     _mounts(draft, mounts)
+
+
+def _set_aside(draft: Draft, flag: Word, value: Word | None, what: str) -> bool:
+    """-v (the mounts are mapped apart) and `-p N:N` (a port published as itself, which the host network gives
+    the server anyway: noted)."""
+    if flag.text in ("-v", "--volume"):
+        return True
+    host, _, inside = value.text.removesuffix("/tcp").partition(":") if value is not None else ("", "", "")
+    if flag.text in ("-p", "--publish") and host.isdigit() and host == inside:
+        draft.notes.append(f"{flag.origin}: {what}: the container uses the host network (container.network), "
+                           "where the server's port is the host's own")
+        return True
+    return False
 
 
 def _gpus_unquoted(text: str) -> bool:

@@ -14,7 +14,7 @@ from spark_compile.importer import fields, mapping
 from spark_compile.importer.draft import Draft
 from spark_compile.importer.mapping import Rank
 from spark_compile.importer.source import Launch, Origin
-from spark_compile.importer.tables import EMPTY_IS_UNSET, FABRIC_ENV
+from spark_compile.importer.tables import EMPTY_IS_UNSET, FABRIC_ENV, hub_architecture
 from spark_compile.spec import fields as f
 from spark_compile.spec.secret_patterns import secret_name
 
@@ -37,6 +37,11 @@ class Request:
     env: dict[str, str] = field(default_factory=dict)  # the traced script's environment
     container_name: str | None = None  # when the source names none (sparkrun names its containers itself)
     description: str | None = None
+
+
+# A DGX Spark's fabric as its first ConnectX-7 port names it (the reference fleet's): what sparkrun's detection
+# finds on a Spark cabled port to port.
+SPARK_FABRIC = Request(fabric="roce", interface="enp1s0f0np0", rdma_devices=("rocep1s0f0", "roceP2p1s0f0"))
 
 
 def _address(host: str) -> str:
@@ -116,16 +121,23 @@ def _fleet(draft: Draft, found: list[Rank], request: Request, fabric_env: dict[s
                         f"address ({ips[0]})")
         mapping.put(draft, ("engine", "dist_init_port"), f.Port, port, origin, f"--dist-init-addr {host}:{port}")
     if nnodes > 1:
-        _fabric(draft, fabric_env, ips, request, head.launch.origin)
+        _fabric(draft, fabric_env, ips, request, head.launch.origin, not head.launch.own_container)
     return ips[0]
 
 
 def _fabric(draft: Draft, env: dict[str, tuple[str, Origin]], ips: list[str], request: Request,
-            origin: Origin) -> None:
+            origin: Origin, detected: bool) -> None:
     """fleet.fabric of a multi-node deployment: from the source's NCCL variables, or --fabric/--interface/
-    --rdma-devices (which win), else reported missing."""
+    --rdma-devices (which win); a recipe's (``detected``: sparkrun finds it at launch) a DGX Spark's own, else
+    reported missing."""
     at = ("fleet", "fabric")
-    interface = (request.interface, "given with --interface") if request.interface else \
+    given = "given with --{}"
+    if detected and not env and not (request.interface or request.fabric or request.rdma_devices):
+        request, given = SPARK_FABRIC, "assumed: a DGX Spark's own (sparkrun detects the fabric at launch)"
+        draft.notes.append(f"{origin}: sparkrun detects the fabric at launch; assumed a DGX Spark's own: RoCE over "
+                           f"{SPARK_FABRIC.interface} and {','.join(SPARK_FABRIC.rdma_devices)} (give --interface "
+                           "and --rdma-devices when the nodes are cabled otherwise)")
+    interface = (request.interface, given.format("interface")) if request.interface else \
         env.get("NCCL_SOCKET_IFNAME") or env.get("GLOO_SOCKET_IFNAME")
     if interface is None:
         draft.leave(origin, "fleet.fabric.interface", "a multi-node profile needs the fabric's interface and the "
@@ -133,9 +145,9 @@ def _fabric(draft: Draft, env: dict[str, tuple[str, Origin]], ips: list[str], re
     else:
         mapping.put(draft, (*at, "interface"), f.IfName, interface[0], interface[1], "the fabric interface")
     net, disable = env.get("NCCL_NET"), env.get("NCCL_IB_DISABLE")
-    hca = (",".join(request.rdma_devices), "given with --rdma-devices") if request.rdma_devices else \
+    hca = (",".join(request.rdma_devices), given.format("rdma-devices")) if request.rdma_devices else \
         env.get("NCCL_IB_HCA")
-    kind: tuple[str, Origin | str] | None = (request.fabric, "given with --fabric") if request.fabric else None
+    kind: tuple[str, Origin | str] | None = (request.fabric, given.format("fabric")) if request.fabric else None
     if kind is None and ((net and net[0] == "Socket") or (disable and disable[0] == "1")):
         kind = ("tcp", (net or disable or ("", origin))[1])
     elif kind is None and hca:
@@ -209,11 +221,15 @@ def build(launches: list[Launch], request: Request) -> Draft:
     fabric_env = {n: (v, o) for n, v, o in head.launch.env if n in FABRIC_ENV}
     head_ip = _fleet(draft, found, request, fabric_env)
     draft.set(("hardware",), HARDWARE, "assumed: every node is a DGX Spark (GB10)")
+    known = _known_architecture(head)
     if request.architecture:
         draft.set(("model", "architecture"), request.architecture, "given with --architecture")
+    elif known is not None:
+        draft.set(("model", "architecture"), known[0], f"the published config.json of {known[1]} (--architecture "
+                  "overrides it)")
     else:
         draft.leave(head.launch.origin, "model.architecture", "the source does not say the model's architecture "
-                    "(config.json `architectures[0]`); give --architecture")
+                    "(config.json `architectures[0]`) and its model is no hub id import knows; give --architecture")
     mounts = mapping.volumes(head.launch)
     mapping.engine(draft, head.engine, mounts)
     if ("model", "served_name") not in draft.values and fields.default(("model", "served_name")) is PydanticUndefined:
@@ -235,6 +251,13 @@ def build(launches: list[Launch], request: Request) -> Draft:
     for other in found[1:]:
         _compare(draft, head, other)
     return draft
+
+
+def _known_architecture(head: Rank) -> tuple[str, str] | None:
+    """(architecture, hub id) when the model path is a well-known hub id."""
+    model = next((o for o in head.engine.options if o.flag == "--model-path" and o.values), None)
+    found = hub_architecture(model.values[0]) if model is not None else None
+    return (found, model.values[0]) if found is not None and model is not None else None
 
 
 def _served_name(draft: Draft, head: Rank) -> None:

@@ -12,7 +12,7 @@ import yaml
 from spark_compile.common.errors import InputError, UsageError
 from spark_compile.importer import sparkrun_facts as facts
 from spark_compile.importer.shell import ShellWord, commands
-from spark_compile.importer.source import Launch, Leftover, Origin
+from spark_compile.importer.source import Launch, Leftover, Origin, Word
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _INFORMATION = ("metadata", "description", "name", "recipe_version")
@@ -63,7 +63,9 @@ class _Recipe:
         defaults = data.get("defaults") or {}
         if not isinstance(defaults, dict):
             raise InputError(f"{self.at('defaults')}: `defaults` must be a mapping")
-        self.config: dict[str, Any] = {"model": data.get("model"), **defaults}
+        # sparkrun fills {model_revision} only when the recipe pins one
+        pin = {"model_revision": data["model_revision"]} if data.get("model_revision") else {}
+        self.config: dict[str, Any] = {"model": data.get("model"), **pin, **defaults}
 
     def at(self, *key: str) -> Origin:
         return Origin(self.file, self.lines.get(key, self.lines.get(key[:1], 1)))
@@ -191,6 +193,8 @@ def recipe_launches(text: str, file: str, hosts: tuple[str, ...], left: list[Lef
     if not isinstance(image, str):
         raise InputError(f"{recipe.at('container')}: the recipe names no container image (`container:`)")
     env = _env(recipe, left)
+    options = _executor(recipe, left)
+    _sparkrun_steps(recipe, words, left, notes)
     head = hosts[0].rsplit("@", 1)[-1]
     launches = []
     for rank in range(len(hosts)):
@@ -199,14 +203,46 @@ def recipe_launches(text: str, file: str, hosts: tuple[str, ...], left: list[Lef
             at = recipe.at("min_nodes")
             extra = [ShellWord(w, at) for w in ("--dist-init-addr", f"{head}:{facts.INIT_PORT}", "--nnodes",
                                                 str(len(hosts)), "--node-rank", str(rank))]
-        launches.append(Launch(recipe.at("runtime"), image=ShellWord(image, recipe.at("container")),
-                               command=[*words, *extra], env=list(env), own_container=False))
+        launches.append(Launch(recipe.at("runtime"), options=list(options),
+                               image=ShellWord(image, recipe.at("container")), command=[*words, *extra],
+                               env=list(env), own_container=False))
     if len(hosts) > 1:
         notes.append(f"{recipe.at('min_nodes')}: sparkrun appends --dist-init-addr {head}:{facts.INIT_PORT} "
                      f"--nnodes {len(hosts)} --node-rank R on each node")
     notes.append(f"{recipe.at('runtime')}: sparkrun's own container options and variables (added at launch, not "
                  "in the recipe) are not imported; the profile's come from spark-compile's plan")
     return launches
+
+
+def _executor(recipe: _Recipe, left: list[Leftover]) -> list[tuple[Word, Word | None]]:
+    """executor_config's container options (user, shm_size) as docker options; its other keys left out."""
+    config = recipe.data.get("executor_config") or {}
+    if not isinstance(config, dict):
+        left.append(Leftover(recipe.at("executor_config"), "executor_config", "`executor_config` must be a mapping"))
+        return []
+    found: list[tuple[Word, Word | None]] = []
+    for key, value in config.items():
+        at = recipe.at("executor_config", str(key))
+        if key in facts.EXECUTOR_OPTIONS and isinstance(value, str | int):
+            found.append((Word(facts.EXECUTOR_OPTIONS[key], at), Word(_text(value), at)))
+        elif key in facts.EXECUTOR_SWITCHES and isinstance(value, bool):
+            found += [(Word(facts.EXECUTOR_SWITCHES[key], at), None)] if value else []
+        else:
+            left.append(Leftover(at, f"executor_config.{key}", "a setting of sparkrun's executor with no profile "
+                                 "key (user, shm_size, auto_remove and privileged are the container's)"))
+    return found
+
+
+def _sparkrun_steps(recipe: _Recipe, words: list[ShellWord], left: list[Leftover], notes: list[str]) -> None:
+    """What sparkrun does around the serve command: the model pin of its download, and each mod."""
+    pin = recipe.data.get("model_revision")
+    if pin and "--revision" not in [w.text for w in words]:
+        notes.append(f"{recipe.at('model_revision')}: model_revision {pin} pins sparkrun's download of the model; "
+                     "the serve command passes no --revision, so the engine loads the cache's default (set "
+                     "model.revision to pin the engine too)")
+    mods = recipe.data.get("mods") or []
+    for mod in mods if isinstance(mods, list) else [mods]:
+        left.append(Leftover(recipe.at("mods"), f"mods: {mod}", facts.MOD_MEANING))
 
 
 def metadata_of(data: object) -> dict[str, Any]:

@@ -36,6 +36,7 @@ def read_launches(sources: list[Path], request: Request, left: list[Leftover],
                               description=description if isinstance(description, str) else None)
         else:
             found += launches(text, str(source), source.parent, left, notes)
+            request = replace(request, container_name=request.container_name or safe_name(source.stem) or "sglang")
     if not found:
         raise InputError(f"{', '.join(map(str, sources))}: no `docker run … sglang.launch_server` line and no "
                          "sparkrun recipe found")

@@ -7,7 +7,15 @@ from __future__ import annotations
 VERSION = "0.4.2"
 # Top-level recipe keys sparkrun reads for an SGLang deployment.
 RECIPE_KEYS = ("model", "runtime", "min_nodes", "max_nodes", "container", "metadata", "defaults", "command", "env",
-               "recipe_version", "description", "name")
+               "recipe_version", "description", "name", "model_revision", "executor_config", "mods")
+# executor_config keys that are docker run options of the serving container (sparkrun's docker executor).
+EXECUTOR_OPTIONS = {"user": "--user", "shm_size": "--shm-size"}
+# executor_config switches of the container: true is the docker switch, false the profile's own default.
+EXECUTOR_SWITCHES = {"auto_remove": "--rm", "privileged": "--privileged"}
+# A mod: a folder whose run.sh sparkrun copies into the container and runs there before the serve command.
+MOD_MEANING = ("sparkrun copies the mod's folder into the container and runs its run.sh there before the serve "
+               "command (a pre_exec step); the profile's container starts the server only: apply the mod's change "
+               "to the image instead")
 # A command-less recipe is built as `sglang serve --model-path MODEL [--tp-size N]` and then these flags, in
 # this order, for each key `defaults` sets (tensor_parallel and data_parallel are placed separately).
 FLAG_MAP: tuple[tuple[str, str], ...] = (

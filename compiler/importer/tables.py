@@ -13,7 +13,7 @@ from spark_compile.spec import fields as f
 Path = tuple[str | int, ...]
 
 # Engine flag (as the plan spells it) -> (profile key, its value type). Flags the mapper derives or checks
-# itself (--model-path, --nnodes, --node-rank, --dist-init-addr, --disable-cuda-graph, chat kwargs) are
+# itself (--model-path, --nnodes, --node-rank, --dist-init-addr, chat kwargs) are
 # handled in mapping.py.
 ENGINE_FIELDS: dict[str, tuple[Path, Any]] = {
     "--served-model-name": (("model", "served_name"), f.Text),
@@ -48,10 +48,22 @@ ENGINE_FIELDS: dict[str, tuple[Path, Any]] = {
     "--dp-size": (("engine", "parallel", "dp"), f.Positive),
     "--fp4-gemm-backend": (("engine", "backends", "fp4_gemm"), f.Word),
     "--speculative-draft-model-quantization": (("engine", "speculative", "draft", "quantization"), f.Word),
+    "--tokenizer-path": (("model", "tokenizer"), f.Text),
+    "--revision": (("model", "revision"), f.Word),
+    "--mamba-ssm-dtype": (("engine", "mamba", "ssm_dtype"), f.Word),
+    "--mamba-full-memory-ratio": (("engine", "mamba", "full_memory_ratio"), float),
+    "--max-mamba-cache-size": (("engine", "mamba", "max_cache_size"), f.Positive),
+    "--linear-attn-backend": (("engine", "mamba", "backend"), f.Word),
 }
 ENGINE_SWITCHES: dict[str, Path] = {
     "--trust-remote-code": ("engine", "trust_remote_code"),
     "--enable-dp-attention": ("engine", "parallel", "dp_attention"),
+    "--enable-metrics": ("engine", "metrics"),
+}
+# Switches that turn a profile key off (the key's default is true).
+ENGINE_OFF: dict[str, Path] = {
+    "--disable-cuda-graph": ("engine", "cuda_graph", "enabled"),
+    "--disable-prefill-cuda-graph": ("engine", "cuda_graph", "prefill"),
 }
 # Engine flags whose values are a list of whole numbers.
 ENGINE_LISTS: dict[str, Path] = {
@@ -92,7 +104,8 @@ DOCKER_UNMAPPED: dict[str, str] = {
     "-u": "the profile has no container user; the engine runs as the image's user",
     "--security-opt": "the profile has no security options",
     "--cpuset-cpus": "the profile has no CPU pinning",
-    "--entrypoint": "the profile's entrypoint is engine.launcher, after the image",
+    "--entrypoint": "an empty --entrypoint (the image's own reset) has no profile key: the container's program is "
+                    "engine.launcher's first word",
     "-w": "the profile has no working directory", "--workdir": "the profile has no working directory",
     "--init": "the profile has no init switch",
 }
@@ -102,3 +115,35 @@ EMPTY_IS_UNSET: dict[str, str] = {"HF_TOKEN": _NO_TOKEN, "HUGGING_FACE_HUB_TOKEN
 # Variables that describe the fabric: read to derive fleet.fabric (and kept as written: nccl.preset none).
 FABRIC_ENV = ("NCCL_NET", "NCCL_IB_DISABLE", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
               "NCCL_IB_GID_INDEX")
+# The architecture (config.json `architectures[0]`) of well-known hub repositories served on Sparks: facts of
+# their published config.json files (a repo's quantized or GGUF variants keep the base's architecture). Looked up
+# without the owner's variant suffix (-FP8, -NVFP4, -GGUF) when the id itself is not listed.
+HUB_ARCHITECTURES: dict[str, str] = {
+    "Qwen/Qwen3-1.7B": "Qwen3ForCausalLM",
+    "Qwen/Qwen3-8B": "Qwen3ForCausalLM",
+    "Qwen/Qwen3-32B": "Qwen3ForCausalLM",
+    "Qwen/Qwen3-30B-A3B": "Qwen3MoeForCausalLM",
+    "Qwen/Qwen3-235B-A22B": "Qwen3MoeForCausalLM",
+    "Qwen/Qwen3-Next-80B-A3B-Instruct": "Qwen3NextForCausalLM",
+    "Qwen/Qwen3-Coder-Next": "Qwen3NextForCausalLM",
+    "Qwen/Qwen3.5-35B-A3B": "Qwen3_5MoeForConditionalGeneration",
+    "Qwen/Qwen3.5-397B-A17B": "Qwen3_5MoeForConditionalGeneration",
+    "MiniMaxAI/MiniMax-M2.5": "MiniMaxM2ForCausalLM",
+    "deepseek-ai/DeepSeek-V2-Lite": "DeepseekV2ForCausalLM",
+    "openai/gpt-oss-120b": "GptOssForCausalLM",
+    "openai/gpt-oss-20b": "GptOssForCausalLM",
+    "zai-org/GLM-4.5-Air": "Glm4MoeForCausalLM",
+    "zai-org/GLM-4.5-Air-FP8": "Glm4MoeForCausalLM",
+}
+_VARIANT = ("-FP8", "-NVFP4", "-GGUF", "-FP4")
+# Owners that publish quantized or GGUF copies of another owner's models under the same name.
+_REPUBLISHED: dict[str, tuple[str, ...]] = {"nvidia": ("Qwen", "openai"), "unsloth": ("Qwen", "openai", "zai-org")}
+
+
+def hub_architecture(hub_id: str) -> str | None:
+    """The architecture of a well-known hub id (owner/name, a GGUF type after ':' ignored), or None."""
+    owner, _, name = hub_id.split(":", 1)[0].partition("/")
+    owners = (owner, *_REPUBLISHED.get(owner, ()))
+    names = (name, *(name.removesuffix(s) for s in _VARIANT if name.endswith(s)))
+    return next((HUB_ARCHITECTURES[f"{o}/{n}"] for n in names for o in owners if f"{o}/{n}" in HUB_ARCHITECTURES),
+                None)

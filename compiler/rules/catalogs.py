@@ -123,12 +123,39 @@ def flag_values(ctx: Context) -> Iterator[Hit]:
         flag = catalog.lookup(option.flag) or catalog.abbreviation_of(option.flag)
         if flag is None:
             continue
-        values = list(option.values)
+        extra = ctx.profile.engine.catalog_extra.values.get(option.flag.removeprefix("--"), [])
+        values = [v for v in option.values if v not in extra] if option.values else []
+        if option.values and not values:
+            continue  # every value is one the image's own build takes (SC330 says so)
         problem = _values_problem(flag, option.flag, values)
         if problem:
             hint = did_you_mean(values[0], [str(c) for c in flag.choices]) if flag.choices and values else ""
             hint = hint or f"write a value {catalog.name} takes, or select a build that takes it in engine.catalog"
             yield Hit(option.source, problem.rstrip("."), hint)
+
+
+@rule("SC330", "warning", "a value only the image's own build takes",
+      "engine.catalog_extra.values allows a value the selected catalog's SGLang refuses (a MoE runner or an "
+      "attention backend a patched build adds): the engine boots only if the image's own build takes it.",
+      "engine: {backends: {moe_runner: b12x}}",
+      "engine: {backends: {moe_runner: b12x}, catalog_extra: {values: {moe-runner-backend: [b12x]}}}")
+def image_values(ctx: Context) -> Iterator[Hit]:
+    catalog = ctx.engine_catalog
+    if catalog is None or not ctx.plan.ranks:
+        return
+    written = {o.flag.removeprefix("--"): o.values for o in ctx.plan.ranks[0].engine_options}
+    for name, values in ctx.profile.engine.catalog_extra.values.items():
+        flag = catalog.lookup(f"--{name}")
+        for value in values:
+            if name not in written or value not in written[name]:
+                yield Hit(("engine", "catalog_extra", "values", name), f"--{name} {value} is allowed here but the "
+                          "profile does not write it", f"remove {value} from engine.catalog_extra.values.{name}",
+                          at_key=True)
+            elif flag is None or flag.check_value(value) is not None:
+                yield Hit(("engine", "catalog_extra", "values", name), f"--{name} {value} is not a value "
+                          f"{catalog.name} takes; allowed for {ctx.profile.engine.image}'s own build",
+                          f"check that {ctx.profile.engine.image} takes it (`spark-compile catalog sglang --source` "
+                          "of its SGLang source builds its catalog)", at_key=True)
 
 
 @rule("SC305", "warning", "deprecated engine flag",

@@ -9,7 +9,7 @@ from spark_compile.overlay.registry import FLAGS
 from spark_compile.overlay.values import format_rows
 from spark_compile.spec.envfile import env_text
 from spark_compile.spec.hardware import FAMILIES, HARDWARE
-from spark_compile.spec.model import Profile
+from spark_compile.spec.model import Fabric, Profile
 from spark_compile.spec.nccl_presets import NCCL_NODE_TAIL, NCCL_PRESETS, NCCL_RDMA_TAIL, NCCL_SINGLE_GPU_TAIL
 from spark_compile.spec.overlay_types import flag_value
 from spark_compile.stages.launch_plan import EngramPlan, EnvVar, ProfilePath
@@ -46,19 +46,32 @@ def engine_env(profile: Profile, rank: int) -> Variables:
     return tuple({var.name: var for var in variables}.values())
 
 
-def _fabric_env(profile: Profile, gid_index: int | None) -> list[EnvVar]:
+def node_fabric(profile: Profile, fabric: Fabric, rank: int) -> tuple[tuple[str, ProfilePath],
+                                                                       tuple[list[str], ProfilePath]]:
+    """The rank's fabric interface and RDMA devices, each with the key that set it (the node's own, else the
+    fleet's ``fabric``)."""
+    node, at = profile.fleet.nodes[rank], ("fleet", "nodes", rank)
+    interface = (node.interface, (*at, "interface")) if node.interface else (fabric.interface,
+                                                                              ("fleet", "fabric", "interface"))
+    devices = (node.rdma_devices, (*at, "rdma_devices")) if node.rdma_devices is not None else \
+        (fabric.rdma_devices, ("fleet", "fabric", "rdma_devices"))
+    return interface, devices
+
+
+def _fabric_env(profile: Profile, gid_index: int | None, rank: int) -> list[EnvVar]:
     """The transport: RoCE v2 over IPv4, native InfiniBand, or TCP sockets; bootstrap on the fabric interface."""
     fabric, at = profile.fleet.fabric, ("fleet", "fabric")
     if fabric is None:
         return []
     kind = (*at, "kind")
+    interface, (devices, devices_at) = node_fabric(profile, fabric, rank)
     if fabric.kind == "tcp":
         base = [EnvVar("NCCL_NET", "Socket", kind), EnvVar("NCCL_IB_DISABLE", "1", kind)]
     else:
         base = [EnvVar("NCCL_NET", "IB", kind), EnvVar("NCCL_IB_DISABLE", "0", kind),
-                EnvVar("NCCL_IB_HCA", ",".join(fabric.rdma_devices), (*at, "rdma_devices"))]
+                EnvVar("NCCL_IB_HCA", ",".join(devices), devices_at)]
     bootstrap = (fabric.bootstrap_interface, (*at, "bootstrap_interface")) if fabric.bootstrap_interface else \
-        (fabric.interface, (*at, "interface"))
+        interface
     base += [EnvVar("NCCL_SOCKET_IFNAME", *bootstrap), EnvVar("GLOO_SOCKET_IFNAME", *bootstrap)]
     if fabric.kind == "roce":
         prefix = ipaddress.IPv4Network(fabric.subnet).prefixlen
@@ -79,7 +92,7 @@ def nccl_env(profile: Profile, gid_index: int | None, rank: int) -> Variables:
              **_node_env(profile, rank, "nccl")}
     if profile.nccl.preset == "none":
         return _merge([], extra)
-    base = _fabric_env(profile, gid_index)
+    base = _fabric_env(profile, gid_index, rank)
     fabric = profile.fleet.fabric
     rdma = fabric is not None and fabric.kind != "tcp"
     base += [EnvVar(name, value, ("fleet", "fabric", "kind")) for name, value in (NCCL_RDMA_TAIL if rdma else ())]
@@ -113,9 +126,12 @@ def overlay_flags(profile: Profile, max_ids: int | None) -> Variables:
 
 def overlay_env(profile: Profile, engram: EngramPlan | None, flags: Variables, gid_index: int | None,
                 rank: int) -> Variables:
-    """overlay.env: SPARK_* (master switch and rows first, then the ``flags`` of overlay_flags) and B12X_*."""
+    """overlay.env: SPARK_* (master switch and rows first, then the ``flags`` of overlay_flags) and B12X_*;
+    without Engram only the overlay names engine.env and the node's env write (they reach the container all the
+    same)."""
+    written = {**_from_section(profile.engine.env, "overlay", "engine", "env"), **_node_env(profile, rank, "overlay")}
     if engram is None:
-        return ()
+        return _merge([], written)
     overlay = profile.overlay
     variables = [EnvVar("SPARK_ENGRAM_DIR", engram.directory, ("model", "engram"))]
     if engram.source == "shards":
@@ -124,7 +140,7 @@ def overlay_env(profile: Profile, engram: EngramPlan | None, flags: Variables, g
     variables += flags
     if overlay.roce_ar or overlay.mxfp8_backend == "b12x":
         # Written because of roce_ar (or b12x), but its value is the fabric's device list: credited there.
-        devices = profile.fleet.fabric.rdma_devices if profile.fleet.fabric else []
+        devices = node_fabric(profile, profile.fleet.fabric, rank)[1][0] if profile.fleet.fabric else []
         source = ("fleet", "fabric", "rdma_devices") if profile.fleet.fabric else \
             ("overlay", "roce_ar" if overlay.roce_ar else "mxfp8_backend")
         variables.append(EnvVar("B12X_ROCE_HCA", ",".join(devices), source))
@@ -133,8 +149,7 @@ def overlay_env(profile: Profile, engram: EngramPlan | None, flags: Variables, g
         spin = overlay.b12x_roce_spin_limit
         if spin is not None:
             variables.append(EnvVar("B12X_ROCE_SPIN_LIMIT", str(spin), ("overlay", "b12x_roce_spin_limit")))
-    return _merge(variables, {**_from_section(profile.engine.env, "overlay", "engine", "env"),
-                              **_node_env(profile, rank, "overlay")})
+    return _merge(variables, written)
 
 
 def _concern(name: str) -> str:

@@ -14,7 +14,7 @@ from spark_compile.spec.model import Profile
 from spark_compile.spec.overlay_types import derived_engram_max_ids
 from spark_compile.stages.checkpoint import CheckpointPlan, NodeCheckpoint, checkpoint_plan
 from spark_compile.stages.engine_options import TYPED_FLAGS, api_bind, engine_options
-from spark_compile.stages.envsets import Variables, engine_env, nccl_env, overlay_env, overlay_flags
+from spark_compile.stages.envsets import Variables, engine_env, nccl_env, node_fabric, overlay_env, overlay_flags
 from spark_compile.stages.launch_plan import (
     ApiPlace,
     EngineDefault,
@@ -205,7 +205,7 @@ def fleet_plan(profile: Profile, install: str) -> FleetPlan:
         gpu_wait_seconds=gpu_wait_seconds(profile), api=api_place(profile))
 
 
-def unit_plan(profile: Profile, install: str, name: str) -> UnitPlan:
+def unit_plan(profile: Profile, install: str, name: str, rank: int) -> UnitPlan:
     """The rank unit: preflight, the foreground container, how long start and stop may take, restart."""
     docker = profile.deploy.docker
     preflight = f"{install}/preflight.sh"
@@ -220,7 +220,8 @@ def unit_plan(profile: Profile, install: str, name: str) -> UnitPlan:
         timeout_stop_seconds=profile.container.stop_timeout + STOP_MARGIN_SECONDS,
         # docker's unless-stopped has no systemd twin: the unit restarts always, and `stop` is the operator's.
         restart=restart if restart in ("no", "on-failure") else "always",
-        after_device=device_unit(profile.fleet.fabric.interface) if profile.fleet.fabric else None,
+        after_device=device_unit(node_fabric(profile, profile.fleet.fabric, rank)[0][0]) if profile.fleet.fabric
+        else None,
     )
 
 
@@ -237,7 +238,8 @@ def _runtime_env(profile: Profile, files: tuple[EnvFile, ...], gid_index: int | 
 def _rank(profile: Profile, rank: int, install: str, runtime_path: str, flags: Variables,
           checkpoint: CheckpointPlan) -> RankPlan:
     node, fabric = profile.fleet.nodes[rank], profile.fleet.fabric
-    roce = fabric is not None and fabric.kind == "roce" and bool(fabric.rdma_devices)
+    devices = node_fabric(profile, fabric, rank)[1][0] if fabric is not None else []
+    roce = fabric is not None and fabric.kind == "roce" and bool(devices)
     gid = node.gid_index if node.gid_index is not None else fabric.gid_index if fabric else "probe"
     gid_index = None if gid == "probe" or not roce else int(gid)
     engram = _engram(profile, rank)
@@ -256,10 +258,10 @@ def _rank(profile: Profile, rank: int, install: str, runtime_path: str, flags: V
     docker += [Option("-v", (mount.volume(),), mount.origin) for mount in mounts]
     docker += [Option("--env-file", (f"{install}/{env_file.name}",), ()) for env_file in files]
     docker += [Option("--env-file", (runtime_path,), ())] if runtime else []
-    hca = fabric.rdma_devices[0] if fabric is not None and roce else None
+    hca = devices[0] if roce else None
     return RankPlan(rank, node.name, node.fabric_ip, node.ssh, node.home, gid_index, hca, files, runtime, mounts,
                     tuple(docker), tuple(profile.engine.launcher), tuple(engine), engram,
-                    unit_plan(profile, install, name), profile.engine.image, name)
+                    unit_plan(profile, install, name, rank), profile.engine.image, name)
 
 
 def engine_defaults(profile: Profile, written: tuple[Option, ...]) -> tuple[EngineDefault, ...]:

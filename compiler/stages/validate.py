@@ -73,6 +73,7 @@ VALUE_HINTS = {
     "arg_text": "remove line breaks and control characters; keep it under 8192 characters",
     "list_arg": "give each flag its own key under engine.args; list items are values",
     "launcher_word": "move the flag to engine.args (e.g. engine.args: {log-level: info})",
+    "launcher_program": "start the launcher with its program, e.g. [python3, -m, sglang.launch_server]",
     "ulimit": "write soft[:hard] with -1 (unlimited) or whole numbers, e.g. -1:-1 or 1048576",
     "aliases_without_overlay": "remove model.aliases, or add model.engram so the overlay serves them",
     "env_name": "write an upper-case variable name such as NCCL_DEBUG",

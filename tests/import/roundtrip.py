@@ -95,7 +95,6 @@ def compare(source: Launch, planned: Planned, rank: int) -> Sides:
     words = [ShellWord(w, Origin("plan", 0)) for w in ours.docker_argv]
     mine = parse_launch(words, Path("."), [])
     assert mine is not None
-    mine.options = [(f, v) for f, v in mine.options if f.text not in ("--entrypoint",)]
     env = {name: value for env_file in ours.env_files for name, value in env_file.values}
     src_engine = _engine([w.text for w in source.command])
     our_engine = _engine([w.text for w in mine.command])

@@ -154,7 +154,26 @@ def test_without_o_the_profile_goes_to_stdout(capsys: pytest.CaptureFixture[str]
     assert yaml.safe_load(captured.out)["engine"]["container_name"] == "qwen3-nvfp4"
     assert captured.err.splitlines()[-2:] == [
         f"spark-compile import: left out: {FIXTURES}/one-node-nvfp4.sh:4: model.architecture: the source does not "
-        "say the model's architecture (config.json `architectures[0]`); give --architecture",
+        "say the model's architecture (config.json `architectures[0]`) and its model is no hub id import knows; "
+        "give --architecture",
         "spark-compile import: 1 setting(s) left out; the profile does not reproduce the source until they are "
         "resolved",
     ]
+
+
+def test_an_entrypoint_interpreter_is_the_launchers_first_word(capsys: pytest.CaptureFixture[str],
+                                                                 tmp_path: Path) -> None:
+    # `--entrypoint python3 IMAGE -m sglang.launch_server` runs python3 -m ...: the plan's --entrypoint is the
+    # launcher's first word, so the interpreter must become it (it once compiled to `--entrypoint -m`).
+    source = tmp_path / "run.sh"
+    source.write_text("docker run --name qwen --network host --entrypoint python3 lmsysorg/sglang:v0.5.23 \\\n"
+                      "  -m sglang.launch_server --model-path Qwen/Qwen3-8B --served-model-name q\n")
+    out = tmp_path / "q.yaml"
+    code, err = _import(capsys, out, str(source), "--hosts", "ops@198.51.100.7", "--architecture",
+                        "Qwen3ForCausalLM")
+    assert code == 0, err
+    assert "launcher" not in yaml.safe_load(out.read_text())["engine"]  # python3 -m sglang.launch_server
+    argv = compiled(out).plan.ranks[0].docker_argv
+    image = argv.index("lmsysorg/sglang:v0.5.23")
+    assert argv[image - 2:image + 3] == ("--entrypoint", "python3", "lmsysorg/sglang:v0.5.23", "-m",
+                                         "sglang.launch_server")

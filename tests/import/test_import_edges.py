@@ -63,12 +63,12 @@ def test_a_container_that_is_no_sglang_server_is_skipped(capsys: pytest.CaptureF
 
 def test_unmapped_docker_options_are_reported(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     source = tmp_path / "run.sh"
-    source.write_text("docker run --name web --cpu-shares 512 -p 8000:8000 img:1 python3 -m sglang.launch_server "
+    source.write_text("docker run --name web --cpu-shares 512 -p 8080:8000 img:1 python3 -m sglang.launch_server "
                       "--model-path /models/repo/snapshots/a --served-model-name m\n")
     assert main(["import", str(source), "--hosts", "192.0.2.1", "-o", str(tmp_path / "web.yaml")]) == 1
     err = capsys.readouterr().err
     assert f"left out: {source}:1: --cpu-shares 512: no profile key holds this docker option" in err
-    assert (f"left out: {source}:1: -p 8000:8000: ports are not published: the container uses the host network "
+    assert (f"left out: {source}:1: -p 8080:8000: ports are not published: the container uses the host network "
             "(container.network)") in err
 
 
@@ -99,11 +99,11 @@ def test_a_source_without_a_launch(capsys: pytest.CaptureFixture[str], tmp_path:
 
 def test_unknown_recipe_keys_are_reported(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     recipe = tmp_path / "r.yaml"
-    recipe.write_text("model: org/m\nruntime: sglang\ncontainer: img:1\nmods: [patch-a]\ndefaults:\n  port: 8000\n"
+    recipe.write_text("model: org/m\nruntime: sglang\ncontainer: img:1\nlayout: a\ndefaults:\n  port: 8000\n"
                       "command: |\n  python3 -m sglang.launch_server --model-path {model} --port {port} {missing}\n")
     assert main(["import", str(recipe), "--hosts", "192.0.2.1", "-o", str(tmp_path / "p.yaml")]) == 1
     err = capsys.readouterr().err
-    assert f"left out: {recipe}:4: mods: a sparkrun recipe key with no profile equivalent" in err
+    assert f"left out: {recipe}:4: layout: a sparkrun recipe key with no profile equivalent" in err
     assert f"left out: {recipe}:8: {{missing}}: the recipe gives no value for {{missing}}" in err
 
 
@@ -199,3 +199,31 @@ def test_pipeline_stages_import_as_parallel_pp(capsys: pytest.CaptureFixture[str
                  "--architecture", "LlamaForCausalLM", "-o", str(out)])
     assert code == 0, capsys.readouterr().err
     assert yaml.safe_load(out.read_text())["engine"]["parallel"] == {"tp": 1, "pp": 2}
+
+
+def test_an_old_flag_beside_a_new_one_keeps_the_newest_catalog(capsys: pytest.CaptureFixture[str],
+                                                                 tmp_path: Path) -> None:
+    from roundtrip import compiled
+
+    # DSPARK is only the newest build's; one old flag beside it must not switch the profile to the old catalog
+    # (which has no DSPARK): the old flags are taken one by one.
+    source = tmp_path / "run.sh"
+    source.write_text("docker run --name web -v /srv/m:/models/repo img:1 python3 -m sglang.launch_server "
+                      "--model-path /models/repo/snapshots/a --served-model-name m --cuda-graph-max-bs 8 "
+                      "--enable-nan-detection --speculative-algorithm DSPARK --speculative-dspark-block-size 5\n")
+    out = tmp_path / "web.yaml"
+    assert main(["import", str(source), "--hosts", "192.0.2.1", "--architecture", "DeepseekV4ForCausalLM", "-o",
+                 str(out)]) == 0
+    err = capsys.readouterr().err
+    engine = yaml.safe_load(out.read_text())["engine"]
+    assert "catalog" not in engine
+    assert engine["catalog_extra"] == {"flags": ["enable-nan-detection"]}
+    assert engine["cuda_graph"] == {"max_bs_decode": 8}
+    assert (f"note: {source}:1: --enable-nan-detection is a flag of sglang-0.5.10.post1 that the newest catalog "
+            "lacks, written beside flags only the newest has: kept in engine.args and named in "
+            "engine.catalog_extra.flags (the image's own build knows both)") in err
+    planned = compiled(out)
+    assert [f.rule for f in planned.findings if f.severity == "error"] == []
+    argv = list(planned.plan.ranks[0].engine_argv)
+    assert argv[argv.index("--cuda-graph-max-bs-decode") + 1] == "8"
+    assert "DSPARK" in argv and "--enable-nan-detection" in argv

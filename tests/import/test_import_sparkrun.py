@@ -107,5 +107,20 @@ def test_a_gguf_recipe_imports_as_hub_id_and_gguf(capsys: pytest.CaptureFixture[
     assert code == 0, capsys.readouterr().err
     data = yaml.safe_load(out.read_text())
     assert data["model"] == {"architecture": "Qwen3MoeForCausalLM", "hub_id": "example-org/Qwen3-30B-A3B-GGUF",
-                             "gguf": "Q4_K_M", "served_name": "qwen3-30b-gguf"}
-    assert data["engine"]["args"] == {"tokenizer-path": "Qwen/Qwen3-30B-A3B"}
+                             "gguf": "Q4_K_M", "served_name": "qwen3-30b-gguf", "tokenizer": "Qwen/Qwen3-30B-A3B"}
+    assert "args" not in data["engine"]
+
+
+def test_sparkruns_model_pin_mods_and_executor_config(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    recipe, out = FIXTURES / "pinned-mods-executor.yaml", tmp_path / "pinned.yaml"
+    assert main(["import", str(recipe), "--hosts", "192.0.2.11", "-o", str(out)]) == 1  # the mod is left out
+    err = capsys.readouterr().err
+    assert (f"left out: {recipe}:8: mods: fix-tokenizer: sparkrun copies the mod's folder into the container and "
+            "runs its run.sh there before the serve command (a pre_exec step); the profile's container starts the "
+            "server only: apply the mod's change to the image instead") in err
+    data = yaml.safe_load(out.read_text())
+    assert data["model"]["revision"] == "0123456789abcdef0123456789abcdef01234567"
+    assert (data["container"]["user"], data["container"]["shm_size"]) == ("1000:1000", "64g")
+    plan = compiled(out).plan
+    (words,) = node_commands(recipe, ["192.0.2.11"])
+    assert engine_options(list(plan.ranks[0].engine_argv)) == engine_options(words[3:])
