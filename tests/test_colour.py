@@ -79,6 +79,18 @@ def test_an_error_line_is_red() -> None:
     assert _on_a_pty("check", "nosuch.yaml") == (2, f"{RED}spark-compile: error: nosuch.yaml: no such file{RESET}\n")
 
 
+def test_the_drift_verdict_is_red(tmp_path: Path) -> None:
+    for name in ("single-node.yaml", "qwen3-30b-a3b.config.json"):
+        (tmp_path / name).write_bytes((ROOT / SINGLE).with_name(name).read_bytes())
+    assert _on_a_pty("single-node.yaml", cwd=tmp_path)[0] == 0
+    with (tmp_path / "generated" / "qwen3-1spark" / "plan.json").open("a") as plan:
+        plan.write("x\n")
+    code, shown = _on_a_pty("check", "--generated", "single-node.yaml", cwd=tmp_path)
+    assert (code, shown.splitlines()[-2:]) == (1, [
+        "generated/qwen3-1spark/plan.json: differs from what single-node.yaml produces",
+        f"{RED}drift: 1 file stale; run `spark-compile` on single-node.yaml and commit the result{RESET}"])
+
+
 @pytest.mark.parametrize("env", [{"NO_COLOR": "1"}, {"TERM": "dumb"}], ids=["NO_COLOR", "TERM=dumb"])
 def test_no_color_and_a_dumb_terminal_get_the_plain_text(env: dict[str, str]) -> None:
     assert _on_a_pty("check", NEGATIVE, env=env) == (1, _warning_of(NEGATIVE) + SUMMARY)

@@ -23,7 +23,8 @@ _FINDING = re.compile(r"^(.+?:\d+:\d+: SC\d+ )(error|warning)(: )", re.MULTILINE
 _HINT = re.compile(r"^(  hint:)", re.MULTILINE)
 # The check's counts line: red with errors, yellow with warnings only, green when clean.
 _SUMMARY = re.compile(r"^(\d+) errors?, (\d+) warnings? in \d+ profiles?.*$", re.MULTILINE)
-_ERROR_LINE = re.compile(r"^spark-compile: (?:error|internal error|interrupted)\b.*$", re.MULTILINE)
+# Lines that fail the command: an error, and the drift verdict of `check --generated`.
+_ERROR_LINE = re.compile(r"^(?:spark-compile: (?:error|internal error|interrupted)\b|drift: ).*$", re.MULTILINE)
 _MATCH_LINE = re.compile(r"^fleet matches .*$", re.MULTILINE)
 
 
