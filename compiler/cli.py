@@ -4,7 +4,8 @@ The exit codes are compiler/common/errors.py's table. An internal error (a bug) 
 file its traceback went to (commands/error_log.py), or with --traceback the traceback on stderr; Ctrl-C is a
 line and 130, never a traceback.
 Everything printed passes through one redaction step (spark_compile.common.secrets.redact; JSON is redacted value by
-value before serialisation) and one terminal-safe escaping (spark_compile.common.quoting.terminal_text).
+value before serialisation) and one terminal-safe escaping (spark_compile.common.quoting.terminal_text); on a
+terminal, findings and verdicts are then coloured (spark_compile.common.colour; NO_COLOR turns it off).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from spark_compile import _interrupted
 from spark_compile.commands.error_log import traceback_text, write_log
 from spark_compile.commands.parser import parse
 from spark_compile.commands.run import error_line, render
+from spark_compile.common.colour import colourise, wants_colour
 from spark_compile.common.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -35,13 +37,19 @@ from spark_compile.common.secrets import Redacted, redact
 
 class _Redacting(io.TextIOBase):
     """A text stream that passes everything written through the one redaction step (unless its values were
-    redacted before serialisation) and the one terminal-safe escaping of control and bidi characters."""
+    redacted before serialisation) and the one terminal-safe escaping of control and bidi characters, then,
+    on a terminal, colours its findings and verdicts (never JSON, which is redacted before it is written)."""
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
+        self.colour = wants_colour(stream, os.environ)
 
     def write(self, text: str) -> int:
-        self.stream.write(text if isinstance(text, Redacted) else terminal_text(redact(text)))
+        if isinstance(text, Redacted):
+            self.stream.write(text)
+        else:
+            safe = terminal_text(redact(text))
+            self.stream.write(colourise(safe) if self.colour else safe)
         return len(text)
 
     def flush(self) -> None:

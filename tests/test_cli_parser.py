@@ -141,3 +141,33 @@ def test_version_and_help_print_and_exit_0() -> None:
     helped = run_cli("check", "--help")
     assert (helped.returncode, helped.stderr) == (0, "")
     assert helped.stdout.startswith("usage: spark-compile check [-h] [--format {text,json,github,summary}]")
+
+
+MISTYPED = [
+    (["chek", "spec/profiles/dsv41-4spark.yaml"], "spark-compile: 'chek' is not a command; did you mean 'check'? "
+                                                   "(see --help)"),
+    (["--traceback", "difff", "a.yaml", "b.yaml"], "spark-compile: 'difff' is not a command; did you mean 'diff'? "
+                                                    "(see --help)"),
+    (["plna"], "spark-compile: 'plna' is not a command; did you mean 'plan'? (see --help)"),
+    (["chec\x1bk"], "spark-compile: 'chec\\x1bk' is not a command; did you mean 'check'? (see --help)"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), MISTYPED, ids=lambda value: " ".join(value) if isinstance(value, list)
+                         else "")
+def test_a_mistyped_command_gets_the_command_it_is_closest_to(argv: list[str], message: str) -> None:
+    result = run_cli(*argv)
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", message + "\n")
+
+
+@pytest.mark.parametrize("word", ["chek.yaml", "profiles/chek", "nonsense"])
+def test_a_word_that_may_be_a_path_or_is_like_no_command_is_still_a_profile(word: str) -> None:
+    result = run_cli(word)
+    assert (result.returncode, result.stderr) == (2, f"spark-compile: error: {word}: no such file\n")
+
+
+def test_an_existing_file_named_like_a_mistyped_command_is_compiled(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "chek").write_text("name: x\n")
+    monkeypatch.chdir(tmp_path)
+    assert (parse(["chek"]).command, parse(["chek"]).profile) == ("compile", Path("chek"))

@@ -12,6 +12,7 @@ from spark_compile import __version__
 from spark_compile.commands import run
 from spark_compile.common.errors import EXIT_CODES, UsageError
 from spark_compile.spec.generators.catalog_extract import add_catalog_arguments
+from spark_compile.spec.suggest import did_you_mean
 
 ROOT_HELP = "a directory `extends:` may also lead into (default: only the profile's repository)"
 TARGETS = ("kubernetes",)  # targets beyond the per-node artifacts, which are always built
@@ -168,6 +169,17 @@ def build_parser() -> Parser:
     return parser
 
 
+def _refuse_mistyped_command(word: str, commands: list[str]) -> None:
+    """A UsageError for a first word that is no file and reads as a mistyped command (`chek`), so it is not
+    compiled as a profile of that name; a word that could be a path (a separator, a suffix, a file) is left."""
+    path = Path(word)
+    if path.suffix or len(path.parts) != 1 or path.exists():
+        return
+    hint = did_you_mean(word, commands)
+    if hint:
+        raise UsageError(f"spark-compile: {word!r} is not a command; {hint} (see --help)")
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     """``argv`` read (a first word that is neither an option nor a command is a profile to compile); every
     refusal is a UsageError, and --help or --version print and raise SystemExit(0)."""
@@ -175,6 +187,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     words = list(argv)
     first = next((i for i, word in enumerate(words) if word != "--traceback"), len(words))
     if first < len(words) and not words[first].startswith("-") and words[first] not in parser.commands:
+        _refuse_mistyped_command(words[first], list(parser.commands))
         words.insert(first, DEFAULT_COMMAND)
     args = parser.parse_args(words)
     if args.command is None:
