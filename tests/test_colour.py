@@ -23,7 +23,7 @@ PLAIN = (
     "      |          ^\n"
     "  hint: write enable-mixed-chunk\n"
 )
-SUMMARY = "1 error, 1 warning in 1 profile\n"
+SUMMARY = "1 error, 2 warnings in 1 profile\n"  # the reference's SC312 and SC442, inherited
 
 
 def _on_a_pty(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[int, str]:
@@ -50,7 +50,7 @@ def _on_a_pty(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT) -
 
 
 def _warning_of(profile: str) -> str:
-    """The reference's tag-only warning as `check` prints it for ``profile`` (no colour)."""
+    """The reference's warnings as `check` prints them for ``profile`` (no colour)."""
     return run_cli_process("check", profile).stdout.removesuffix(SUMMARY)
 
 
@@ -60,8 +60,9 @@ def test_a_terminal_gets_each_severity_hint_and_the_verdict_in_colour() -> None:
     coloured = (PLAIN.replace(" SC303 error:", f" SC303 {RED}error{RESET}:")
                 .replace("  hint:", f"{CYAN}  hint:{RESET}"))
     warning = (inherited.replace(" SC312 warning:", f" SC312 {YELLOW}warning{RESET}:")
+               .replace(" SC442 warning:", f" SC442 {YELLOW}warning{RESET}:")
                .replace("  hint:", f"{CYAN}  hint:{RESET}"))
-    assert (code, shown) == (1, warning + coloured + f"{RED}1 error, 1 warning in 1 profile{RESET}\n")
+    assert (code, shown) == (1, warning + coloured + f"{RED}1 error, 2 warnings in 1 profile{RESET}\n")
 
 
 def test_a_clean_verdict_is_green_and_warnings_only_yellow(tmp_path: Path) -> None:
