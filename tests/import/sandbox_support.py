@@ -43,7 +43,8 @@ def _as_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Runner:
 
     def run(script: Path, env: dict[str, str] | None = None, limit: int = 20, args: tuple[str, ...] = ()) -> dict[str, Any]:
         try:
-            return asdict(run_traced(script, ("192.0.2.1",), env or {}, limit=limit, args=args))
+            extra = {"args": args} if args else {}
+            return asdict(run_traced(script, ("192.0.2.1",), env or {}, limit=limit, **extra))
         except SparkCompileError as error:
             return {"error": str(error)}
     return run
