@@ -119,9 +119,7 @@ def _records(data: bytes) -> tuple[str, list[bytes]]:
 def _copy_folder(source: Path, target: Path) -> None:
     """The launcher's folder, subfolders too: regular files and folders only, each opened without following a
     link or blocking on a FIFO, bounded in count and size."""
-    count = 0
-    for entry in sorted(source.rglob("*")):
-        count += 1
+    for count, entry in enumerate(sorted(source.rglob("*")), 1):
         if count > MAX_FILES:
             raise UsageError(f"{source} holds more than {MAX_FILES} entries; --trace copies the script's folder into "
                              "its sandbox: put the launcher and its config in a folder of their own")

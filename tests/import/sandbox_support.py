@@ -41,10 +41,10 @@ def _as_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Runner:
     _open_to_nobody(tmp_path)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the staging folder, inside tmp_path
 
-    def run(script: Path, env: dict[str, str] | None = None, limit: int = 20, args: tuple[str, ...] = ()) -> dict[str, Any]:
+    def run(script: Path, env: dict[str, str] | None = None, limit: int = 20,
+            args: tuple[str, ...] = ()) -> dict[str, Any]:
         try:
-            extra = {"args": args} if args else {}
-            return asdict(run_traced(script, ("192.0.2.1",), env or {}, limit=limit, **extra))
+            return asdict(run_traced(script, ("192.0.2.1",), env or {}, limit=limit, args=args))
         except SparkCompileError as error:
             return {"error": str(error)}
     return run
@@ -54,13 +54,15 @@ def _as_user(tmp_path: Path) -> Runner:
     _open_to_nobody(tmp_path)
     os.chown(tmp_path, NOBODY, NOBODY)
 
-    def run(script: Path, env: dict[str, str] | None = None, limit: int = 20, args: tuple[str, ...] = ()) -> dict[str, Any]:
+    def run(script: Path, env: dict[str, str] | None = None, limit: int = 20,
+            args: tuple[str, ...] = ()) -> dict[str, Any]:
         for path in [script.parent, *script.parent.rglob("*")]:
             os.lchown(path, NOBODY, NOBODY)
         request = json.dumps({"script": str(script), "env": env or {}, "limit": limit, "args": list(args)})
         done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--",
                                sys.executable, str(HELPER), request], capture_output=True, check=True,
-                              env={"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)})
+                              env={"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path),
+                                   "PYTHONPATH": os.pathsep.join(sys.path)})
         result: dict[str, Any] = json.loads(done.stdout)
         return result
     return run

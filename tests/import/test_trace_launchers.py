@@ -70,7 +70,8 @@ def test_the_field_launcher_traces_as_written(capsys: pytest.CaptureFixture[str]
     shutil.copy(FIELD / "mark-ramsey-ri_sglang-dgx-spark__config.env", folder / "config.env")
     out = tmp_path / "gptoss.yaml"
     main(["import", "--trace", str(folder / "start_cluster.sh"), "--hosts", "192.0.2.31,192.0.2.32",
-          "--interface", "enp1s0f0np0", "--rdma-devices", "rocep1s0f0", "--env", "WORKER_HOST=192.0.2.32", "--env", "WORKER_IB_IP=192.0.2.32", "-o", str(out)])
+          "--interface", "enp1s0f0np0", "--rdma-devices", "rocep1s0f0", "--env", "WORKER_HOST=192.0.2.32",
+          "--env", "WORKER_IB_IP=192.0.2.32", "-o", str(out)])
     err = capsys.readouterr().err
     assert f"note: {folder}/start_cluster.sh: the traced run exited 1 and made 23 recorded call(s)" in err
     data = yaml.safe_load(out.read_text())

@@ -40,7 +40,8 @@ def test_trace_runs_as_real_root_with_every_capability(traced: Runner, tmp_path:
 
 
 def test_trace_can_remount_read_only_mounts_read_write(traced: Runner, tmp_path: Path) -> None:
-    script = launcher(tmp_path, "for m in / /usr /etc; do mount -o remount,rw \"$m\" 2>/dev/null; echo \"$m $?\"; done\n"
+    script = launcher(tmp_path, "for m in / /usr /etc; do mount -o remount,rw \"$m\" 2>/dev/null; echo \"$m $?\"; "
+                                "done\n"
                                 # a namespace of its own gives it capabilities there, not over these mounts
                                 "unshare -rm sh -c 'mount -o remount,bind,rw /usr && : > /usr/x' 2>/dev/null\n"
                                 "echo \"nested $?\"; [ -e /usr/x ] || echo unchanged\n")
@@ -128,7 +129,8 @@ def test_the_launcher_outlives_ctrl_c(tmp_path: Path) -> None:
 
 
 def test_output_and_recorded_files_are_read_unbounded(traced: Runner, tmp_path: Path) -> None:
-    script = launcher(tmp_path, RECORD + "mkfifo \"$SPARK_TRACE/calls/0fifo\"; ln -s /dev/zero \"$SPARK_TRACE/calls/1zero\"\n"
+    script = launcher(tmp_path, RECORD + "mkfifo \"$SPARK_TRACE/calls/0fifo\"; "
+                                "ln -s /dev/zero \"$SPARK_TRACE/calls/1zero\"\n"
                                 "head -c 50000000 /dev/zero | tr '\\0' x\necho; echo end\n")
     os.mkfifo(script.parent / "a-fifo")  # in the folder it copies, too
     (script.parent / "zero").symlink_to("/dev/zero")
