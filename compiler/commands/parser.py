@@ -129,7 +129,8 @@ def _add_import(sub: argparse._SubParsersAction[Parser]) -> None:
     imp.add_argument("--rdma-devices", default="", help="the RDMA devices (HCAs) of a roce/infiniband fabric: A,B")
     imp.add_argument("--force", action="store_true", help=FORCE_OUTPUT)
     imp.add_argument("--trace", action="store_true",
-                     help="RUN each SOURCE (a launcher script) in a sandbox and import the docker run lines it records")
+                     help="RUN the first SOURCE (a launcher script) with the other SOURCEs as its arguments "
+                          "(`import --trace run.sh 0`) in a sandbox, and import the docker run lines it records")
     imp.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                      help="with --trace: a variable of the script's environment (repeatable)")
 

@@ -23,11 +23,11 @@ def read_launches(sources: list[Path], request: Request, left: list[Leftover],
     """Every node's launch in the sources (docker run lines or sparkrun recipes), and the request completed with
     what a recipe says beyond its launches."""
     found: list[Launch] = []
+    if request.trace:  # `--trace SCRIPT ARG...`: one launcher, run with its arguments
+        found = traced_launches(sources[0], request.hosts, request.env, left, notes, request.interface,
+                                request.rdma_devices, args=tuple(map(str, sources[1:])))
+        sources = []
     for source in sources:
-        if request.trace:
-            found += traced_launches(source, request.hosts, request.env, left, notes, request.interface,
-                                     request.rdma_devices)
-            continue
         text = read_source(source)
         if is_recipe(text):
             found += recipe_launches(text, str(source), request.hosts, left, notes)
@@ -37,6 +37,8 @@ def read_launches(sources: list[Path], request: Request, left: list[Leftover],
         else:
             found += launches(text, str(source), source.parent, left, notes)
             request = replace(request, container_name=request.container_name or safe_name(source.stem) or "sglang")
+    if not found and request.trace:
+        raise InputError(f"{notes[-1]}\n(no `docker run … sglang.launch_server` call was recorded)")
     if not found:
         raise InputError(f"{', '.join(map(str, sources))}: no `docker run … sglang.launch_server` line and no "
                          "sparkrun recipe found")

@@ -89,7 +89,7 @@ def test_a_launcher_that_breaks_out_is_stopped(capsys: pytest.CaptureFixture[str
 
 def test_time_limit() -> None:
     traced = run_traced(FIXTURES / "never-ends.sh", ("192.0.2.1",), {}, limit=2)
-    assert traced.violations == ["ran longer than 2 s"]
+    assert (traced.status, traced.violations) == (None, [])  # ended at the deadline, its records kept
 
 
 def test_a_launcher_runs_with_its_own_interpreter() -> None:

@@ -35,6 +35,7 @@ case "$tool" in
         # Skip ssh's options, take the destination, run the remote command here with the host recorded.
         while [[ $# -gt 0 && $1 == -* ]]; do
             case "$1" in
+                --) shift; break ;;
                 -[bcDEeFIiJLlmOopQRSWw]) shift 2 ;;
                 *) shift ;;
             esac
@@ -59,7 +60,7 @@ case "$tool" in
         host=${SPARK_TRACE_HOST:-$SPARK_TRACE_HEAD}
         if [[ ${1:-} == -I ]]; then echo "${host##*@}"; else echo "node-${host##*@}" | tr . -; fi ;;
     curl|wget)
-        echo "$tool: (spark-compile trace) no network in the sandbox" >&2
-        exit 7 ;;
+        # A healthy server's answer, so a readiness loop (until curl -sf .../health; do sleep; done) ends.
+        [[ " $* " == *"%{http_code}"* ]] && printf '200' || printf '{"status":"ok"}\n' ;;
 esac
 exit 0
