@@ -31,9 +31,12 @@ def launcher(tmp_path: Path, text: str, name: str = "run.sh") -> Path:
 
 
 def _open_to_nobody(tmp_path: Path) -> None:
-    # pytest's own folders above tmp_path are 0700 root: let nobody (the sandbox's host user, and the test user)
-    # through them to tmp_path.
-    for folder in (tmp_path, tmp_path.parent, tmp_path.parent.parent):
+    # pytest's own folders above tmp_path (pytest-of-root/pytest-N[/popen-gwN under xdist]) are 0700 root: let
+    # nobody (the sandbox's host user, and the test user) through them to tmp_path; the system temp dir is not ours.
+    system_tmp = Path(tempfile.gettempdir()).resolve()
+    for folder in (tmp_path.resolve(), *tmp_path.resolve().parents):
+        if folder == system_tmp or folder == folder.parent:
+            break
         folder.chmod(folder.stat().st_mode | 0o001)
 
 
