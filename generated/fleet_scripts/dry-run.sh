@@ -76,7 +76,7 @@ dry_run() {
         echo "5. No smoke checks and no watchdog: a release window's candidate (SPARK_WINDOW=1); the window runs"
         echo "   its gate next."
     elif ((watchdog_enabled)); then
-        echo "5. The smoke checks: python3 $here/smoke.py against $api$where; any failure stops here"
+        echo "5. The smoke checks: python3 $lib_here/smoke.py against $api$where; any failure stops here"
         echo "   (exit 5) with the watchdog NOT enabled (launch.sh arm once they pass)."
         echo "6. Only when every smoke check passed: enable the watchdog on ${rank_nodes[0]} (lock $watchdog_lock):"
         echo "   $watchdog_timer checks every $watchdog_interval s and arms after its first fully passing check."

@@ -86,7 +86,7 @@ window_shared() {
         theirs=$(source "$window_candidate/fleet/fleet.env" && printf '%s' "${!key}")
         [ -z "$ours" ] || [ "$ours" != "$theirs" ] || printf '  %s %s\n' "$key" "$ours"
     done
-    if [ "$window_candidate" = "$(cd "$here/.." && pwd)" ]; then
+    if [ "$window_candidate" = "$(cd "$window_here/.." && pwd)" ]; then
         printf '  folder %s (production runs from it)\n' "$window_candidate"
     fi
 }
