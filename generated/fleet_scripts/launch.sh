@@ -455,7 +455,7 @@ cmd_audit() {
         esac
         shift 2
     done
-    [[ $fmt == text || $fmt == json ]] || usage
+    [[ $fmt == text || $fmt == json ]] || usage "audit: --format is text or json, not '$fmt'"
     if [ -n "$save" ]; then
         mkdir -p "$save"
         dir=$save

@@ -64,6 +64,7 @@ def test_help_prints_the_header_on_stdout_and_exits_0(deploy: Path) -> None:
     (("preflight", "x"), "preflight takes no option or argument, not 'x'"),
     (("postmortem", "--dir"), "postmortem takes at most a folder, not '--dir'"),
     (("audit", "--verbose", "1"), "audit: unknown option '--verbose'"),
+    (("audit", "--format", "yaml"), "audit: --format is text or json, not 'yaml'"),
     (("window", "--bogus"), "window: '--bogus' before the candidate's folder (launch.sh window CANDIDATE "
                             "[--verdict-dir DIR] [--dry-run])"),
     (("strat",), "unknown command 'strat'"),
@@ -131,3 +132,9 @@ def test_the_renamed_candidate_s_window_and_its_nested_plan_agree_there_is_no_wa
     assert ("       5. No smoke checks and no watchdog: a release window's candidate (SPARK_WINDOW=1); the window "
             "runs\n          its gate next.\n  6. the gate: ") in out
     assert "enable the watchdog" not in out.split("  6. the gate: ", 1)[0]
+
+
+def test_a_rank_s_preflight_sh_usage_is_64_as_the_fleet_s(deploy: Path) -> None:
+    script = deploy / "production" / "0-spark-0" / "preflight.sh"
+    result = subprocess.run(["bash", str(script), "gpu"], capture_output=True, text=True, check=False, timeout=30)
+    assert (result.returncode, result.stdout, result.stderr) == (64, "", f"usage: {script} gpu-free|gid|runtime\n")
