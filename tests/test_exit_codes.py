@@ -19,6 +19,9 @@ from conftest import ROOT, run_cli
 
 README = (ROOT / "README.md").read_text()
 STATIC = ROOT / "templates" / "fleet" / "static"
+# preflight.sh is rendered per rank; the reference's rank 0 stands for every one (its header is the template's).
+PREFLIGHT = ROOT / "generated" / "dsv41-4spark" / "0-spark-0" / "preflight.sh"
+FLEET_README = ROOT / "generated" / "dsv41-4spark" / "fleet" / "README.md"
 
 
 def _section(title: str) -> str:
@@ -60,7 +63,7 @@ def test_codes_are_distinct_and_usage_is_argparses() -> None:
 
 def _header(script: str) -> str:
     """A fleet script's comments (or docstring) before its first line of code, on one line."""
-    text = (STATIC / script).read_text()
+    text = (PREFLIGHT if script == "preflight.sh" else STATIC / script).read_text()
     lines = [line.lstrip("#").strip() for line in text.split("\nset -", 1)[0].splitlines()] \
         if script.endswith(".sh") else [line.strip() for line in text.split('\n"""', 2)[1].splitlines()]
     return " ".join(line for line in lines if line)
@@ -68,12 +71,13 @@ def _header(script: str) -> str:
 
 # Each README row: the scripts whose header says it, and the words that lead into it there.
 FLEET_ROWS = {
-    "`launch.sh start`": (("launch.sh", "Exit status (start, as the peer launcher's relaunch): "),),
+    "`launch.sh start`": (("launch.sh", "Exit status (start): "),),
     "`launch.sh audit`, `audit.py`": (("launch.sh", "Exit "),),
     "`launch.sh window`": (("window.sh", "Exit status: "),),
     "`verify.sh`": (("verify.sh", "the exit status is "),),
     "`smoke.py`, `gate.py`": (("smoke.py", "the exit status is "), ("gate.py", "the exit status is ")),
     "`engram.py`": (("engram.py", "Exit status: "),),
+    "`preflight.sh`": (("preflight.sh", "Exit status: "),),
 }
 
 
@@ -85,6 +89,11 @@ def test_the_readme_lists_each_fleet_scripts_codes_as_its_header_says() -> None:
             assert lead + rows[row].rstrip(".") in _header(script), (row, script)
 
 
+def test_the_generated_fleet_readme_holds_the_same_table() -> None:
+    assert _table(FLEET_README.read_text(), "| script | exit status |") == \
+        _table(_section("Exit codes"), "| script | exit status |")
+
+
 def test_the_shipped_audit_exits_as_the_readme_says() -> None:
     row = _table(_section("Exit codes"), "| script | exit status |")["`launch.sh audit`, `audit.py`"]
     assert [int(code) for code in re.findall(r"\b\d+\b", row)] == \
@@ -92,11 +101,13 @@ def test_the_shipped_audit_exits_as_the_readme_says() -> None:
 
 
 @pytest.mark.parametrize(("script", "rows"), [("launch.sh", ("`launch.sh start`", "`launch.sh audit`, `audit.py`")),
-                                              ("window.sh", ("`launch.sh window`",))])
+                                              ("window.sh", ("`launch.sh window`",)),
+                                              ("preflight.sh", ("`preflight.sh`",))])
 def test_every_code_a_fleet_script_exits_with_is_listed(script: str, rows: tuple[str, ...]) -> None:
     table = _table(_section("Exit codes"), "| script | exit status |")
     listed = {int(code) for row in rows for code in re.findall(r"(?:^|; |, )(\d+) ", table[row])}
-    used = {int(code) for code in re.findall(r"\b(?:exit|return) (\d+)\b", (STATIC / script).read_text())}
+    text = (PREFLIGHT if script == "preflight.sh" else STATIC / script).read_text()
+    used = {int(code) for code in re.findall(r"\b(?:exit|return) (\d+)\b", text)}
     assert used - listed == set()
 
 

@@ -72,8 +72,15 @@ dry_run() {
     local where=""
     ((api_via_head)) && where=" on the head, over ssh"
     echo "4. Wait for $api/health$where (at most $health_timeout s)."
-    if ((watchdog_enabled)); then
-        echo "5. Enable the watchdog on ${rank_nodes[0]} (lock $watchdog_lock): $watchdog_timer checks every"
-        echo "   $watchdog_interval s and arms after its first fully passing check."
+    if [ "${SPARK_WINDOW:-0}" = 1 ]; then
+        echo "5. No smoke checks and no watchdog: a release window's candidate (SPARK_WINDOW=1); the window runs"
+        echo "   its gate next."
+    elif ((watchdog_enabled)); then
+        echo "5. The smoke checks: python3 $lib_here/smoke.py against $api$where; any failure stops here"
+        echo "   (exit 5) with the watchdog NOT enabled (launch.sh arm once they pass)."
+        echo "6. Only when every smoke check passed: enable the watchdog on ${rank_nodes[0]} (lock $watchdog_lock):"
+        echo "   $watchdog_timer checks every $watchdog_interval s and arms after its first fully passing check."
+    else
+        echo "5. No smoke checks and no watchdog: operations.watchdog is off (launch.sh arm would say so)."
     fi
 }

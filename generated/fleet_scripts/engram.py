@@ -8,7 +8,7 @@
     engram.py verify SNAPSHOT DEST [--samples N]   the copy's headers, first, last and N random rows (default
                                                    2000) of every tensor against the checkpoint
 
-A static file of spark-compile (the fleet folder). Exit status: 0 ok, 1 a check failed, 2 usage or I/O error.
+A static file of spark-compile (the fleet folder). Exit status: 0 ok, 1 a check failed, 2 I/O error, 64 usage.
 Tensors: layers.L.engram.embed.weight [N, 256] (1 byte each) and .scale [N, 8], 264 bytes per row.
 """
 
@@ -23,7 +23,7 @@ import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 # Beside this file in the fleet folder (spark-compile's own module: the plan's rows come from it too).
 from engram_rows import ROW_BYTES, copy_bytes, format_rows, parse_rows, rank_rows
@@ -33,10 +33,19 @@ MANIFEST = "engram-local.json"
 INDEX = "model.safetensors.index.json"
 SLACK = 1 << 30  # the copy needs its rows plus this much room left
 CHUNK_ROWS = 1 << 16
+EXIT_USAGE = 64  # the fleet scripts' usage status (launch.sh, install.py)
 
 
 class CheckFailedError(Exception):
     """A check failed (exit 1)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with the fleet scripts' usage status."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
 @dataclass(frozen=True)
@@ -150,8 +159,8 @@ def verify(snapshot: Path, dest: Path, samples: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     rows_cmd = sub.add_parser("rows", help="row counts from config.json and each rank's rows")
     rows_cmd.add_argument("snapshot", type=Path)
     rows_cmd.add_argument("--tp", type=int, default=4)

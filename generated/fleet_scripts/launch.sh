@@ -2,7 +2,9 @@
 # launch.sh: start, stop and inspect the fleet described by fleet.env (beside this file) over ssh.
 # A static file of spark-compile: the profile's values are all in fleet.env.
 #
-#   launch.sh --dry-run        print what start does, rank by rank, without contacting any node
+#   launch.sh --help           this text
+#   launch.sh --dry-run        print what start does, rank by rank, without contacting any node (also:
+#                              launch.sh start --dry-run); writes nothing
 #   launch.sh preflight        check every node: ssh, image, its overlay's SPARK_* names, Engram rows,
 #                              RoCE GID, free GPU
 #   launch.sh start [--no-wait] [--health-timeout S]
@@ -36,7 +38,7 @@
 # the profile's log folder when this machine can write it (else in ~/.local/state/spark-compile/PROFILE);
 # SPARK_LAUNCH_LOG_DIR overrides it.
 #
-# Exit status (start, as the peer launcher's relaunch): 0 done; 1 preflight or launch failed; 2 started but
+# Exit status (start): 0 done; 1 preflight or launch failed; 2 started but
 # /health never answered in time; 3 the head exited while booting; 4 the watchdog was disarmed while it
 # was relaunching (an operator's stop wins); 5 healthy, but the smoke checks failed (or the watchdog could
 # not be enabled): the watchdog is not enabled; 64 usage.
@@ -51,9 +53,37 @@ source "$here/fleet-lib.sh"
 relaunch_generation=${SPARK_WATCHDOG_RELAUNCH:-}
 postmortem_lines=$((log_keep * 4))
 
+# help: this file's header.
+help() {
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'
+}
+
+# usage [WHAT]: a usage error (64) on stderr, naming what was refused; the whole header without one.
 usage() {
-    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//' >&2
+    if (($#)); then
+        echo "launch.sh: $* (launch.sh --help lists every command and its options)" >&2
+    else
+        help >&2
+    fi
     exit 64
+}
+
+# start_options ARGS...: start's options into the caller's wait, smoke and timeout; a usage error names any
+# other word. Run before the run log starts, so a refused option writes nothing.
+start_options() {
+    while (($#)); do
+        case $1 in
+            --no-wait) wait=0 ;;
+            --rearm) smoke=0 ;;
+            --health-timeout)
+                [[ ${2:-} =~ ^[0-9]+$ ]] || usage "--health-timeout needs seconds (a whole number)"
+                timeout=$2
+                shift
+                ;;
+            *) usage "start: unknown option '$1'" ;;
+        esac
+        shift
+    done
 }
 
 # start_run_log COMMAND: from here on, everything printed also goes to this run's own log.
@@ -218,15 +248,7 @@ cmd_preflight() {
 cmd_start() {
     local wait=1 smoke=1 timeout=$health_timeout rank status
     local -a started=()
-    while (($#)); do
-        case $1 in
-            --no-wait) wait=0 ;;
-            --rearm) smoke=0 ;;
-            --health-timeout) timeout=${2:?--health-timeout needs seconds}; shift ;;
-            *) usage ;;
-        esac
-        shift
-    done
+    start_options "$@"
     if ! still_wanted; then
         echo "ABORT: the watchdog was disarmed (launch.sh stop) during its relaunch: not starting"
         return 4
@@ -429,11 +451,11 @@ cmd_audit() {
         case $1 in
             --format) fmt=$2 ;;
             --save) save=$2; [ -n "$save" ] || usage ;;
-            *) usage ;;
+            *) usage "audit: unknown option '$1'" ;;
         esac
         shift 2
     done
-    [[ $fmt == text || $fmt == json ]] || usage
+    [[ $fmt == text || $fmt == json ]] || usage "audit: --format is text or json, not '$fmt'"
     if [ -n "$save" ]; then
         mkdir -p "$save"
         dir=$save
@@ -460,6 +482,21 @@ cmd_postmortem() {
     echo "postmortem of all $world ranks: $dir"
 }
 
+# Every command line is checked before anything runs or any log is written.
+case ${1:-} in
+    -h | --help | help) help; exit 0 ;;
+    start)
+        if [ "${2:-}" = --dry-run ] && (($# == 2)); then set -- --dry-run; else (start_options "${@:2}"); fi
+        ;;
+    restart) (start_options "${@:2}") ;;
+    --dry-run | dry-run | preflight | stop | rollback | arm | status | install)
+        (($# == 1)) || usage "$1 takes no option or argument, not '$2'"
+        ;;
+    postmortem) (($# <= 2)) && [[ ${2:-} != -* ]] || usage "postmortem takes at most a folder, not '${*:2}'" ;;
+    window | audit) ;;  # their own parsers run before they touch anything
+    "") usage ;;
+    *) usage "unknown command '$1'" ;;
+esac
 case ${1:-} in
     preflight | start | stop | restart | rollback | arm) start_run_log "$1" ;;
 esac
@@ -490,5 +527,4 @@ case ${1:-} in
     install) cmd_install ;;
     postmortem) shift; cmd_postmortem "$@" ;;
     audit) shift; cmd_audit "$@" ;;
-    *) usage ;;
 esac

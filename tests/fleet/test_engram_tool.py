@@ -101,3 +101,12 @@ def test_rows_outside_the_table_are_refused(snapshot: Path, tmp_path: Path) -> N
     result = engram("copy", snapshot, tmp_path / "local", "--rows", "1:0:1001")
     assert result.returncode == 1
     assert "rows 1:0:1001 are not inside the table of 1000 rows" in result.stderr
+
+
+def test_a_usage_error_exits_64_as_every_fleet_script_does(tmp_path: Path) -> None:
+    result = engram("copy", tmp_path)
+    assert (result.returncode, result.stdout) == (64, "")
+    assert result.stderr.endswith("engram.py copy: error: the following arguments are required: dest, --rows\n")
+    missing = engram("rows", tmp_path / "absent")
+    assert (missing.returncode, missing.stderr) == (
+        2, f"error: FileNotFoundError: [Errno 2] No such file or directory: '{tmp_path / 'absent' / 'config.json'}'\n")

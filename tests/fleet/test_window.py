@@ -266,3 +266,37 @@ def test_a_node_out_of_reach_leaves_production_down_says_so_and_restore_finishes
     assert result.returncode == 2, result.stdout + result.stderr
     assert verdict(bed)["production_restored"] is True
     assert_production_restored(bed)
+
+
+def test_a_candidate_named_as_production_is_refused_before_anything_stops(bed: FleetBed) -> None:
+    # A shipped release keeps production's name: compiled and installed apart, it still names production's unit.
+    (bed.tmp / "release-1.8.yaml").write_text(candidate_yaml("fleet-test", 600))
+    run([sys.executable, "-m", "spark_compile.cli", str(bed.tmp / "release-1.8.yaml"), "--out",
+         str(bed.tmp / "generated-release")], timeout=120)
+    install(bed.tmp / "generated-release" / "fleet-test", bed.deploy / "release-1.8")
+    before = [bed.unit_pid(rank) for rank in range(NODES)]
+    for extra in ((), ("--dry-run",)):
+        result = bed.launch("window", candidate(bed, "release-1.8"), "--verdict-dir", str(verdicts(bed)), *extra)
+        assert (result.returncode, result.stdout) == (64, ""), result.stderr
+        assert result.stderr.startswith(f"window: refusing candidate {bed.deploy / 'release-1.8'}: it shares with "
+                                        "production (fleet-test):\n  profile fleet-test\n  unit sglang-fleet-test"
+                                        ".service\n"), result.stderr
+    # Production never stopped and its watchdog stays enabled.
+    assert [bed.unit_pid(rank) for rank in range(NODES)] == before
+    assert_production_restored(bed)
+
+
+@pytest.mark.parametrize("gate", ["passes", "fails"])
+def test_the_same_release_renamed_as_the_refusal_says_runs_its_window(bed: FleetBed, gate: str) -> None:
+    if gate == "passes":
+        compile_candidate(bed, "fleet-test-window", 600)  # the refusal's hint: name: fleet-test-window
+    bed.set_control(0, canned={ARITH: "391"}, wrong_fact=gate == "fails")
+    try:
+        result = window(bed, "fleet-test-window")
+    finally:
+        bed.set_control(0, canned={ARITH: "391"})
+    assert result.returncode == (0 if gate == "passes" else 1), result.stdout + result.stderr
+    found = verdict(bed, "fleet-test-window")
+    assert found["result"] == ("PASS" if gate == "passes" else "FAIL") and found["production_restored"] is True
+    assert_production_restored(bed)
+    assert all(bed.unit_state(rank, "sglang-fleet-test-window.service") != "active" for rank in range(NODES))

@@ -4,6 +4,7 @@
 #   preflight.sh gpu-free   wait until no process holds the GPU (6 tries, 10 s apart), else abort
 #   preflight.sh gid        find the RoCE-v2 GID index of 192.0.2.13 on rocep1s0f0 and print it
 #   preflight.sh runtime    write what only this node knows (NCCL_IB_GID_INDEX, B12X_ROCE_GID_INDEX) to /run/spark-compile/dsv41-8spark/runtime.env
+# Exit status: 0 done; 1 the check failed (its ABORT line says why); 64 usage.
 
 set -euo pipefail
 
@@ -95,6 +96,6 @@ case "${1:-}" in
   runtime) write_runtime_env ;;
   *)
     echo "usage: $0 gpu-free|gid|runtime" >&2
-    exit 2
+    exit 64
     ;;
 esac

@@ -4,6 +4,7 @@
 #   preflight.sh gpu-free   wait until no process holds the GPU (6 tries, 10 s apart), else abort
 #   preflight.sh gid        prints none: the tcp fabric has no RoCE GID
 #   preflight.sh runtime    write what only this node knows to /run/spark-compile/qwen3-2spark-tcp/runtime.env
+# Exit status: 0 done; 1 the check failed (its ABORT line says why); 64 usage.
 
 set -euo pipefail
 
@@ -68,6 +69,6 @@ case "${1:-}" in
   runtime) write_runtime_env ;;
   *)
     echo "usage: $0 gpu-free|gid|runtime" >&2
-    exit 2
+    exit 64
     ;;
 esac

@@ -76,6 +76,34 @@ for key in sys.argv[2:]:
 print(value)' "$window_candidate/$1" "${@:2}"
 }
 
+# window_shared: one line per thing the candidate shares with production (its name, unit, folders, watchdog
+# units): installing it would overwrite production's, and the restore would start the candidate again.
+window_shared() {
+    local key ours theirs
+    for key in profile unit install_dir fleet_install_dir watchdog_service watchdog_timer; do
+        ours=${!key}
+        # shellcheck disable=SC1091  # the candidate's own fleet.env, read in a subshell
+        theirs=$(source "$window_candidate/fleet/fleet.env" && printf '%s' "${!key}")
+        [ -z "$ours" ] || [ "$ours" != "$theirs" ] || printf '  %s %s\n' "$key" "$ours"
+    done
+    if [ "$window_candidate" = "$(cd "$window_here/.." && pwd)" ]; then
+        printf '  folder %s (production runs from it)\n' "$window_candidate"
+    fi
+}
+
+# window_refuse_shared: refuse (64) a candidate that shares anything with production, saying how to rename it.
+window_refuse_shared() {
+    local shared
+    shared=$(window_shared)
+    [ -n "$shared" ] || return 0
+    echo "window: refusing candidate $window_candidate: it shares with production ($profile):" >&2
+    printf '%s\n' "$shared" >&2
+    echo "  compile the candidate under its own name (add 'name: $profile-window' to its profile, beside its" \
+        "engine.port), install it into a folder of its own (python3 fleet_scripts/install.py" \
+        "$profile-window DEST) and run launch.sh window DEST" >&2
+    return 64
+}
+
 # window_step COMMAND...: run a step in its own process group, so a signal or the deadline can end it.
 window_step() {
     local status=0
@@ -127,7 +155,7 @@ window_dry_run() {
     echo "  4. install the candidate: $window_candidate/fleet/launch.sh install"
     echo "  5. start the candidate without a watchdog (SPARK_WINDOW=1): $window_candidate/fleet/launch.sh start," \
         "which runs:"
-    bash "$window_candidate/fleet/launch.sh" --dry-run | sed 's/^/       /'
+    SPARK_WINDOW=1 bash "$window_candidate/fleet/launch.sh" --dry-run | sed 's/^/       /'
     echo "  6. the gate: $window_candidate/fleet/gate.py${baseline:+ $baseline}" \
         "(bench baseline: ${baseline:-none yet in $verdicts})"
     echo "  7. on every exit (pass, fail, deadline, signal): save the candidate's rank logs, stop it, restart" \
@@ -139,15 +167,16 @@ cmd_window() {
     local verdicts=verdicts port api_port deadline interval dry=0
     case ${1:-} in
         --restore) window_resume; return ;;
-        "" | -*) usage ;;
+        "") usage "window needs the candidate's installed folder (or --restore)" ;;
+        -*) usage "window: '$1' before the candidate's folder (launch.sh window CANDIDATE [--verdict-dir DIR] [--dry-run])" ;;
     esac
     window_candidate=$(cd "$1" && pwd) || return 64
     shift
     while (($#)); do
         case $1 in
-            --verdict-dir) verdicts=${2:?--verdict-dir needs a folder}; shift ;;
+            --verdict-dir) [ -n "${2:-}" ] || usage "window: --verdict-dir needs a folder"; verdicts=$2; shift ;;
             --dry-run) dry=1 ;;
-            *) usage ;;
+            *) usage "window: unknown option '$1'" ;;
         esac
         shift
     done
@@ -156,6 +185,7 @@ cmd_window() {
             "install the candidate first (python3 fleet_scripts/install.py CANDIDATE DEST)" >&2
         return 64
     fi
+    window_refuse_shared || return
     port=$(cand_json fleet/fleet.json window port) api_port=$(cand_json fleet/fleet.json port)
     if [ "$port" != "$api_port" ]; then
         echo "window: the candidate serves on port $api_port, its window's test port is $port: compile the" \
