@@ -27,38 +27,55 @@ from spark_compile.review.diff_stale import stale_mentions
 from spark_compile.stages.launch_plan import dotted
 from spark_compile.stages.load import MAX_BYTES, Document, decode, oversized, parse_text
 from spark_compile.stages.report import render
-from spark_compile.stages.resolve import Resolved
+from spark_compile.stages.resolve import BlobReader, Resolved
 
 
 def _git_path(path: Path) -> str:
     return str(PurePosixPath(*Path(os.path.normpath(path)).parts))
 
 
+def _git_object(rev: str, path: Path) -> tuple[str, int] | None:
+    """The blob at ``rev:path`` (its id and size), following symlinks inside the tree as the working tree's
+    open does (a release's config.json is often a link to the one beside the base); None when there is none."""
+    rel = _git_path(path)
+    if not rel.isprintable():  # one object name a line: a newline in a path would name a second one
+        return None
+    proc = subprocess.run(["git", "cat-file", "--batch-check", "--follow-symlinks"],
+                          input=f"{rev}:./{rel}\n".encode(), capture_output=True, check=False)
+    words = proc.stdout.decode(errors="replace").split()
+    if proc.returncode != 0 or len(words) != 3 or words[1] != "blob" or not words[2].isdigit():
+        return None
+    return words[0], int(words[2])
+
+
 def _git_exists(rev: str) -> Any:
     def exists(path: Path) -> bool:
-        proc = subprocess.run(["git", "cat-file", "-e", "--end-of-options", f"{rev}:./{_git_path(path)}"],
-                              capture_output=True, check=False)
-        return proc.returncode == 0
+        return _git_object(rev, path) is not None
 
     return exists
 
 
-def _git(args: list[str], rev: str, rel: str) -> bytes:
-    proc = subprocess.run(["git", *args], capture_output=True, check=False)
-    if proc.returncode != 0:
-        message = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise InputError(f"{rev}:{rel}: {message[-1] if message else 'git failed'}")
-    return proc.stdout
+def _git_blob(rev: str) -> BlobReader:
+    """A file at ``rev``, as read_bytes reads one from the working tree (at most MAX_BYTES + 1 bytes)."""
+    def blob(path: Path) -> bytes:
+        shown = f"{rev}:{_git_path(path)}"
+        found = _git_object(rev, path)
+        if found is None:
+            raise InputError(f"{shown}: no such file at that revision")
+        if found[1] > MAX_BYTES:  # sized before read: never a huge blob in memory
+            raise oversized(shown)
+        proc = subprocess.run(["git", "cat-file", "blob", found[0]], capture_output=True, check=False)
+        if proc.returncode != 0:
+            raise InputError(f"{shown}: git could not read it")
+        return proc.stdout
+
+    return blob
 
 
 def _git_reader(rev: str) -> Any:
     def read(path: Path, display: str) -> Document:
-        rel = _git_path(path)
-        size = _git(["cat-file", "-s", "--end-of-options", f"{rev}:./{rel}"], rev, rel)
-        if not size.strip().isdigit() or int(size) > MAX_BYTES:  # sized before read: never a huge blob in memory
-            raise oversized(f"{rev}:{rel}")
-        blob = _git(["cat-file", "blob", "--end-of-options", f"{rev}:./{rel}"], rev, rel)
-        return parse_text(decode(blob, f"{rev}:{rel}"), f"{rev}:{rel}")
+        shown = f"{rev}:{_git_path(path)}"
+        return parse_text(decode(_git_blob(rev)(path), shown), shown)
 
     return read
 
@@ -71,7 +88,8 @@ def load_side(spec: str) -> Planned:
         raise InputError(f"{spec[:80]!r}: a revision may not start with '-' (git would read it as an option) or "
                          "hold control characters")
     if from_git:
-        return planned(run(Path(rest), display=spec, reader=_git_reader(rev), exists=_git_exists(rev)))
+        return planned(run(Path(rest), display=spec, reader=_git_reader(rev), exists=_git_exists(rev),
+                           blob=_git_blob(rev)))
     return planned(run(Path(spec)))
 
 
