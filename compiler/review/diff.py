@@ -208,11 +208,11 @@ def load_both(old_spec: str, new_spec: str) -> tuple[Planned, Planned]:
     return load_side(old_spec), load_side(new_spec)
 
 
-def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = "text") -> int:
+def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = "text", detail: bool = False) -> int:
     """Print the diff of two profiles; return the exit code (from the artifacts)."""
     old, new = load_both(old_spec, new_spec)
     result = diff_profiles(old, new, unified=unified)
-    sys.stdout.write(FORMATS[fmt](result))
+    sys.stdout.write(FORMATS[fmt](result, detail))
     return EXIT_OK if result.identical else int(EXIT_FINDINGS)
 
 
@@ -251,7 +251,7 @@ def _header(fmt: str, text: str) -> str:
     return f"#### {md(text)}\n\n" if fmt == "markdown" else f"{text}\n"
 
 
-def run_since(rev: str, paths: list[str], *, fmt: str = "text") -> int:
+def run_since(rev: str, paths: list[str], *, fmt: str = "text", detail: bool = False) -> int:
     """Each path against itself at ``rev`` (the pre-commit hook): prints every diff; exits 0 (it informs),
     1 when a side has errors, 2 when a side cannot be read or ``rev`` names no commit."""
     has_commits = _verify_revision(rev)
@@ -267,5 +267,5 @@ def run_since(rev: str, paths: list[str], *, fmt: str = "text") -> int:
             sys.stdout.write(_header(fmt, f"{path}: not diffed: {render(stop.findings, 'summary', 1).rstrip()}"))
             status = EXIT_FINDINGS
             continue
-        sys.stdout.write(FORMATS[fmt](diff_profiles(old, new)))
+        sys.stdout.write(FORMATS[fmt](diff_profiles(old, new), detail))
     return status

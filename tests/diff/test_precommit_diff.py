@@ -34,8 +34,10 @@ def test_since_diffs_each_path_against_the_revision(tmp_path: Path) -> None:
     assert result.stdout.startswith(
         f"== {PROFILE} against HEAD\n"
         "profile: 1 change\n"
-        f"  engine.limits.max_running_requests: 16 → 24  ({PROFILE}:")
-    assert "    +   --max-running-requests 24 \\\n" in result.stdout
+        f"  engine.limits.max_running_requests: 16 → 24  ({PROFILE}:73)\n"
+        "    4 changes in 3 files, ranks 0-3\n"
+        "  engine.cuda_graph.max_bs_decode (a value derived from the changes above): 2 changes in 2 files, ranks 0-3\n"
+        "artifacts: 6 changes in 3 files; --detail lists each\n")
     assert result.stdout.endswith("== spec/profiles/canary.yaml against HEAD\n"
                                   "spec/profiles/canary.yaml: new profile (not in HEAD)\n")
 
@@ -57,7 +59,7 @@ def test_pre_commit_hook_prints_the_diff(tmp_path: Path, hook_repo: HookRepo) ->
     result = hook_repo.run(repo, "spark-compile-diff", PROFILE)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "engine.limits.max_running_requests: 16 → 24" in result.stdout
-    assert "    +   --max-running-requests 24 \\" in result.stdout
+    assert "\n    4 changes in 3 files, ranks 0-3\n" in result.stdout
 
 
 def test_report_against_a_git_revision(tmp_path: Path) -> None:
