@@ -25,7 +25,7 @@ from spark_compile.review.diff_format import FORMATS, md
 from spark_compile.review.diff_sources import changed_inputs, known_sources, source
 from spark_compile.review.diff_stale import stale_mentions
 from spark_compile.stages.launch_plan import dotted
-from spark_compile.stages.load import MAX_BYTES, Document, decode, oversized, parse_text
+from spark_compile.stages.load import MAX_BYTES, Document, LoadError, decode, load_file, oversized, parse_text
 from spark_compile.stages.report import render
 from spark_compile.stages.resolve import BlobReader, Resolved
 
@@ -251,21 +251,40 @@ def _header(fmt: str, text: str) -> str:
     return f"#### {md(text)}\n\n" if fmt == "markdown" else f"{text}\n"
 
 
+def _extended(rev: str, path: str) -> str | None:
+    """The profile a new file extends, when it exists at ``rev``: a new release is diffed against its parent."""
+    try:
+        ref = load_file(Path(path)).data.get("extends")
+    except (InputError, LoadError):  # the check hook reports why it cannot be read
+        return None
+    parent = os.path.normpath(Path(path).parent / ref) if isinstance(ref, str) and ref else None
+    return parent if parent is not None and _git_exists(rev)(Path(parent)) else None
+
+
+def _since_one(rev: str, path: str, has_commits: bool, fmt: str, detail: bool) -> int:
+    """One path against itself at ``rev`` (a new one against the profile it extends there)."""
+    old = path if has_commits and _git_exists(rev)(Path(path)) else _extended(rev, path) if has_commits else None
+    if old is None:
+        sys.stdout.write(_header(fmt, f"{path}: new profile (not in {rev})"))
+        return EXIT_OK
+    if old != path:
+        sys.stdout.write(_header(fmt, f"{path}: new profile, against the profile it extends ({old} at {rev})"))
+    try:
+        sides = load_both(f"{rev}:{old}", path)
+    except RejectedError as stop:  # the check hook prints these findings; one line says why no diff
+        sys.stdout.write(_header(fmt, f"{path}: not diffed: {render(stop.findings, 'summary', 1).rstrip()}"))
+        return EXIT_FINDINGS
+    sys.stdout.write(FORMATS[fmt](diff_profiles(*sides), detail))
+    return EXIT_OK
+
+
 def run_since(rev: str, paths: list[str], *, fmt: str = "text", detail: bool = False) -> int:
-    """Each path against itself at ``rev`` (the pre-commit hook): prints every diff; exits 0 (it informs),
-    1 when a side has errors, 2 when a side cannot be read or ``rev`` names no commit."""
+    """Each path against itself at ``rev`` (the pre-commit hook), a new one against its parent: prints every
+    diff; exits 0 (it informs), 1 when a side has errors, 2 when a side cannot be read or ``rev`` names no
+    commit."""
     has_commits = _verify_revision(rev)
     status = EXIT_OK
     for path in paths:
         sys.stdout.write(_header(fmt, f"== {path} against {rev}"))
-        if not has_commits or not _git_exists(rev)(Path(path)):
-            sys.stdout.write(_header(fmt, f"{path}: new profile (not in {rev})"))
-            continue
-        try:
-            old, new = load_both(f"{rev}:{path}", path)
-        except RejectedError as stop:  # the check hook prints these findings; one line says why no diff
-            sys.stdout.write(_header(fmt, f"{path}: not diffed: {render(stop.findings, 'summary', 1).rstrip()}"))
-            status = EXIT_FINDINGS
-            continue
-        sys.stdout.write(FORMATS[fmt](diff_profiles(old, new), detail))
+        status = max(status, _since_one(rev, path, has_commits, fmt, detail))
     return status

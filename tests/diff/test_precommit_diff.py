@@ -38,8 +38,20 @@ def test_since_diffs_each_path_against_the_revision(tmp_path: Path) -> None:
         "    4 changes in 3 files, ranks 0-3\n"
         "  engine.cuda_graph.max_bs_decode (a value derived from the changes above): 2 changes in 2 files, ranks 0-3\n"
         "artifacts: 6 changes in 3 files; --detail lists each\n")
-    assert result.stdout.endswith("== spec/profiles/canary.yaml against HEAD\n"
-                                  "spec/profiles/canary.yaml: new profile (not in HEAD)\n")
+    canary = result.stdout.split("== spec/profiles/canary.yaml against HEAD\n", 1)[1]
+    assert canary.startswith("spec/profiles/canary.yaml: new profile, against the profile it extends "
+                             f"({PROFILE} at HEAD)\n"
+                             "profile: 2 changes\n"
+                             "  name: dsv41-4spark → canary  (spec/profiles/canary.yaml:2)\n"
+                             "    every path follows (")
+
+
+def test_since_says_new_profile_for_a_new_file_that_extends_nothing(tmp_path: Path) -> None:
+    repo = _infra(tmp_path)
+    shutil.copy(repo / PROFILE, repo / "spec" / "profiles" / "other.yaml")
+    result = run_cli("diff", "--since", "HEAD", "spec/profiles/other.yaml", cwd=repo)
+    assert (result.returncode, result.stdout) == (0, "== spec/profiles/other.yaml against HEAD\n"
+                                                     "spec/profiles/other.yaml: new profile (not in HEAD)\n")
 
 
 def test_since_refuses_an_option_shaped_revision(tmp_path: Path) -> None:
