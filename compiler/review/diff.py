@@ -108,10 +108,14 @@ def _flatten(data: Any, prefix: tuple[str | int, ...] = ()) -> dict[tuple[str | 
 
 
 def _origin(resolved: Resolved, path: tuple[str | int, ...]) -> str | None:
-    if path not in resolved.origins:
-        return None
-    pos = resolved.origins[path].spot.value
-    return f"{pos.file}:{pos.line}"
+    """Where ``path`` was written; for a key the merge removed, the `!delete` that removed it (the nearest file
+    of the chain that writes the key)."""
+    if path in resolved.origins:
+        pos = resolved.origins[path].spot.value
+        return f"{pos.file}:{pos.line}"
+    spots = (resolved.documents[d].spots.get(path) for d in resolved.chain if d in resolved.documents)
+    spot = next((s for s in spots if s is not None), None)
+    return f"{spot.value.file}:{spot.value.line}" if spot else None
 
 
 def model_value(model: Any, path: tuple[str | int, ...]) -> Any:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from spark_compile.pipeline import planned, validate
-from spark_compile.review.artifact_diff import Grouped, ProfileDiff
+from spark_compile.review.artifact_diff import UNSET, Grouped, ProfileDiff
 from spark_compile.review.diff import diff_profiles
 from spark_compile.stages.resolve import resolve
 
@@ -188,3 +188,10 @@ def test_kubernetes_only_setting_shows_in_the_manifests(tmp_path: Path) -> None:
     assert (namespace.ranks, namespace.change.old, namespace.change.new) == ((), "inference", "serving")
     assert _changed_files(result) == _gnu_diff_files(tmp_path, tmp_path / "k8s.yaml", tmp_path / "changed.yaml",
                                                      "dsv41-k8s")
+
+
+def test_a_delete_is_cited_at_the_line_of_the_file_that_deletes(tmp_path: Path) -> None:
+    result = _diff(tmp_path, "engine:\n  env:\n    SGLANG_FLASHINFER_MOE_FUSED_FINALIZE: !delete\n")
+    [change] = result.profile
+    assert (change.path, change.old, change.new) == ("engine.env.SGLANG_FLASHINFER_MOE_FUSED_FINALIZE", "0", UNSET)
+    assert (change.old_origin, change.new_origin) == (f"{tmp_path / 'base.yaml'}:84", f"{tmp_path / 'changed.yaml'}:4")
