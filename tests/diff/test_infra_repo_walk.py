@@ -108,4 +108,5 @@ def test_infra_repo_walk(tmp_path: Path, hook_repo: HookRepo) -> None:
     assert list((infra.repo / "profiles" / "generated" / "dsv41-k8s" / "k8s").glob("*.yaml"))
     code, out = infra.commit("a Kubernetes target")
     assert code == 0, out
-    assert "profiles/k8s.yaml: new profile (not in HEAD)" in out
+    assert ("profiles/k8s.yaml: new profile, against the profile it extends (profiles/dsv41-4spark.yaml at HEAD)\n"
+            in out)
