@@ -26,7 +26,7 @@ from spark_compile.stages.launch_plan import LaunchPlan
 from spark_compile.stages.load import LoadError
 from spark_compile.stages.plan import build_plan
 from spark_compile.stages.render import Artifact, render_plan
-from spark_compile.stages.resolve import DocumentReader, Resolved, resolve
+from spark_compile.stages.resolve import BlobReader, DocumentReader, Resolved, resolve
 from spark_compile.stages.validate import schema
 from spark_compile.targets.k8s_render import k8s_artifacts
 
@@ -84,11 +84,13 @@ def validate(resolved: Resolved) -> Outcome:
 
 
 def run(path: Path, *, targets: Sequence[str] = (), root: Path | None = None, display: str | None = None,
-        reader: DocumentReader | None = None, exists: Callable[[Path], bool] | None = None) -> Outcome:
-    """The whole pipeline on one profile (``reader``/``exists`` read it from elsewhere, e.g. a git revision).
+        reader: DocumentReader | None = None, exists: Callable[[Path], bool] | None = None,
+        blob: BlobReader | None = None) -> Outcome:
+    """The whole pipeline on one profile (``reader``/``exists``/``blob`` read it and the files it names from
+    elsewhere, e.g. a git revision).
     Each target named is enabled with its defaults unless the profile has its section."""
     try:
-        resolved = resolve(path, display, reader, exists, root)
+        resolved = resolve(path, display, reader, exists, root, blob)
     except LoadError as failed:
         return Rejected([failed.finding])
     if isinstance(resolved.data, dict):

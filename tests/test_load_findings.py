@@ -82,7 +82,8 @@ def test_yaml_1_1_number_forms_are_refused_not_converted(number: str) -> None:
     assert _finding(f"port: {number}\n") == _whole(
         "SC114", 1, 7, f"{number} is a YAML 1.1 number form (leading 0 = octal, '_' separators, ':' base 60, 0b "
         "binary) whose value surprises readers",
-        f"write the number in plain decimal, or quote it ('{number}') to mean text", f"port: {number}")
+        "write the number in plain decimal digits (no leading 0, '_', ':' or 0b prefix); quote "
+        f"it ('{number}') only where the key takes text, as an integer field refuses a string", f"port: {number}")
 
 
 def test_numbers_both_yamls_agree_on_are_read() -> None:

@@ -12,12 +12,13 @@ from spark_compile.capacity.safetensors_header import HeaderError, checkpoint_te
 from spark_compile.capacity.weights import split_tensors
 from spark_compile.spec.model import Profile
 from spark_compile.stages.checkpoint import CheckpointPlan, ConfigError, config_file, is_regular, read_object
-from spark_compile.stages.resolve import Resolved
+from spark_compile.stages.load import read_bytes
+from spark_compile.stages.resolve import BlobReader, Resolved
 
 
-def _read_config(path: Path) -> dict[str, Any] | str:
+def _read_config(path: Path, blob: BlobReader = read_bytes) -> dict[str, Any] | str:
     try:
-        return read_object(path)
+        return read_object(path, blob)
     except ConfigError as why:
         return str(why)
 
@@ -28,7 +29,7 @@ def _config(resolved: Resolved, checkpoint: CheckpointPlan,
     target = checkpoint.target
     path = config_file(resolved, target)
     if target.config_json is not None and path is not None:
-        read = committed if committed is not None else _read_config(path)
+        read = committed if committed is not None else _read_config(path, resolved.blob)
         return (None, read) if isinstance(read, str) else (read, f"model.config_json ({path.name})")
     if path is None or not is_regular(path):
         return None, "no config.json: model.config_json is unset and the model directory is not on this machine"

@@ -106,6 +106,7 @@ def _add_review(sub: argparse._SubParsersAction[Parser]) -> None:
     diff.add_argument("--since", metavar="GITREV",
                       help="diff each path against itself at GITREV (pre-commit); prints, exits 0 unless unreadable")
     diff.add_argument("--unified", action="store_true")
+    diff.add_argument("--detail", action="store_true", help="list each file change under the profile change behind it")
     diff.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     history = _command(sub, "history", run.cmd_history, "release table of the extends chains in a directory")
     history.add_argument("directory", type=Path)

@@ -157,10 +157,10 @@ def cmd_compile(args: Namespace) -> int:
 def cmd_diff(args: Namespace) -> int:
     """Semantic diff of two profiles."""
     if args.since is not None:
-        return run_since(args.since, args.profiles, fmt=args.format)
+        return run_since(args.since, args.profiles, fmt=args.format, detail=args.detail)
     if len(args.profiles) != 2:
         raise UsageError("spark-compile diff: expected OLD and NEW (or --since GITREV PATH...) (see --help)")
-    return run_diff(*args.profiles, unified=args.unified, fmt=args.format)
+    return run_diff(*args.profiles, unified=args.unified, fmt=args.format, detail=args.detail)
 
 
 def cmd_history(args: Namespace) -> int:

@@ -25,40 +25,57 @@ from spark_compile.review.diff_format import FORMATS, md
 from spark_compile.review.diff_sources import changed_inputs, known_sources, source
 from spark_compile.review.diff_stale import stale_mentions
 from spark_compile.stages.launch_plan import dotted
-from spark_compile.stages.load import MAX_BYTES, Document, decode, oversized, parse_text
+from spark_compile.stages.load import MAX_BYTES, Document, LoadError, decode, load_file, oversized, parse_text
 from spark_compile.stages.report import render
-from spark_compile.stages.resolve import Resolved
+from spark_compile.stages.resolve import BlobReader, Resolved
 
 
 def _git_path(path: Path) -> str:
     return str(PurePosixPath(*Path(os.path.normpath(path)).parts))
 
 
+def _git_object(rev: str, path: Path) -> tuple[str, int] | None:
+    """The blob at ``rev:path`` (its id and size), following symlinks inside the tree as the working tree's
+    open does (a release's config.json is often a link to the one beside the base); None when there is none."""
+    rel = _git_path(path)
+    if not rel.isprintable():  # one object name a line: a newline in a path would name a second one
+        return None
+    proc = subprocess.run(["git", "cat-file", "--batch-check", "--follow-symlinks"],
+                          input=f"{rev}:./{rel}\n".encode(), capture_output=True, check=False)
+    words = proc.stdout.decode(errors="replace").split()
+    if proc.returncode != 0 or len(words) != 3 or words[1] != "blob" or not words[2].isdigit():
+        return None
+    return words[0], int(words[2])
+
+
 def _git_exists(rev: str) -> Any:
     def exists(path: Path) -> bool:
-        proc = subprocess.run(["git", "cat-file", "-e", "--end-of-options", f"{rev}:./{_git_path(path)}"],
-                              capture_output=True, check=False)
-        return proc.returncode == 0
+        return _git_object(rev, path) is not None
 
     return exists
 
 
-def _git(args: list[str], rev: str, rel: str) -> bytes:
-    proc = subprocess.run(["git", *args], capture_output=True, check=False)
-    if proc.returncode != 0:
-        message = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise InputError(f"{rev}:{rel}: {message[-1] if message else 'git failed'}")
-    return proc.stdout
+def _git_blob(rev: str) -> BlobReader:
+    """A file at ``rev``, as read_bytes reads one from the working tree (at most MAX_BYTES + 1 bytes)."""
+    def blob(path: Path) -> bytes:
+        shown = f"{rev}:{_git_path(path)}"
+        found = _git_object(rev, path)
+        if found is None:
+            raise InputError(f"{shown}: no such file at that revision")
+        if found[1] > MAX_BYTES:  # sized before read: never a huge blob in memory
+            raise oversized(shown)
+        proc = subprocess.run(["git", "cat-file", "blob", found[0]], capture_output=True, check=False)
+        if proc.returncode != 0:
+            raise InputError(f"{shown}: git could not read it")
+        return proc.stdout
+
+    return blob
 
 
 def _git_reader(rev: str) -> Any:
     def read(path: Path, display: str) -> Document:
-        rel = _git_path(path)
-        size = _git(["cat-file", "-s", "--end-of-options", f"{rev}:./{rel}"], rev, rel)
-        if not size.strip().isdigit() or int(size) > MAX_BYTES:  # sized before read: never a huge blob in memory
-            raise oversized(f"{rev}:{rel}")
-        blob = _git(["cat-file", "blob", "--end-of-options", f"{rev}:./{rel}"], rev, rel)
-        return parse_text(decode(blob, f"{rev}:{rel}"), f"{rev}:{rel}")
+        shown = f"{rev}:{_git_path(path)}"
+        return parse_text(decode(_git_blob(rev)(path), shown), shown)
 
     return read
 
@@ -71,7 +88,8 @@ def load_side(spec: str) -> Planned:
         raise InputError(f"{spec[:80]!r}: a revision may not start with '-' (git would read it as an option) or "
                          "hold control characters")
     if from_git:
-        return planned(run(Path(rest), display=spec, reader=_git_reader(rev), exists=_git_exists(rev)))
+        return planned(run(Path(rest), display=spec, reader=_git_reader(rev), exists=_git_exists(rev),
+                           blob=_git_blob(rev)))
     return planned(run(Path(spec)))
 
 
@@ -90,10 +108,14 @@ def _flatten(data: Any, prefix: tuple[str | int, ...] = ()) -> dict[tuple[str | 
 
 
 def _origin(resolved: Resolved, path: tuple[str | int, ...]) -> str | None:
-    if path not in resolved.origins:
-        return None
-    pos = resolved.origins[path].spot.value
-    return f"{pos.file}:{pos.line}"
+    """Where ``path`` was written; for a key the merge removed, the `!delete` that removed it (the nearest file
+    of the chain that writes the key)."""
+    if path in resolved.origins:
+        pos = resolved.origins[path].spot.value
+        return f"{pos.file}:{pos.line}"
+    spots = (resolved.documents[d].spots.get(path) for d in resolved.chain if d in resolved.documents)
+    spot = next((s for s in spots if s is not None), None)
+    return f"{spot.value.file}:{spot.value.line}" if spot else None
 
 
 def model_value(model: Any, path: tuple[str | int, ...]) -> Any:
@@ -190,11 +212,11 @@ def load_both(old_spec: str, new_spec: str) -> tuple[Planned, Planned]:
     return load_side(old_spec), load_side(new_spec)
 
 
-def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = "text") -> int:
+def run_diff(old_spec: str, new_spec: str, *, unified: bool = False, fmt: str = "text", detail: bool = False) -> int:
     """Print the diff of two profiles; return the exit code (from the artifacts)."""
     old, new = load_both(old_spec, new_spec)
     result = diff_profiles(old, new, unified=unified)
-    sys.stdout.write(FORMATS[fmt](result))
+    sys.stdout.write(FORMATS[fmt](result, detail))
     return EXIT_OK if result.identical else int(EXIT_FINDINGS)
 
 
@@ -233,21 +255,40 @@ def _header(fmt: str, text: str) -> str:
     return f"#### {md(text)}\n\n" if fmt == "markdown" else f"{text}\n"
 
 
-def run_since(rev: str, paths: list[str], *, fmt: str = "text") -> int:
-    """Each path against itself at ``rev`` (the pre-commit hook): prints every diff; exits 0 (it informs),
-    1 when a side has errors, 2 when a side cannot be read or ``rev`` names no commit."""
+def _extended(rev: str, path: str) -> str | None:
+    """The profile a new file extends, when it exists at ``rev``: a new release is diffed against its parent."""
+    try:
+        ref = load_file(Path(path)).data.get("extends")
+    except (InputError, LoadError):  # the check hook reports why it cannot be read
+        return None
+    parent = os.path.normpath(Path(path).parent / ref) if isinstance(ref, str) and ref else None
+    return parent if parent is not None and _git_exists(rev)(Path(parent)) else None
+
+
+def _since_one(rev: str, path: str, has_commits: bool, fmt: str, detail: bool) -> int:
+    """One path against itself at ``rev`` (a new one against the profile it extends there)."""
+    old = path if has_commits and _git_exists(rev)(Path(path)) else _extended(rev, path) if has_commits else None
+    if old is None:
+        sys.stdout.write(_header(fmt, f"{path}: new profile (not in {rev})"))
+        return EXIT_OK
+    if old != path:
+        sys.stdout.write(_header(fmt, f"{path}: new profile, against the profile it extends ({old} at {rev})"))
+    try:
+        sides = load_both(f"{rev}:{old}", path)
+    except RejectedError as stop:  # the check hook prints these findings; one line says why no diff
+        sys.stdout.write(_header(fmt, f"{path}: not diffed: {render(stop.findings, 'summary', 1).rstrip()}"))
+        return EXIT_FINDINGS
+    sys.stdout.write(FORMATS[fmt](diff_profiles(*sides), detail))
+    return EXIT_OK
+
+
+def run_since(rev: str, paths: list[str], *, fmt: str = "text", detail: bool = False) -> int:
+    """Each path against itself at ``rev`` (the pre-commit hook), a new one against its parent: prints every
+    diff; exits 0 (it informs), 1 when a side has errors, 2 when a side cannot be read or ``rev`` names no
+    commit."""
     has_commits = _verify_revision(rev)
     status = EXIT_OK
     for path in paths:
         sys.stdout.write(_header(fmt, f"== {path} against {rev}"))
-        if not has_commits or not _git_exists(rev)(Path(path)):
-            sys.stdout.write(_header(fmt, f"{path}: new profile (not in {rev})"))
-            continue
-        try:
-            old, new = load_both(f"{rev}:{path}", path)
-        except RejectedError as stop:  # the check hook prints these findings; one line says why no diff
-            sys.stdout.write(_header(fmt, f"{path}: not diffed: {render(stop.findings, 'summary', 1).rstrip()}"))
-            status = EXIT_FINDINGS
-            continue
-        sys.stdout.write(FORMATS[fmt](diff_profiles(old, new)))
+        status = max(status, _since_one(rev, path, has_commits, fmt, detail))
     return status

@@ -16,6 +16,8 @@ from spark_compile.common.secrets import redact, redact_value, redacted_json
 from spark_compile.review.artifact_diff import UNSET, Fold, Grouped, ProfileChange, ProfileDiff
 
 ARROW = "→"
+# Under the 65,536 characters a GitHub comment holds, with room for the header a bot adds.
+MAX_COMMENT = 60_000
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
 
@@ -52,45 +54,82 @@ def _origin(change: ProfileChange) -> str | None:
     return change.new_origin or change.old_origin
 
 
-def _profile_lines(result: ProfileDiff) -> list[str]:
-    count = len(result.profile)
+OTHER = ""  # the effects no changed profile key is found behind
+
+
+def effects(result: ProfileDiff) -> dict[str, list[Grouped]]:
+    """Each artifact change once, under the first changed profile key it comes from, else its first source (a
+    value the plan derives, e.g. from a changed limit), else OTHER."""
+    keys = {c.path for c in result.profile}
+    out: dict[str, list[Grouped]] = {}
+    for group in result.artifacts.changes:
+        named = [k for k in (result.sources.get(group.change) or "").split(", ") if k]
+        out.setdefault(next((k for k in named if k in keys), named[0] if named else OTHER), []).append(group)
+    return out
+
+
+def effect_count(groups: list[Grouped], untraced: bool = False) -> str:
+    """``6 changes in 4 files, ranks 0-3``: what one profile change does, counted; ``untraced`` when some file
+    changes were traced to no key (one of them may be this key's)."""
+    if not groups:
+        return "no file change traced to it" if untraced else "no effect on the rendered files"
+    files = len({g.change.file for g in groups})
+    ranks = tuple(sorted({r for g in groups for r in g.ranks}))
+    on = f", {ranks_text(ranks)}" if ranks else ""
+    return f"{len(groups)} change{'s' * (len(groups) != 1)} in {files} file{'s' * (files != 1)}{on}"
+
+
+def _change_lines(result: ProfileDiff, group: Grouped, key: str) -> list[str]:
+    """One artifact change, indented under its profile key; the other keys it comes from named."""
+    change = group.change
+    others = [k for k in (result.sources.get(change) or "").split(", ") if k and k != key]
+    tail = f"  (with {', '.join(others)})" if others else ""
+    if change.key:
+        old, new = (show(v).replace("\n", "; ") if v is not None else UNSET for v in (change.old, change.new))
+        return [f"      {where(group)}: {redact(change.key)} {old} {ARROW} {new}{tail}"]
+    return [f"      {where(group)}:{tail}",
+            *(f"        - {redact(line)}" for line in (change.old or "").split("\n") if change.old is not None),
+            *(f"        + {redact(line)}" for line in (change.new or "").split("\n") if change.new is not None)]
+
+
+def _profile_lines(result: ProfileDiff, detail: bool) -> list[str]:
+    count, folds = len(result.profile), result.artifacts.folds
     effect = " (no effect: the rendered files are byte-identical)" if result.identical and count else ""
     lines = [f"profile: {count} change{'s' * (count != 1)}{effect}"]
+    found, folded = effects(result), {f.path: f for f in folds}
     for c in result.profile:
         origin = _origin(c)
-        lines.append(f"  {c.path}: {show(c.old)} {ARROW} {show(c.new)}" + (f"  ({origin})" if origin else "")
-                     + ("  no effect" if result.identical else ""))
+        lines.append(f"  {c.path}: {show(c.old)} {ARROW} {show(c.new)}" + (f"  ({origin})" if origin else ""))
+        fold = folded.get(c.path)
+        counted = effect_count(found.get(c.path, []), OTHER in found)
+        lines.append(f"    {fold_text(fold).split('; ', 1)[1]}" if fold else f"    {counted}")
+        lines += [line for g in found.get(c.path, []) if detail for line in _change_lines(result, g, c.path)]
+    keys = {c.path for c in result.profile}
+    for key in (k for k in found if k not in keys):
+        what = f"{key} (a value derived from the changes above)" if key else "(no profile key found behind)"
+        lines.append(f"  {what}: {effect_count(found[key])}")
+        lines += [line for g in found[key] if detail for line in _change_lines(result, g, key)]
     return lines + [f"  stale: {redact(line)}" for line in result.stale]
 
 
-def _artifact_lines(result: ProfileDiff) -> list[str]:
-    changes = result.artifacts.changes
-    folds = len(result.artifacts.folds)
-    lines = [f"artifacts: {len(changes)} change{'s' * (len(changes) != 1)}"
-             + (" (byte-identical)" if result.identical else "")
-             + (f" besides {folds} rename{'s' * (folds != 1)}" if folds else "")]
-    lines += [f"  {fold_text(fold)}" for fold in result.artifacts.folds]
-    for group in changes:
-        change = group.change
-        source = result.sources.get(change)
-        tail = f"  (from {source})" if source else ""
-        if change.key:
-            old, new = (show(v).replace("\n", "; ") if v is not None else UNSET for v in (change.old, change.new))
-            lines.append(f"  {where(group)}: {redact(change.key)} {old} {ARROW} {new}{tail}")
-            continue
-        lines.append(f"  {where(group)}:{tail}")
-        lines += [f"    - {redact(line)}" for line in (change.old or "").split("\n") if change.old is not None]
-        lines += [f"    + {redact(line)}" for line in (change.new or "").split("\n") if change.new is not None]
-    return lines
+def _artifact_lines(result: ProfileDiff, detail: bool) -> list[str]:
+    changes, folds = result.artifacts.changes, len(result.artifacts.folds)
+    files = len({g.change.file for g in changes})
+    hint = "" if detail or not changes else "; --detail lists each"
+    where_ = f" in {files} file{'s' * (files != 1)}" if changes else ""
+    return [f"artifacts: {len(changes)} change{'s' * (len(changes) != 1)}{where_}"
+            + (" (byte-identical)" if result.identical else "")
+            + (f" besides {folds} rename{'s' * (folds != 1)}" if folds else "") + hint]
 
 
-def text(result: ProfileDiff) -> str:
-    """The terminal form."""
-    return "\n".join([*_profile_lines(result), *_artifact_lines(result)]) + "\n" + redact(result.unified)
+def text(result: ProfileDiff, detail: bool = False) -> str:
+    """The terminal form: each profile change once, its effects counted under it (listed with ``detail``)."""
+    return ("\n".join([*_profile_lines(result, detail), *_artifact_lines(result, detail)]) + "\n"
+            + redact(result.unified))
 
 
-def as_json(result: ProfileDiff) -> str:
-    """The machine form."""
+def as_json(result: ProfileDiff, detail: bool = True) -> str:
+    """The machine form (every change, whatever ``detail`` says)."""
     def value(v: Any, path: str = "") -> Any:
         if v is None or v == UNSET:
             return None
@@ -125,15 +164,17 @@ def _fence(body: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def markdown(result: ProfileDiff) -> str:
-    """The pull-request comment form: two tables, renames said once, the unified diff folded away."""
+def markdown(result: ProfileDiff, detail: bool = False) -> str:
+    """The pull-request comment form: the profile table with each change's effects counted, renames said once;
+    the artifact table (open with ``detail``) and the unified diff folded in <details>."""
     out = [f"### spark-compile diff: {md(result.old_name)} {ARROW} {md(result.new_name)}", ""]
     if result.identical:
         out += ["**The rendered files are byte-identical**: the profile changes below have no effect.", ""]
     if result.profile:
-        out += ["| profile key | old | old set at | new | new set at |", "|---|---|---|---|---|"]
-        out += [f"| {md(c.path)} | {md(c.old)} | {md(c.old_origin or '')} | {md(c.new)} | {md(c.new_origin or '')} |"
-                for c in result.profile]
+        found = effects(result)
+        out += ["| profile key | old | old set at | new | new set at | effect |", "|---|---|---|---|---|---|"]
+        out += [f"| {md(c.path)} | {md(c.old)} | {md(c.old_origin or '')} | {md(c.new)} | {md(c.new_origin or '')} | "
+                f"{md(effect_count(found.get(c.path, []), OTHER in found))} |" for c in result.profile]
         out.append("")
     out += [f"- stale: {md(line)}" for line in result.stale]
     out += [""] if result.stale else []
@@ -142,18 +183,30 @@ def markdown(result: ProfileDiff) -> str:
     changes = result.artifacts.changes
     out += [f"**Artifacts: {len(changes)} change{'s' * (len(changes) != 1)}**", ""]
     if changes:
-        out += ["| ranks | file | key | old | new | from |", "|---|---|---|---|---|---|"]
+        out += [f"<details{' open' if detail else ''}><summary>each artifact change</summary>", "",
+                "| ranks | file | key | old | new | from |", "|---|---|---|---|---|---|"]
         for group in changes:
             c = group.change
             out.append(f"| {md(ranks_text(group.ranks) or 'shared')} | {md(c.file)} | {md(c.key or 'lines')} | "
                        f"{md(c.old)} | {md(c.new)} | {md(result.sources.get(c) or '')} |")
-        out.append("")
+        out += ["", "</details>", ""]
     if result.unified:
-        patch = redact(result.unified)
-        fence = _fence(patch)
-        out += ["<details><summary>unified diff</summary>", "", f"{fence}diff", patch.rstrip("\n"),
-                fence, "", "</details>", ""]
+        out += _folded_patch(redact(result.unified), MAX_COMMENT - len("\n".join(out)))
     return "\n".join(out) + "\n"
 
 
-FORMATS: dict[str, Callable[[ProfileDiff], str]] = {"text": text, "json": as_json, "markdown": markdown}
+def _folded_patch(patch: str, room: int) -> list[str]:
+    """The unified diff in <details>, cut at a line so the comment stays within ``room`` characters."""
+    lines, kept, size = patch.rstrip("\n").split("\n"), [], 200  # the fences, tags and the cut's note
+    for line in lines:
+        size += len(line) + 1
+        if size > room:
+            break
+        kept.append(line)
+    cut = len(lines) - len(kept)
+    note = [f"({cut} more lines: run `spark-compile diff --unified` for the whole diff)", ""] if cut else []
+    fence = _fence("\n".join(kept))
+    return ["<details><summary>unified diff</summary>", "", f"{fence}diff", *kept, fence, "", *note, "</details>", ""]
+
+
+FORMATS: dict[str, Callable[[ProfileDiff, bool], str]] = {"text": text, "json": as_json, "markdown": markdown}

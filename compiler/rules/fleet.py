@@ -168,6 +168,11 @@ def memory_fits(ctx: Context) -> Iterator[Hit]:
                   f"memory limit {box.memory} is not below {hw.name}'s {hw.memory_gb} GB", "leave room for the host")
 
 
+def _quarter(size: str) -> str:
+    """A quarter of a docker size, in whole GiB (at least 1g): an shm size that leaves the limit room."""
+    return f"{max(1, int(size_gib(size) // 4))}g"
+
+
 @rule("SC410", "error", "shm and swap within the memory limit",
       "Pages of /dev/shm are charged to the container's memory cgroup, so --shm-size counts inside --memory "
       "and may not exceed it; --memory-swap below --memory is refused by docker, and needs --memory.",
@@ -176,7 +181,8 @@ def shm_within_memory(ctx: Context) -> Iterator[Hit]:
     box = ctx.profile.container
     if box.memory and box.shm_size and size_gib(box.shm_size) > size_gib(box.memory):
         yield Hit(("container", "shm_size"), f"shm size {box.shm_size} exceeds the memory limit {box.memory}",
-                  "shared memory is charged to the container's limit")
+                  f"set container.shm_size: {_quarter(box.memory)} (shared memory is charged to the container's "
+                  "limit: a quarter of it leaves the rest for the engine's host-side memory)")
     if box.memory_swap and not box.memory:
         yield Hit(("container", "memory_swap"), "memory_swap is set without memory",
                   "docker needs --memory with --memory-swap")

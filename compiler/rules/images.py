@@ -40,7 +40,7 @@ def image_pinned(ctx: Context) -> Iterator[Hit]:
         yield Hit(("engine", "image"), f"{image} is pinned by tag only; the tag can move to another build "
                   f"(checked as {ctx.profile.engine.catalog}, engine.catalog)",
                   "append the digest the image has now: <image>@sha256:<64 hex digits> (`docker buildx imagetools "
-                  f"inspect <image>` prints it), and list it with its build in {TABLE}")
+                  "inspect <image>` prints it), and keep engine.catalog naming the SGLang build it holds")
 
 
 @rule("SC318", "error", "the image holds another build than the catalog",

@@ -94,8 +94,8 @@ def wide_mode_settings(ctx: Context) -> Iterator[Hit]:
     block = engine.speculative.dspark_block_size
     if block != WIDE_BLOCK_SIZE:
         yield Hit(("overlay", "lookup_mode"),
-                  f"lookup-wide mode verifies DSpark's block plus the lookup's tokens: dspark_block_size must be "
-                  f"{WIDE_BLOCK_SIZE} (it is {block})",
+                  f"lookup-wide mode verifies DSpark's block plus the lookup's continuation, so dspark_block_size "
+                  f"must be {WIDE_BLOCK_SIZE} (it is {block})",
                   f"set engine.speculative.dspark_block_size: {WIDE_BLOCK_SIZE} (DSpark's 5 tokens plus up to 10 "
                   "of the lookup's, as 1.7 ran it)", at_key=True)
 

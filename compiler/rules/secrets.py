@@ -35,6 +35,8 @@ def literal_secrets(ctx: Context) -> Iterator[Hit]:
         name, shown = _named(path, value, parent)
         if looks_secret(name.upper().replace("-", "_"), shown):
             hint = (f"move it to secrets.env.{path[-1]}: {{file: /path/on/node}}" if path[:2] == ("engine", "env")
+                    else "move it to secrets.api_key: {file: /path/on/node} (written at start to a root-only "
+                    "engine config file, never into argv)" if name.lower().replace("-", "_") == "api_key"
                     else "let the command read it from a root-only file on the node (a --password-file option): "
                     "launch.sh logs every command it runs" if path[:2] == ("operations", "previous_stack")
                     else "reference it from the secrets section instead")

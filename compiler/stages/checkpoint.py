@@ -15,7 +15,7 @@ from spark_compile.spec.engine_values import DRAFT_PATH, draft_model
 from spark_compile.spec.model import Model, Profile
 from spark_compile.stages.load import YamlPath, read_bytes
 from spark_compile.stages.model_paths import host_dir
-from spark_compile.stages.resolve import Resolved
+from spark_compile.stages.resolve import BlobReader, Resolved
 
 MAX_CONFIG_BYTES = 1 << 20
 
@@ -83,11 +83,11 @@ def is_regular(path: Path) -> bool:
         return False
 
 
-def read_object(path: Path) -> dict[str, Any]:
+def read_object(path: Path, blob: BlobReader = read_bytes) -> dict[str, Any]:
     """A JSON object of at most MAX_CONFIG_BYTES in a regular file, opened without blocking (a FIFO or device a
-    profile names never hangs the check)."""
+    profile names never hangs the check); ``blob`` reads it from elsewhere (a git revision)."""
     try:
-        raw = read_bytes(path)  # at most MAX_CONFIG_BYTES + 1 bytes
+        raw = blob(path)  # at most MAX_CONFIG_BYTES + 1 bytes
         data = json.loads(raw) if len(raw) <= MAX_CONFIG_BYTES else None
     except (InputError, ValueError):
         raise ConfigError(f"{path} is not a readable JSON file") from None
@@ -98,10 +98,10 @@ def read_object(path: Path) -> dict[str, Any]:
     return data
 
 
-def read_config(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
+def read_config(path: Path, data: dict[str, Any] | None = None, blob: BlobReader = read_bytes) -> dict[str, Any]:
     """A model config.json: a JSON object (read_object, unless ``data`` is what it read) naming its
     architectures."""
-    data = read_object(path) if data is None else data
+    data = read_object(path, blob) if data is None else data
     if not isinstance(data.get("architectures"), list):
         raise ConfigError(f"{path} is not a model config.json (a JSON object with 'architectures', under "
                           f"{MAX_CONFIG_BYTES // 1024} KiB)")
@@ -110,7 +110,7 @@ def read_config(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any
 
 def committed_path(resolved: Resolved, name: str, at: YamlPath) -> Path:
     """A file named relative to the profile file that names it."""
-    return Path(str(resolved.origin(at).spot.value.file)).parent / name
+    return resolved.file_of(str(resolved.origin(at).spot.value.file)).parent / name
 
 
 def config_file(resolved: Resolved, files: ModelFiles) -> Path | None:
@@ -128,7 +128,7 @@ def committed_config(resolved: Resolved, plan: CheckpointPlan) -> dict[str, Any]
     if target.config_json is None:
         return None
     try:
-        return read_object(committed_path(resolved, target.config_json, target.config_at))
+        return read_object(committed_path(resolved, target.config_json, target.config_at), resolved.blob)
     except ConfigError as why:
         return str(why)
 
@@ -139,7 +139,7 @@ def _committed_facts(resolved: Resolved, files: ModelFiles | None,
         return None, ""
     try:
         path = committed_path(resolved, files.config_json, files.config_at)
-        return checkpoint(read_config(path, data), files.config_json), ""
+        return checkpoint(read_config(path, data, resolved.blob), files.config_json), ""
     except ConfigError as why:
         return None, str(why)
 

@@ -198,7 +198,8 @@ class _Builder:
         if not pattern.fullmatch(text):
             raise self._error("SC114", node, f"{text[:40]} is a YAML 1.1 number form (leading 0 = octal, "
                               "'_' separators, ':' base 60, 0b binary) whose value surprises readers",
-                              f"write the number in plain decimal, or quote it ('{text[:40]}') to mean text")
+                              "write the number in plain decimal digits (no leading 0, '_', ':' or 0b prefix); quote "
+                              f"it ('{text[:40]}') only where the key takes text, as an integer field refuses a string")
 
     def _mapping(self, node: yaml.MappingNode, path: YamlPath) -> dict[str | int, Any]:
         result: dict[str | int, Any] = {}

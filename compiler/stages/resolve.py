@@ -11,7 +11,7 @@ from typing import Any
 from spark_compile.common.errors import InputError
 from spark_compile.common.findings import Finding, Position
 from spark_compile.common.secrets import redact
-from spark_compile.stages.load import Delete, Document, LoadError, Replace, Spot, YamlPath, load_file
+from spark_compile.stages.load import Delete, Document, LoadError, Replace, Spot, YamlPath, load_file, read_bytes
 
 MAX_DEPTH = 16
 PROFILE_SUFFIXES = (".yaml", ".yml")
@@ -21,6 +21,7 @@ KEYED_LISTS: dict[YamlPath, str] = {("fleet", "nodes"): "name", ("container", "m
                                     ("operations", "window", "checks"): "name"}
 
 DocumentReader = Callable[[Path, str], Document]
+BlobReader = Callable[[Path], bytes]  # another file a profile names (its committed config.json), as read_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,14 @@ class Resolved:
     origins: dict[YamlPath, Origin] = field(default_factory=dict)
     documents: dict[str, Document] = field(default_factory=dict)
     chain: tuple[str, ...] = ()
+    # Each document's path as its reader opened it (a git revision's display is not a path), and the reader
+    # of the files the profile names: both sides of a diff read every file from one source.
+    paths: dict[str, Path] = field(default_factory=dict)
+    blob: BlobReader = read_bytes
+
+    def file_of(self, display: str) -> Path:
+        """The path a document shown as ``display`` was read from."""
+        return self.paths.get(display, Path(display))
 
     def origin(self, path: YamlPath) -> Origin:
         """The origin of ``path`` or of its nearest ancestor that has one."""
@@ -204,11 +213,16 @@ def extends_roots(path: Path, root: Path | None = None) -> tuple[str, ...]:
 
 
 def resolve(path: Path, display: str | None = None, reader: DocumentReader | None = None,
-            exists: Callable[[Path], bool] | None = None, root: Path | None = None) -> Resolved:
+            exists: Callable[[Path], bool] | None = None, root: Path | None = None,
+            blob: BlobReader | None = None) -> Resolved:
     """Load ``path`` and every profile it extends, merged; raises LoadError on a broken chain.
-    ``reader`` and ``exists`` read another source than the working tree (a git revision); ``extends``
+    ``reader``, ``exists`` and ``blob`` read another source than the working tree (a git revision); ``extends``
     stays inside :func:`extends_roots`."""
-    return _resolve(path, display or str(path), reader or _read, exists or Path.is_file, (), extends_roots(path, root))
+    resolved = _resolve(path, display or str(path), reader or _read, exists or Path.is_file, (),
+                        extends_roots(path, root))
+    if blob is not None:
+        resolved.blob = blob
+    return resolved
 
 
 def _real(path: Path) -> str:
@@ -269,7 +283,8 @@ def _resolve(path: Path, display: str, reader: DocumentReader, exists: Callable[
              seen: tuple[str, ...], roots: tuple[str, ...]) -> Resolved:
     doc = reader(path, display)
     parent_ref = doc.data.get("extends")
-    own = Resolved(display, doc.data, {p: Origin(s) for p, s in doc.spots.items()}, {display: doc}, (display,))
+    own = Resolved(display, doc.data, {p: Origin(s) for p, s in doc.spots.items()}, {display: doc}, (display,),
+                   {display: path})
     if parent_ref is None:
         if doc.edits:  # the loader counted them: a profile without any is not walked again
             _refuse_orphan_deletes(doc, doc.data, ())
@@ -291,4 +306,5 @@ def _resolve(path: Path, display: str, reader: DocumentReader, exists: Callable[
     merger = _Merger(parent, doc)
     data = plain(merger.merge(parent.data, doc.data, (), (), ()))
     data.pop("extends", None)
-    return Resolved(display, data, merger.out, {**parent.documents, display: doc}, (display, *parent.chain))
+    return Resolved(display, data, merger.out, {**parent.documents, display: doc}, (display, *parent.chain),
+                    {**parent.paths, display: path})

@@ -29,7 +29,7 @@ def test_markdown_escapes_html_pipes_and_backticks(tmp_path: Path) -> None:
     rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
     # Every table row keeps its columns: no pipe of a value is left unescaped.
     cells = {len(re.findall(r"(?<!\\)\|", row)) for row in rows}
-    assert cells == {6, 7}, rows
+    assert cells == {7}, rows  # the profile table's 6 columns and the artifact table's 6
     assert "| description | DeepSeek-V4.1-Flash" in result.stdout
     assert r"evil \| \`x\` &lt;script&gt;alert(1)&lt;/script&gt; \*b\* \[l\](http://e)" in result.stdout
     assert "| shared | README.md | lines |" in result.stdout
@@ -72,9 +72,9 @@ def test_github_renders_the_markdown_with_every_value_as_text(tmp_path: Path) ->
     cells = _Cells()
     cells.feed(rendered)
     assert not cells.tags & {"script", "img", "em"}, cells.tags
-    assert {len(row) for row in cells.rows} == {5, 6}
+    assert {len(row) for row in cells.rows} == {6}
     assert ["description", "DeepSeek-V4.1-Flash, SGLang dev-dsv41 + Spark overlay, 4x DGX Spark, TP4/EP4, DSpark "
-            "block 5.", "base.yaml:11", hostile, "evil.yaml:2"] in cells.rows
+            "block 5.", "base.yaml:11", hostile, "evil.yaml:2", "no file change traced to it"] in cells.rows
     assert "<script>" not in rendered.split("<pre>")[0]
 
 

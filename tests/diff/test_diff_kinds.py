@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from spark_compile.pipeline import planned, validate
-from spark_compile.review.artifact_diff import Grouped, ProfileDiff
+from spark_compile.review.artifact_diff import UNSET, Grouped, ProfileDiff
 from spark_compile.review.diff import diff_profiles
 from spark_compile.stages.resolve import resolve
 
@@ -137,7 +137,8 @@ def test_setting_a_key_to_its_default_exits_0_and_says_no_effect(tmp_path: Path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout == (
         "profile: 1 change (no effect: the rendered files are byte-identical)\n"
-        "  container.stop_timeout: 60 (default) → 60  (changed.yaml:3)  no effect\n"
+        "  container.stop_timeout: 60 (default) → 60  (changed.yaml:3)\n"
+        "    no effect on the rendered files\n"
         "artifacts: 0 changes (byte-identical)\n"
     )
 
@@ -150,9 +151,9 @@ def test_a_rename_shows_once_and_renamed_files_are_matched(tmp_path: Path) -> No
     assert summary.startswith(
         "profile: 1 change\n"
         "  name: dsv41-4spark → dsv41-canary  (changed.yaml:2)\n"
-        "artifacts: 0 changes besides 1 rename\n"
-        "  name: dsv41-4spark → dsv41-canary; every path follows (")
-    assert summary.count("dsv41-canary") == 2 and summary.endswith("6 files renamed)\n")
+        "    every path follows (")
+    assert summary.endswith("6 files renamed)\nartifacts: 0 changes besides 1 rename\n")
+    assert summary.count("dsv41-canary") == 1
     assert ("--- a/0-spark-0/sglang-dsv41-4spark.service\n+++ b/0-spark-0/sglang-dsv41-canary.service\n"
             in result.stdout)
     assert "/dev/null" not in result.stdout
@@ -187,3 +188,10 @@ def test_kubernetes_only_setting_shows_in_the_manifests(tmp_path: Path) -> None:
     assert (namespace.ranks, namespace.change.old, namespace.change.new) == ((), "inference", "serving")
     assert _changed_files(result) == _gnu_diff_files(tmp_path, tmp_path / "k8s.yaml", tmp_path / "changed.yaml",
                                                      "dsv41-k8s")
+
+
+def test_a_delete_is_cited_at_the_line_of_the_file_that_deletes(tmp_path: Path) -> None:
+    result = _diff(tmp_path, "engine:\n  env:\n    SGLANG_FLASHINFER_MOE_FUSED_FINALIZE: !delete\n")
+    [change] = result.profile
+    assert (change.path, change.old, change.new) == ("engine.env.SGLANG_FLASHINFER_MOE_FUSED_FINALIZE", "0", UNSET)
+    assert (change.old_origin, change.new_origin) == (f"{tmp_path / 'base.yaml'}:84", f"{tmp_path / 'changed.yaml'}:4")

@@ -38,7 +38,7 @@ class Infra:
             shutil.copy(ROOT / "spec" / "profiles" / name, self.repo / "profiles" / name)
         config = _readme_example().replace("https://example.invalid/spark-compile.git", str(hooks.source))
         self.config = self.repo / ".pre-commit-config.yaml"
-        self.config.write_text(config.replace("rev: v0.2.0", f"rev: {hooks.rev}"))
+        self.config.write_text(config.replace("rev: FILL-IN", f"rev: {hooks.rev}"))
         self.git("init", "-q")
         installed = subprocess.run([tool, "install"], cwd=self.repo, env=self.env, capture_output=True, text=True,
                                    check=False)
@@ -108,4 +108,5 @@ def test_infra_repo_walk(tmp_path: Path, hook_repo: HookRepo) -> None:
     assert list((infra.repo / "profiles" / "generated" / "dsv41-k8s" / "k8s").glob("*.yaml"))
     code, out = infra.commit("a Kubernetes target")
     assert code == 0, out
-    assert "profiles/k8s.yaml: new profile (not in HEAD)" in out
+    assert ("profiles/k8s.yaml: new profile, against the profile it extends (profiles/dsv41-4spark.yaml at HEAD)\n"
+            in out)

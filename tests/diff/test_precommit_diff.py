@@ -34,10 +34,24 @@ def test_since_diffs_each_path_against_the_revision(tmp_path: Path) -> None:
     assert result.stdout.startswith(
         f"== {PROFILE} against HEAD\n"
         "profile: 1 change\n"
-        f"  engine.limits.max_running_requests: 16 → 24  ({PROFILE}:")
-    assert "    +   --max-running-requests 24 \\\n" in result.stdout
-    assert result.stdout.endswith("== spec/profiles/canary.yaml against HEAD\n"
-                                  "spec/profiles/canary.yaml: new profile (not in HEAD)\n")
+        f"  engine.limits.max_running_requests: 16 → 24  ({PROFILE}:73)\n"
+        "    4 changes in 3 files, ranks 0-3\n"
+        "  engine.cuda_graph.max_bs_decode (a value derived from the changes above): 2 changes in 2 files, ranks 0-3\n"
+        "artifacts: 6 changes in 3 files; --detail lists each\n")
+    canary = result.stdout.split("== spec/profiles/canary.yaml against HEAD\n", 1)[1]
+    assert canary.startswith("spec/profiles/canary.yaml: new profile, against the profile it extends "
+                             f"({PROFILE} at HEAD)\n"
+                             "profile: 2 changes\n"
+                             "  name: dsv41-4spark → canary  (spec/profiles/canary.yaml:2)\n"
+                             "    every path follows (")
+
+
+def test_since_says_new_profile_for_a_new_file_that_extends_nothing(tmp_path: Path) -> None:
+    repo = _infra(tmp_path)
+    shutil.copy(repo / PROFILE, repo / "spec" / "profiles" / "other.yaml")
+    result = run_cli("diff", "--since", "HEAD", "spec/profiles/other.yaml", cwd=repo)
+    assert (result.returncode, result.stdout) == (0, "== spec/profiles/other.yaml against HEAD\n"
+                                                     "spec/profiles/other.yaml: new profile (not in HEAD)\n")
 
 
 def test_since_refuses_an_option_shaped_revision(tmp_path: Path) -> None:
@@ -57,7 +71,7 @@ def test_pre_commit_hook_prints_the_diff(tmp_path: Path, hook_repo: HookRepo) ->
     result = hook_repo.run(repo, "spark-compile-diff", PROFILE)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "engine.limits.max_running_requests: 16 → 24" in result.stdout
-    assert "    +   --max-running-requests 24 \\" in result.stdout
+    assert "\n    4 changes in 3 files, ranks 0-3\n" in result.stdout
 
 
 def test_report_against_a_git_revision(tmp_path: Path) -> None:

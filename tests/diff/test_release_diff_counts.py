@@ -56,12 +56,13 @@ def test_the_1_6_to_1_7_diff_lists_each_real_change_once_with_its_profile_key() 
 
 
 def test_text_and_markdown_say_the_stale_description_and_both_sources() -> None:
-    text = run_cli("diff", *SIDES).stdout
+    text = run_cli("diff", "--detail", *SIDES).stdout
     assert f"\n  stale: {STALE}\n" in text
-    assert "  fleet/fleet.env: rank_hooks (16 16 16 16) → (18 18 18 18)  (from " + ", ".join(FLAGS) + ")\n" in text
+    hooks = "      fleet/fleet.env: rank_hooks (16 16 16 16) → (18 18 18 18)  (with " + ", ".join(FLAGS[1:]) + ")\n"
+    assert hooks in text
     markdown = run_cli("diff", "--format", "markdown", *SIDES).stdout
     assert ("| engine.speculative.dspark\\_block\\_size | 5 | spec/profiles/releases/production-1.1.yaml:58 | 15 | "
-            "spec/profiles/releases/production-1.7.yaml:11 |\n") in markdown
+            "spec/profiles/releases/production-1.7.yaml:11 | 4 changes in 3 files, ranks 0-3 |\n") in markdown
     assert ("- stale: description still says &#x27;DSpark block 5&#x27;, but engine.speculative.dspark\\_block\\_size "
             "is now 15  (spec/profiles/releases/production-1.1.yaml:10)\n") in markdown
 
@@ -78,3 +79,28 @@ def test_every_artifact_change_of_every_release_names_its_profile_key() -> None:
         assert body["artifacts"], (old, new)
         unnamed += [(old, new, a["file"], a["name"]) for a in body["artifacts"] if not a["source"]]
     assert unnamed == []
+
+
+# The counts under each 1.7 key, from ARTIFACTS above: a change several keys share counts under the first.
+EFFECTS = ["every mention follows (14 lines in 13 files)", "6 changes in 4 files, ranks 0-3",
+           "4 changes in 3 files, ranks 0-3", "3 changes in 3 files, ranks 0-3", "6 changes in 4 files, ranks 0-3",
+           *["2 changes in 2 files, ranks 0-3"] * 4, "no effect on the rendered files",
+           "no effect on the rendered files"]
+
+
+def test_the_default_text_says_each_profile_change_once_with_its_effects_counted() -> None:
+    lines = run_cli("diff", *SIDES).stdout.splitlines()
+    keys = [line.split(":")[0].strip() for line in lines if line.startswith("  ") and not line.startswith("   ")]
+    assert keys == [*PROFILE, "stale"]
+    assert [line.strip() for line in lines if line.startswith("    ")] == EFFECTS
+    assert lines[-1] == "artifacts: 27 changes in 6 files besides 1 rename; --detail lists each"
+    assert sum(int(e.split()[0]) for e in EFFECTS if e[0].isdigit()) == sum(ARTIFACTS.values())
+
+
+def test_every_release_pair_fits_a_github_comment_in_markdown() -> None:
+    for old, new in itertools.pairwise(RELEASES):
+        sides = (f"spec/profiles/releases/production-{old}.yaml", f"spec/profiles/releases/production-{new}.yaml")
+        markdown = run_cli("diff", "--format", "markdown", *sides).stdout
+        assert len(markdown) < 60_000, (old, new, len(markdown))
+        assert "<details><summary>each artifact change</summary>" in markdown
+        assert len(run_cli("diff", "--format", "markdown", "--unified", *sides).stdout) < 60_000, (old, new)

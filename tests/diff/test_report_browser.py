@@ -114,7 +114,7 @@ def test_the_reference_page_has_each_section_and_each_change_in_place(pages: dic
                          f"{profile['engine']['image']} is pinned by tag only; the tag can move to another build "
                          "(checked as sglang-0.5.23, engine.catalog) hint: append the digest the image has now: "
                          "<image>@sha256:<64 hex digits> (`docker buildx imagetools inspect <image>` prints it), and "
-                         "list it with its build in spec/catalogs/image-builds.json")]
+                         "keep engine.catalog naming the SGLang build it holds")]
     assert not dom.select("li", "stale")  # "DSpark block 5" is true of 1.7.1
 
 
