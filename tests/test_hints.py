@@ -39,6 +39,7 @@ NOT_CONCRETE = {
     "SC241": "the draft model's directory or hub id is the operator's",
     "SC242": "a tp that divides the heads needs as many GPUs: a fleet change",
     "SC247": "the checkpoint's config.json, which only the checkpoint has",
+    "SC258": "SGLang divides whatever chunk is written: the warning says what each rank prefills",
     "SC312": "the image's digest, which only the registry knows (docker buildx imagetools inspect)",
     "SC318": "the operator's image-builds table names the build (tests/test_image_builds.py raises it)",
     "SC319": "the build a digest holds is the operator's entry (tests/test_image_builds.py raises it)",
