@@ -47,8 +47,11 @@ def topk_backend(ctx: Context) -> Iterator[Hit]:
                f"not {backend}{how}")
     else:
         return
+    # With top-k 1 SGLang verifies num_steps + 1 tokens (SC240): the hint writes that count with it.
+    tokens = f" and engine.speculative.num_draft_tokens: {spec.num_steps + 1}" \
+        if spec.num_steps is not None and spec.num_draft_tokens is not None else ""
     yield Hit(("engine", "speculative", "eagle_topk"), f"{why}: SGLang refuses eagle_topk {spec.eagle_topk}",
-              "set engine.speculative.eagle_topk: 1")
+              f"set engine.speculative.eagle_topk: 1{tokens}")
 
 
 @rule("SC256", "error", "a standalone draft without attention DP",
@@ -60,7 +63,8 @@ def standalone_dp_attention(ctx: Context) -> Iterator[Hit]:
     if eng.speculative.algorithm == "STANDALONE" and eng.parallel.dp_attention and (eng.parallel.dp or 1) > 1:
         yield Hit(("engine", "parallel", "dp_attention"),
                   "SGLang refuses a STANDALONE draft with attention data parallelism",
-                  "remove dp_attention (the standalone draft runs without attention DP)")
+                  "remove engine.parallel.dp_attention and engine.parallel.dp (the standalone draft runs "
+                  "without attention DP)")
 
 
 @rule("SC257", "error", "attention DP that divides tp",
