@@ -89,3 +89,15 @@ KV_BACKEND_REWRITES = {("fp8_e5m2", "fa3"): "triton"}  # FlashAttention3 takes o
 # The attention backend SGLang picks for a multi-head-attention model on GB10 when none is written (measured with
 # `check --engine`: an FP4 KV cache is refused "..., but got flashinfer").
 GB10_DEFAULT_MHA_BACKEND = "flashinfer"
+
+# speculative/spec_info.py handle_server_args: _handle_eagle_family runs for the EAGLE family and STANDALONE, so
+# num_steps, eagle_topk and num_draft_tokens are theirs; it asserts top-k and draft tokens are unset when
+# num_steps is (SGLang then chooses all three).
+STEP_ALGORITHMS = (*EAGLE_FAMILY, "STANDALONE")
+# The same hook: top-k above 1 is refused with trtllm_mha, and with a KV page above 1 outside these backends.
+TOPK_ONE_BACKENDS = ("trtllm_mha",)
+PAGE_TREE_BACKENDS = ("flashinfer", "fa3", "triton")
+# arg_groups/parallel_hook.py _handle_deprecated_dp_attention: --enable-dp-attention with --dp-size N is the old
+# spelling of --attn-dp-size N (dp_size becomes 1, the flag false); _handle_data_parallelism then divides
+# --chunked-prefill-size by N, with a warning.
+DP_ATTENTION_FLAGS = ("--enable-dp-attention", "--dp-size")

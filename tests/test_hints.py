@@ -9,6 +9,7 @@ The hints are read as edits by tests/hint_edits.py (its grammar is the one the r
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Any
 import pytest
 from hint_edits import Profile, checked, child_text, suggestion
 from test_fixes import NEGATIVE
+
+from spark_compile.spec.sglang_facts import SPECULATIVE_ALIASES
 
 from conftest import REFERENCE_PROFILE, ROOT, run_cli
 
@@ -39,6 +42,7 @@ NOT_CONCRETE = {
     "SC241": "the draft model's directory or hub id is the operator's",
     "SC242": "a tp that divides the heads needs as many GPUs: a fleet change",
     "SC247": "the checkpoint's config.json, which only the checkpoint has",
+    "SC258": "SGLang divides whatever chunk is written: the warning says what each rank prefills",
     "SC312": "the image's digest, which only the registry knows (docker buildx imagetools inspect)",
     "SC330": "whether the image's own build takes the value is the image's (its source's catalog says)",
     "SC318": "the operator's image-builds table names the build (tests/test_image_builds.py raises it)",
@@ -169,3 +173,47 @@ def test_every_message_names_a_node_by_its_name(raised: Any) -> None:
                     if finding.rule != "SC402":
                         bare.append((path.name, finding.rule, text[max(0, found.start() - 20):found.end() + 20]))
     assert bare == []
+
+
+# Features an engine rule's hint may drop, with why: SGLang serves the two only apart.
+DROPS_FEATURE = {"SC256": "SGLang refuses a standalone draft with attention DP: one of the two must go"}
+FEATURES = (("engine", "speculative", "algorithm"), ("engine", "parallel", "dp_attention"))
+
+
+@pytest.mark.engine
+def test_every_engine_rule_hint_is_resolved_by_sglang_with_the_feature_kept(raised: Any, tmp_path: Path) -> None:
+    """For each rule whose negative profile records SGLang's verdict (`# engine:` lines), its hint applied
+    literally gives a profile SGLang's own resolution (check --engine, all in one engine process) neither refuses
+    nor rewrites, which keeps the speculative algorithm and attention DP the negative profile asked for."""
+    python = os.environ.get("ENGINE_PYTHON", "")
+    if not python:
+        pytest.skip("no engine interpreter: set ENGINE_PYTHON (tests/engine/sglang_parse.py says how)")
+    children: dict[str, tuple[str, Any]] = {}
+    dropped = []
+    for rule, cases in sorted(raised.items()):
+        for path, finding in cases:
+            if b"\n# engine: " not in path.read_bytes():
+                continue
+            edits = suggestion(Profile(path), finding)
+            if edits is None:
+                continue
+            # Writing the name SGLang runs the feature under (NEXTN's EAGLE) keeps it.
+            profile = Profile(path)
+            written = profile.value(FEATURES[0]) if profile.has(FEATURES[0]) else None
+            renamed = {SPECULATIVE_ALIASES.get(str(written))}
+            if any(e.path[:len(f)] == f and (e.remove or e.value not in renamed) for e in edits for f in FEATURES) \
+                    and rule not in DROPS_FEATURE:
+                dropped.append((path.name, rule, finding.hint))
+            child = tmp_path / f"{len(children):03d}-{path.stem}.yaml"
+            text = child_text(path, profile, edits).replace(
+                f"extends: {path.name}", f"extends: {os.path.relpath(path, tmp_path)}", 1)
+            child.write_text(text, encoding="utf-8")
+            children[str(child)] = (rule, finding.hint)
+    assert dropped == [], "hints that drop the feature the profile asked for"
+    assert len(children) >= 10
+    proc = run_cli("check", "--engine", "--format", "json", *children, env={"ENGINE_PYTHON": python})
+    found = json.loads(proc.stdout)["findings"]
+    refused = sorted({(Path(c).name, *children[c], f["rule"], f["message"]) for f in found
+                      for c in children if f["rule"] in ("SC601", "SC602")
+                      and Path(c).resolve() in {(ROOT / p).resolve() for p in (f["file"], *f["via"])}})
+    assert refused == []

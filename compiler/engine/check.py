@@ -27,6 +27,7 @@ from spark_compile.rules import load_all
 from spark_compile.spec.engine_values import DRAFT_PATH, draft_model, own_mtp_draft
 from spark_compile.spec.generators.catalog_extract import default_engine_python
 from spark_compile.spec.hardware import HARDWARE
+from spark_compile.spec.sglang_facts import DEPRECATED_TOOL_CALL_PARSERS, DP_ATTENTION_FLAGS, SPECULATIVE_ALIASES
 from spark_compile.stages.checkpoint import ConfigError, committed_path, is_regular, read_config
 from spark_compile.stages.launch_plan import dotted
 from spark_compile.stages.load import YamlPath
@@ -193,13 +194,26 @@ def _finding(validated: Planned, path: YamlPath, rule: str, message: str, hint: 
     return locate(validated.resolved, path, rule, load_all()[rule].severity, message, hint, at_key=at_key)
 
 
+def documented(validated: Planned, rw: Rewrite) -> bool:
+    """A rewrite SGLang documents as the same setting under another name (the NEXTN alias, a deprecated parser,
+    attention DP's old spelling and its per-rank prefill chunk): the static rules warn about it with the same
+    text in both modes (SC246, SC251, SC258), so it is no SC601 error."""
+    wrote, resolved, par = _show(rw.wrote), _show(rw.resolved), validated.profile.engine.parallel
+    attention_dp = (par.dp or 1) if par.dp_attention else 1
+    return {"--speculative-algorithm": SPECULATIVE_ALIASES.get(wrote) == resolved,
+            "--tool-call-parser": DEPRECATED_TOOL_CALL_PARSERS.get(wrote) == resolved,
+            "--chunked-prefill-size": attention_dp > 1 and str(rw.wrote).isdigit()
+            and int(rw.wrote) // attention_dp == rw.resolved}.get(rw.option, False) or \
+        (rw.option in DP_ATTENTION_FLAGS and attention_dp > 1 and rw.resolved in (1, False))
+
+
 def _rewrite_findings(validated: Planned, build: str, found: list[Rewrite], total: int,
                       resolved_everywhere: bool) -> list[Finding]:
     accepted = validated.profile.engine.accept_rewrites
     out: list[Finding] = []
     for rw in found:
         name = rw.option.removeprefix("--")
-        if name in accepted and _same(accepted[name], rw.resolved):
+        if (name in accepted and _same(accepted[name], rw.resolved)) or documented(validated, rw):
             continue
         where = _where(rw.ranks, total)
         by = f" ({', '.join(rw.sources)})" if rw.sources else ""

@@ -24,6 +24,7 @@ import-only stand-ins, and an error raised by a stand-in or a real device call i
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import importlib.abc
 import importlib.machinery
@@ -189,8 +190,29 @@ def _printable(text: str) -> str:
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in " ".join(text.split()))
 
 
+def _asserted(exc: BaseException) -> str:
+    """A bare assert's condition, read from the source statement that raised it, with where it is in sglang/."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return ""
+    last = frames[-1]
+    try:
+        with open(last.filename, encoding="utf-8") as source:
+            text = source.read()
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError):
+        return ""
+    tests = [ast.get_source_segment(text, node.test) for node in ast.walk(tree)
+             if isinstance(node, ast.Assert) and node.lineno <= (last.lineno or 0) <= (node.end_lineno or 0)]
+    where = last.filename.rpartition("/sglang/")[2] or last.filename.rpartition("/")[2]
+    return f"assert {' '.join(tests[-1].split())} failed ({where}:{last.lineno})" if tests and tests[-1] else ""
+
+
 def _message(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {_printable(str(exc)) or '(no message)'}"
+    text = _printable(str(exc))
+    if not text and isinstance(exc, AssertionError):
+        text = _printable(_asserted(exc))
+    return f"{type(exc).__name__}: {text or '(no message)'}"
 
 
 class _Warnings(logging.Handler):

@@ -159,7 +159,8 @@ def image_values(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("SC305", "warning", "deprecated engine flag",
-      "The catalog's SGLang marks the flag deprecated; use its replacement before it is removed.",
+      "The catalog's SGLang marks a flag engine.args writes deprecated; use its replacement before it is removed. "
+      "A flag the plan writes from a typed field is the compiler's spelling, not the profile's: not reported.",
       "engine: {args: {disable-cuda-graph: true}}", "engine: {cuda_graph: {enabled: false}}")
 def deprecated_flag(ctx: Context) -> Iterator[Hit]:
     catalog = ctx.engine_catalog
@@ -167,7 +168,7 @@ def deprecated_flag(ctx: Context) -> Iterator[Hit]:
         return
     for option in ctx.plan.ranks[0].engine_options:
         flag = catalog.lookup(option.flag)
-        if flag is not None and flag.deprecated:
+        if flag is not None and flag.deprecated and option.source[:2] == ("engine", "args"):
             yield Hit(option.source, f"{option.flag} is deprecated in {catalog.name}",
                       f"use {flag.replacement}" if flag.replacement else "see SGLang's release notes", at_key=True)
 

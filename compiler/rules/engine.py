@@ -8,7 +8,7 @@ from spark_compile.overlay.registry import FLAGS_BY_NAME
 from spark_compile.rules.registry import PLAN_ENGRAM_VARIABLES, Context, Hit, rule
 from spark_compile.rules.sglang_model import divisors, ep_choices, moe_runner, tp_misses_fleet
 from spark_compile.spec.envfile import env_value_problem
-from spark_compile.spec.sglang_facts import EAGLE_FAMILY, SPECULATIVE_ALIASES, SPECULATIVE_BY_MODEL_TYPE
+from spark_compile.spec.sglang_facts import SPECULATIVE_ALIASES, SPECULATIVE_BY_MODEL_TYPE, STEP_ALGORITHMS
 from spark_compile.stages.engine_options import TYPED_FLAG_SYNONYMS, TYPED_FLAGS
 from spark_compile.stages.launch_plan import dotted, field_name
 from spark_compile.stages.model_paths import served_id
@@ -127,13 +127,14 @@ def dspark_block_known(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("SC205", "error", "EAGLE settings go with the EAGLE family",
-      "num_steps and eagle_topk belong to EAGLE, EAGLE3 and NEXTN; DSPARK forces both to 1.",
+      "num_steps and eagle_topk belong to EAGLE, EAGLE3, NEXTN and STANDALONE (SGLang's _handle_eagle_family "
+      "reads them); DSPARK forces both to 1.",
       "speculative: {algorithm: DSPARK, dspark_block_size: 5, num_steps: 3}",
       "speculative: {algorithm: EAGLE, num_steps: 3, eagle_topk: 1, num_draft_tokens: 4}")
 def eagle_flags(ctx: Context) -> Iterator[Hit]:
     spec = ctx.profile.engine.speculative
     for field in ("num_steps", "eagle_topk"):
-        if getattr(spec, field) is not None and spec.algorithm not in EAGLE_FAMILY:
+        if getattr(spec, field) is not None and spec.algorithm not in STEP_ALGORITHMS:
             yield Hit(("engine", "speculative", field),
                       f"{field} is an EAGLE setting but the algorithm is {spec.algorithm}", "remove it")
 

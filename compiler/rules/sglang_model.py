@@ -35,6 +35,7 @@ from spark_compile.spec.sglang_facts import (
     NO_PP_MODEL_TYPES,
     PP_SPEC_ENV,
     REQUANTIZATION_METHODS,
+    STEP_ALGORITHMS,
 )
 
 
@@ -91,7 +92,7 @@ def ep_choices(ctx: Context) -> tuple[int, ...]:
       "speculative: {algorithm: EAGLE3, num_steps: 3, eagle_topk: 1, num_draft_tokens: 4}")
 def eagle_chain_tokens(ctx: Context) -> Iterator[Hit]:
     spec = ctx.profile.engine.speculative
-    if spec.algorithm in EAGLE_FAMILY and spec.eagle_topk == 1 and spec.num_steps is not None \
+    if spec.algorithm in STEP_ALGORITHMS and spec.eagle_topk == 1 and spec.num_steps is not None \
             and spec.num_draft_tokens is not None and spec.num_draft_tokens != spec.num_steps + 1:
         yield Hit(("engine", "speculative", "num_draft_tokens"),
                   f"with eagle_topk 1 SGLang verifies num_steps + 1 = {spec.num_steps + 1} draft tokens and "
@@ -220,7 +221,7 @@ def quantization_agrees(ctx: Context) -> Iterator[Hit]:
                   f"remove it (SGLang reads {whose}checkpoint's), or write {cp.quantization}")
 
 
-def _attention_backend(ctx: Context) -> tuple[str | None, str]:
+def attention_backend(ctx: Context) -> tuple[str | None, str]:
     """(the attention backend SGLang runs, how it came to it)."""
     family = ctx.family
     if family and family.attention_backend:
@@ -274,7 +275,7 @@ def graph_max_follows_list(ctx: Context) -> Iterator[Hit]:
       "engine: {backends: {attention: trtllm_mha}, kv_cache_dtype: fp8_e4m3}",
       "engine: {backends: {attention: flashinfer}, kv_cache_dtype: fp8_e4m3}")
 def kv_backend(ctx: Context) -> Iterator[Hit]:
-    dtype, (backend, how) = kv_cache_dtype(ctx.profile), _attention_backend(ctx)
+    dtype, (backend, how) = kv_cache_dtype(ctx.profile), attention_backend(ctx)
     if dtype is None or backend is None or ctx.hardware.sm[0] != 12:
         return
     pair = (dtype.value, backend)

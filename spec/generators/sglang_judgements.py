@@ -28,7 +28,8 @@ MAX_READS = 8
 
 # Judgements a static rule repeats (site -> rule ids); the engine check runs every resolution site anyway.
 STATIC: dict[str, tuple[str, ...]] = {
-    "srt/arg_groups/speculative_hook.py:_handle_eagle_family": ("SC205", "SC240", "SC241"),
+    "srt/arg_groups/speculative_hook.py:_handle_eagle_family": ("SC205", "SC240", "SC241", "SC254", "SC255", "SC256"),
+    "srt/arg_groups/parallel_hook.py:handle_data_parallelism": ("SC257", "SC258"),
     "srt/arg_groups/speculative_hook.py:_handle_dspark": ("SC203", "SC204", "SC205"),
     "srt/arg_groups/deepseek_v4_hook.py:apply_deepseek_v4_defaults": ("SC202", "SC207", "SC219"),
     "srt/arg_groups/model_overrides/deepseek_v4.py:_deepseek_v4_overrides": ("SC217", "SC218"),

@@ -1,14 +1,19 @@
-"""One-value mutants of every shipped profile, example and release, for the differential suite (test_differential.py).
+"""The differential corpus, generated: mutants of every shipped profile, example and release and of the bases
+under tests/engine/bases/ (other architectures), for the differential suite (test_differential.py).
 
-Each mutant extends a shipped profile and changes one typed engine setting (parallelism, speculative decoding,
-backends, graphs, limits, chat parsers, load format, KV cache dtype, page size) or the model's quantization to a
-value SGLang's parser accepts; a value the parent already has is skipped.
+A one-key mutant extends a base and changes one typed setting (MUTATIONS: parallelism, speculative decoding,
+backends, graphs, limits, chat parsers, load format, KV cache dtype, page size, quantizations) to a value SGLang's
+parser accepts; a two-key mutant changes two keys that one of SGLang's judgements reads together (the sites of
+the judgement inventory, read from SGLang's source by spec/generators/sglang_judgements.py). A value the parent
+already has, or a setting of a section it does not have, is skipped.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +23,9 @@ from conftest import ROOT
 
 SHIPPED = [ROOT / "spec" / "profiles" / "dsv41-4spark.yaml",
            *sorted((ROOT / "spec" / "profiles" / "examples").glob("*.yaml"))]
+# Other architectures than the shipped ones: a dense model with a separate draft, a MoE without MTP layers, a
+# hybrid sliding-window model and a hybrid linear-attention MoE with MTP layers (their config.json name a source).
+BASES = sorted((ROOT / "tests" / "engine" / "bases").glob("*.yaml"))
 # The release history: each release mutated in its parallelism and speculative settings only (the rest of
 # each is the reference's, mutated in full above).
 RELEASES = sorted((ROOT / "spec" / "profiles" / "releases").glob("*.yaml"))
@@ -30,7 +38,7 @@ MUTATIONS: list[tuple[tuple[str, ...], list[Any]]] = [
     (("engine", "parallel", "pp"), [2]),
     (("engine", "parallel", "dp"), [2]),
     (("engine", "parallel", "dp_attention"), [True]),
-    (("engine", "speculative", "algorithm"), ["none", "EAGLE", "EAGLE3", "NEXTN", "NGRAM", "STANDALONE", "DSPARK"]),
+    (("engine", "speculative", "algorithm"), ["EAGLE", "none", "EAGLE3", "NEXTN", "NGRAM", "STANDALONE", "DSPARK"]),
     (("engine", "speculative", "num_steps"), [1, 3]),
     (("engine", "speculative", "eagle_topk"), [1, 4]),
     (("engine", "speculative", "num_draft_tokens"), [4, 6]),
@@ -48,6 +56,7 @@ MUTATIONS: list[tuple[tuple[str, ...], list[Any]]] = [
     (("engine", "limits", "max_running_requests"), [1]),
     (("engine", "limits", "max_total_tokens"), [4096]),
     (("engine", "limits", "random_seed"), [1]),
+    (("engine", "limits", "watchdog_timeout"), [30]),
     (("engine", "chat", "tool_call_parser"), ["glm45", "qwen25", "deepseekv3"]),
     (("engine", "chat", "reasoning_parser"), ["qwen3"]),
     (("engine", "load_format"), ["dummy"]),
@@ -94,19 +103,63 @@ def _resolved_of(parent: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def mutants(where: Path) -> list[Mutant]:
-    """Every mutant, as YAML text meant to be written in the folder ``where`` (its `extends:` is relative to it)."""
+def _mutant(parent: Path, where: Path, changes: list[tuple[tuple[str, ...], Any]]) -> Mutant:
+    body: dict[str, Any] = {"extends": Path(os.path.relpath(parent, where)).as_posix()}
+    for path, value in changes:
+        _merge(body, _nest(path, value))
+    shown = ",".join(f"{'.'.join(path)}={str(v).lower() if isinstance(v, bool) else v}" for path, v in changes)
+    return Mutant(f"{parent.stem}:{shown}", parent, yaml.safe_dump(body, sort_keys=False))
+
+
+def _merge(into: dict[str, Any], other: dict[str, Any]) -> None:
+    for key, value in other.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def _applies(resolved: dict[str, Any], path: tuple[str, ...], value: Any) -> bool:
+    """The value is not the parent's own, and the section it sets exists (a draft's setting needs a draft)."""
+    return _get(resolved, path) != value and not (len(path) > 3 and _get(resolved, path[:-1]) is None)
+
+
+def read_together(sites_reads: list[tuple[str, ...]]) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Every pair of mutated keys that one of SGLang's judgements reads together (``sites_reads``: the settings
+    each judgement site reads, by dest), in a stable order."""
+    from spark_compile.stages.engine_options import TYPED
+
+    catalog = json.loads((ROOT / "spec" / "catalogs" / "sglang-0.5.23.json").read_text(encoding="utf-8"))
+    dests = {option: flag["dest"] for flag in catalog["flags"] for option in flag["options"]}
+    mutated = {path for path, _ in MUTATIONS}
+    key_of = {dests[t.flag]: tuple(map(str, t.field)) for t in TYPED if t.flag in dests and t.field in mutated}
+    key_of["speculative_draft_model_quantization"] = ("engine", "speculative", "draft", "quantization")
+    pairs = {pair for reads in sites_reads
+             for pair in combinations(sorted({key_of[d] for d in reads if d in key_of}), 2)}
+    return sorted(pairs)
+
+
+def mutants(where: Path, pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> list[Mutant]:
+    """Every mutant, as YAML text meant to be written in the folder ``where`` (its `extends:` is relative to it):
+    each base's one-key mutants, then one two-key mutant per pair of ``pairs``, on the architectures in turn (the
+    first, from the pair's own turn on, where both keys change), its values taken in turn from each key's list."""
     out: list[Mutant] = []
-    for parent in [*SHIPPED, *RELEASES]:
-        resolved = _resolved_of(parent)
-        extends = Path(os.path.relpath(parent, where)).as_posix()
-        for path, values in MUTATIONS:
+    resolved = {parent: _resolved_of(parent) for parent in [*SHIPPED, *BASES, *RELEASES]}
+    for parent, data in resolved.items():
+        for path, choices in MUTATIONS:
             if parent in RELEASES and path[:2] not in RELEASE_SECTIONS:
                 continue
-            for value in values:
-                if _get(resolved, path) == value or (len(path) > 3 and _get(resolved, path[:-1]) is None):
-                    continue  # the parent's own value, or a setting of a section it does not have (no draft)
-                body = yaml.safe_dump({"extends": extends, **_nest(path, value)}, sort_keys=False)
-                shown = str(value).lower() if isinstance(value, bool) else value
-                out.append(Mutant(f"{parent.stem}:{'.'.join(path)}={shown}", parent, body))
-    return out
+            out += [_mutant(parent, where, [(path, v)]) for v in choices if _applies(data, path, v)]
+    return out + [m for index, pair in enumerate(pairs) if (m := _pair_mutant(index, pair, resolved, where))]
+
+
+def _pair_mutant(index: int, pair: tuple[tuple[str, ...], tuple[str, ...]], resolved: dict[Path, dict[str, Any]],
+                 where: Path) -> Mutant | None:
+    values, parents = dict(MUTATIONS), [*SHIPPED, *BASES]
+    for turn in range(len(parents)):
+        parent = parents[(index + turn) % len(parents)]
+        first, second = ([v for v in values[key] if _applies(resolved[parent], key, v)] for key in pair)
+        if first and second:
+            pick = [(pair[0], first[index % len(first)]), (pair[1], second[(index // len(first)) % len(second)])]
+            return _mutant(parent, where, pick)
+    return None

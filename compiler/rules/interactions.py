@@ -1,0 +1,96 @@
+"""SC254-SC258: pairs of settings SGLang 0.5.23 judges together in _handle_eagle_family and the data-parallel
+hooks (speculative steps against top-k, draft tokens and the attention backend; a standalone draft against
+attention DP; attention DP against the prefill chunk), judged from the profile without running SGLang.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from spark_compile.rules.registry import Context, Hit, rule
+from spark_compile.rules.sglang_model import attention_backend
+from spark_compile.spec.sglang_facts import PAGE_TREE_BACKENDS, STEP_ALGORITHMS, TOPK_ONE_BACKENDS
+
+
+@rule("SC254", "error", "num_steps with top-k or draft tokens",
+      "SGLang asserts that speculative eagle_topk and num_draft_tokens are unset when num_steps is "
+      "(_handle_eagle_family: it then chooses all three): setting one without num_steps stops it at start.",
+      "speculative: {algorithm: EAGLE3, eagle_topk: 1}",
+      "speculative: {algorithm: EAGLE3, num_steps: 3, eagle_topk: 1}")
+def steps_with_topk(ctx: Context) -> Iterator[Hit]:
+    spec = ctx.profile.engine.speculative
+    if spec.algorithm not in STEP_ALGORITHMS or spec.num_steps is not None:
+        return
+    written = [name for name in ("eagle_topk", "num_draft_tokens") if getattr(spec, name) is not None]
+    if written:
+        steps = spec.num_draft_tokens - 1 if spec.num_draft_tokens and spec.num_draft_tokens > 1 else 3
+        yield Hit(("engine", "speculative", written[0]),
+                  f"{' and '.join(written)} set without num_steps: SGLang asserts they are unset when num_steps is",
+                  f"set engine.speculative.num_steps: {steps}")
+
+
+@rule("SC255", "error", "top-k the attention backend serves",
+      "SGLang refuses speculative eagle_topk above 1 with the trtllm_mha attention backend, and with a KV page "
+      "size above 1 on a backend other than flashinfer, fa3 or triton (_handle_eagle_family).",
+      "engine: {backends: {attention: trtllm_mha}, speculative: {algorithm: EAGLE3, num_steps: 3, eagle_topk: 4}}",
+      "engine: {backends: {attention: trtllm_mha}, speculative: {algorithm: EAGLE3, num_steps: 3, eagle_topk: 1}}")
+def topk_backend(ctx: Context) -> Iterator[Hit]:
+    eng = ctx.profile.engine
+    spec, (backend, how) = eng.speculative, attention_backend(ctx)
+    if spec.algorithm not in STEP_ALGORITHMS or spec.eagle_topk is None or spec.eagle_topk <= 1 or backend is None:
+        return
+    page = eng.page_size or (ctx.family.page_size if ctx.family else None) or 1
+    if backend in TOPK_ONE_BACKENDS:
+        why = f"attention backend {backend}{how} takes eagle_topk 1"
+    elif page > 1 and backend not in PAGE_TREE_BACKENDS:
+        why = (f"with page size {page} eagle_topk above 1 runs only on {', '.join(PAGE_TREE_BACKENDS)}, "
+               f"not {backend}{how}")
+    else:
+        return
+    # With top-k 1 SGLang verifies num_steps + 1 tokens (SC240): the hint writes that count with it.
+    tokens = f" and engine.speculative.num_draft_tokens: {spec.num_steps + 1}" \
+        if spec.num_steps is not None and spec.num_draft_tokens is not None else ""
+    yield Hit(("engine", "speculative", "eagle_topk"), f"{why}: SGLang refuses eagle_topk {spec.eagle_topk}",
+              f"set engine.speculative.eagle_topk: 1{tokens}")
+
+
+@rule("SC256", "error", "a standalone draft without attention DP",
+      "SGLang refuses STANDALONE speculative decoding with attention data parallelism (_handle_eagle_family).",
+      "engine: {parallel: {dp: 2, dp_attention: true}, speculative: {algorithm: STANDALONE}}",
+      "engine: {speculative: {algorithm: STANDALONE}}")
+def standalone_dp_attention(ctx: Context) -> Iterator[Hit]:
+    eng = ctx.profile.engine
+    if eng.speculative.algorithm == "STANDALONE" and eng.parallel.dp_attention and (eng.parallel.dp or 1) > 1:
+        yield Hit(("engine", "parallel", "dp_attention"),
+                  "SGLang refuses a STANDALONE draft with attention data parallelism",
+                  "remove engine.parallel.dp_attention and engine.parallel.dp (the standalone draft runs "
+                  "without attention DP)")
+
+
+@rule("SC257", "error", "attention DP that divides tp",
+      "--enable-dp-attention with --dp-size N runs N attention-DP groups (SGLang's --attn-dp-size); SGLang asserts "
+      "that tp is a multiple of N (_handle_data_parallelism).",
+      "engine: {parallel: {tp: 4, dp: 3, dp_attention: true}}",
+      "engine: {parallel: {tp: 4, dp: 2, dp_attention: true}}")
+def dp_attention_divides_tp(ctx: Context) -> Iterator[Hit]:
+    par = ctx.profile.engine.parallel
+    tp, dp = par.tp or 1, par.dp or 1
+    if par.dp_attention and dp > 1 and tp % dp:
+        best = max(d for d in range(1, tp + 1) if tp % d == 0 and d <= dp)
+        yield Hit(("engine", "parallel", "dp"), f"attention DP over dp {dp} does not divide tp {tp}: SGLang asserts it",
+                  f"set engine.parallel.dp: {best}" if best > 1 else "set engine.parallel.dp: " + str(tp))
+
+
+@rule("SC258", "warning", "the prefill chunk attention DP divides",
+      "With --enable-dp-attention and --dp-size N SGLang divides --chunked-prefill-size by N, each attention-DP "
+      "rank prefilling its share (_handle_data_parallelism, with a log line): the profile's chunk is the total.",
+      "engine: {parallel: {dp: 2, dp_attention: true}, limits: {chunked_prefill_size: 4096}}",
+      "engine: {parallel: {dp: 2, dp_attention: true}, limits: {chunked_prefill_size: 8192}}   # 4096 per rank")
+def chunk_per_dp_rank(ctx: Context) -> Iterator[Hit]:
+    par, chunk = ctx.profile.engine.parallel, ctx.profile.engine.limits.chunked_prefill_size
+    dp = par.dp or 1
+    if par.dp_attention and dp > 1 and chunk is not None and chunk > 0:
+        yield Hit(("engine", "limits", "chunked_prefill_size"),
+                  f"with attention DP over dp {dp} SGLang runs chunked_prefill_size {chunk} as {chunk // dp} per "
+                  "attention-DP rank", f"the value is the total over the ranks: {chunk} tokens per rank is "
+                  f"chunked_prefill_size {chunk * dp}")
