@@ -57,9 +57,12 @@ class Verdict:
     static: set[tuple[str, str, str]]  # new (rule, severity, message) from plain check
     engine: set[tuple[str, str]]  # new (rule, message) from check --engine's SC6xx
     same_line: bool = False  # a new plain finding sits where a new SC601/SC602 does
+    cached: str | None = None  # SGLang's verdict read from the committed corpus (this mutant was not re-judged)
 
     @property
     def sglang(self) -> str:
+        if self.cached is not None:
+            return self.cached
         rules = {rule for rule, _ in self.engine}
         return "refuses" if "SC602" in rules else "rewrites" if "SC601" in rules else \
             "not run" if "SC603" in rules else "accepts"
@@ -110,9 +113,18 @@ def pairs_of_sglang() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     return read_together([site.reads for site in sites(package_of(engine_python()), catalog_dests(VERSION))])
 
 
-def judge(work: Path) -> list[Verdict]:
-    """Write every mutant into ``work``, judge each with plain check and with SGLang (one engine process per
-    hardware kind), and return the verdicts in corpus order."""
+def committed_sglang() -> dict[str, str]:
+    """SGLang 0.5.23's committed verdict per mutant id (the corpus is the cache of SGLang's judgement, keyed by
+    its version: VERSION)."""
+    if not CORPUS.exists():
+        return {}
+    rows = [line.split("\t") for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+    return {row[0]: row[1].removeprefix("SGLang ") for row in rows if len(row) == 3}
+
+
+def judge(work: Path, every: int = 1) -> list[Verdict]:
+    """Write every mutant into ``work``, judge each with plain check and every ``every``-th with SGLang (one engine
+    process per hardware kind; the others take SGLang's committed verdict), and return the verdicts in order."""
     from spark_compile.engine.check import engine_findings_many
 
     corpus = mutants(work, pairs_of_sglang())
@@ -126,7 +138,8 @@ def judge(work: Path) -> list[Verdict]:
     try:
         parents = [*SHIPPED, *BASES, *RELEASES]
         validated = _validate([*parents, *paths])
-        planned = [p for p in map(_planned, validated) if p is not None]
+        chosen = [v for i, v in enumerate(validated) if i < len(parents) or (i - len(parents)) % every == 0]
+        planned = [p for p in map(_planned, chosen) if p is not None]
         engine = dict(zip(map(id, planned), engine_findings_many(planned, engine_python()), strict=True))
     finally:
         os.chdir(here)
@@ -136,9 +149,13 @@ def judge(work: Path) -> list[Verdict]:
         return engine.get(id(p), []) if p is not None else []
 
     base = dict(zip(parents, validated, strict=False))
+    cached = committed_sglang() if every > 1 else {}
     out = []
-    for mutant, v in zip(corpus, validated[len(parents):], strict=True):
+    for index, (mutant, v) in enumerate(zip(corpus, validated[len(parents):], strict=True)):
         parent = base[mutant.parent]
+        if index % every:
+            out.append(Verdict(mutant, _new(v.findings, parent.findings), set(), cached=cached.get(mutant.id, "?")))
+            continue
         # A check that did not run on the parent did not run on the mutant either: SGLang judged neither.
         known = {(f.rule, f.message) for f in sc6(parent) if f.rule != "SC603"}
         engine_new = {(f.rule, f.message) for f in sc6(v)} - known
