@@ -39,7 +39,8 @@ def test_more_fleet_nodes_than_the_bound_is_a_finding(tmp_path: Path) -> None:
     profile = child_profile(tmp_path, {"fleet": {"nodes": nodes}})
     outcome = run_main("check", str(profile))
     assert_handled(outcome)
-    assert [f[2:] for f in findings(outcome)] == [("SC109", f"fleet.nodes: takes at most {MAX_FLEET_NODES} item(s), got a list")]
+    expected = f"fleet.nodes: takes at most {MAX_FLEET_NODES} item(s), got a list"
+    assert [f[2:] for f in findings(outcome)] == [("SC109", expected)]
 
 
 _ALIAS_BOMB = "runtime: sglang\nmodel: m\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
