@@ -24,6 +24,41 @@ ssh_base=(-o BatchMode=yes -o ConnectTimeout=10 -o ServerAliveInterval=15 -o Ser
 ssh_extra=()
 read -r -a ssh_extra <<<"${SPARK_SSH_OPTS:-}"
 
+# The fleet scripts' one writer, reader of numbers and quoter of names (the compiler's rules, on the node side).
+
+# shown VALUE: VALUE as one shell word (control characters escaped), for a log or a message.
+shown() {
+    printf '%q' "$1"
+}
+
+# bounded VALUE MAX: 0 when VALUE is a decimal number (ASCII digits only) no greater than MAX.
+bounded() {
+    [[ $1 =~ ^[0-9]{1,18}$ ]] && ((10#$1 <= $2))
+}
+
+# one_line VALUE: 0 when VALUE holds no control character (a newline in a path would forge a line of a
+# key=value file or of a log).
+one_line() {
+    local LC_ALL=C
+    [[ $1 != *[[:cntrl:]]* ]]
+}
+
+# replace_file FILE: stdin becomes FILE, through a temporary in FILE's folder renamed over it; only a regular
+# file (or none) is replaced, never written through: a symlink, a FIFO or a device node there is refused.
+replace_file() {
+    local target=$1 tmp
+    if [ -L "$target" ] || { [ -e "$target" ] && [ ! -f "$target" ]; }; then
+        echo "refusing to write $(shown "$target"): it is not a regular file (a symlink, a device, a folder)" >&2
+        cat >/dev/null
+        return 1
+    fi
+    tmp=$(mktemp -- "$(dirname -- "$target")/.$(basename -- "$target").XXXXXX") || { cat >/dev/null; return 1; }
+    if ! cat >"$tmp" || ! mv -fT -- "$tmp" "$target"; then
+        rm -f -- "$tmp"
+        return 1
+    fi
+}
+
 label() {
     printf 'rank %s (%s)' "$1" "${rank_nodes[$1]}"
 }
