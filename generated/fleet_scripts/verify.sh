@@ -254,6 +254,6 @@ for rank in "${ranks[@]}"; do
     check_rank "$rank" "$log"
     check_free "$rank"
 done
-[ -z "$calibrate" ] || write_calibration
+[ -z "$calibrate" ] || write_calibration || fail "calibration: not written to $(shown "$calibrate")"
 echo "verify: $checks checks, $failures failed"
 exit $((failures > 125 ? 125 : failures))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -93,3 +94,54 @@ def test_window_restore_with_a_newline_in_a_pointer_path_never_signals_every_pro
                            str(fleet / "launch.sh")], capture_output=True, text=True,
                           env=_env(tmp_path, "#!/bin/sh\nexit 255\n"), cwd=tmp_path, timeout=300, check=False)
     assert "SENTINEL-ALIVE" in proc.stdout, proc.stdout + proc.stderr
+
+
+# Every node answers over the ssh stand-in with the same boot log: weights loaded, no CUDA-graph line.
+_NODE_SSH = "#!/bin/bash\nexec bash -c \"${@: -1}\"\n"
+_BOOT_LOG = "Load weight end. type=X, dtype=bf16, avail mem=80.0 GB, mem usage=40.5 GB.\nThe server is fired up\n"
+
+
+def _verify(fleet: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = _env(tmp_path, _NODE_SSH)
+    shim = tmp_path / "bin"
+    tools = {"curl": "printf 200", "systemctl": "exit 0", "journalctl": f"printf %s '{_BOOT_LOG}'"}
+    for name, body in tools.items():
+        (shim / name).write_text(f"#!/bin/sh\n{body}\n")
+        (shim / name).chmod(0o755)
+    return subprocess.run(["bash", str(fleet / "verify.sh"), "--timeout", "1", *args], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=120, check=False)
+
+
+def test_verify_goes_on_past_a_rank_whose_log_lacks_a_cuda_graph_line(fleet: Path, tmp_path: Path) -> None:
+    proc = _verify(fleet, tmp_path)
+    measured = [line.split(":")[0] for line in proc.stdout.splitlines() if line.startswith("MEASURED ")]
+    assert measured == [f"MEASURED rank {rank} (spark-{rank})" for rank in range(4)], proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1].startswith("verify: ")
+
+
+def _special(path: Path, kind: str) -> None:
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        try:
+            os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+        except PermissionError:
+            pytest.skip("mknod is not permitted here")
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "symlink"])
+def test_verify_calibrate_never_replaces_a_device_node(fleet: Path, tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "pins.yaml"
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    if kind == "symlink":
+        target.symlink_to(victim)
+    else:
+        _special(target, kind)
+    before = os.lstat(target)
+    proc = _verify(fleet, tmp_path, "--calibrate", str(target))
+    after = os.lstat(target)
+    assert (after.st_mode, after.st_ino, after.st_rdev) == (before.st_mode, before.st_ino, before.st_rdev)
+    assert victim.read_text() == "keep\n"
+    assert f"refusing to write {target}: it is not a regular file (a symlink, a device, a folder)" in proc.stderr
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".pins")] == []
