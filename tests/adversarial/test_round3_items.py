@@ -56,3 +56,20 @@ def test_import_of_a_sparkrun_recipe_with_an_alias_bomb_is_an_error_with_the_bou
     assert (outcome.code, outcome.out) == (2, "")
     assert outcome.err == (f"spark-compile: error: {recipe}: the recipe expands to more than {MAX_NODES} values "
                            "(YAML anchors and aliases); write the values out instead of aliasing them\n")
+
+
+_RUN = ("docker run --gpus all -v /m:/m lmsysorg/sglang:v0.5.23 python3 -m sglang.launch_server --model-path /m "
+        "--tp-size 2 --nnodes 2 --node-rank {} --dist-init-addr 10.0.0.1:20000\n")
+
+
+@pytest.mark.parametrize("rank", ["\u00b2", "\u0661", "1" * 40])
+def test_a_unicode_digit_in_node_rank_is_a_usage_error_not_exit_3(tmp_path: Path, rank: str) -> None:
+    source = tmp_path / "run.sh"
+    source.write_text(_RUN.format(0) + _RUN.format(rank))
+    outcome = run_main("import", str(source), "--hosts", "10.0.0.1,10.0.0.2", "--architecture", "LlamaForCausalLM",
+                       "--fabric", "tcp", "--interface", "eth0")
+    assert_handled(outcome)
+    assert (outcome.code, outcome.out) == (2, "")
+    assert outcome.err.splitlines()[-1] == (
+        f"spark-compile: error: {source}:2: --node-rank {rank!r}: expected a node rank of ASCII digits (0, 1, ...); "
+        "fix the source's --node-rank")
