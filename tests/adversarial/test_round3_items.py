@@ -11,6 +11,7 @@ from items import findings
 
 from spark_compile.spec.checks import INT64_MAX, MAX_FLEET_NODES, MAX_PARALLEL
 from spark_compile.stages.load import MAX_NODES
+from spark_compile.stages.resolve import extends_roots
 
 
 # -- resources: a bound is a finding with the limit, never a hang --------------------------------------
@@ -73,3 +74,16 @@ def test_a_unicode_digit_in_node_rank_is_a_usage_error_not_exit_3(tmp_path: Path
     assert outcome.err.splitlines()[-1] == (
         f"spark-compile: error: {source}:2: --node-rank {rank!r}: expected a node rank of ASCII digits (0, 1, ...); "
         "fix the source's --node-rank")
+
+
+def test_history_never_reads_a_profile_symlinked_outside_the_repository(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("name: secret-token-do-not-print\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "1.0.yaml").symlink_to(outside)
+    outcome = run_main("history", str(repo))
+    assert (outcome.code, outcome.out) == (2, "")
+    assert outcome.err == (f"spark-compile: error: {repo / '1.0.yaml'} leads to {outside}, outside the repository "
+                           f"({', '.join(extends_roots(repo / 'profile.yaml'))}): history reads only the "
+                           "repository's profiles; remove the link or copy the profile in\n")
