@@ -17,7 +17,6 @@ source "$lib_here/fleet.env"
 
 api_host=${SPARK_API_HOST:-$api_host_default}
 api_port=${SPARK_API_PORT:-$api_port_default}
-api="http://$api_host:$api_port"
 health_poll=${SPARK_HEALTH_POLL:-5}
 
 ssh_base=(-o BatchMode=yes -o ConnectTimeout=10 -o ServerAliveInterval=15 -o ServerAliveCountMax=4)
@@ -58,6 +57,24 @@ replace_file() {
         return 1
     fi
 }
+
+# env_count NAME VALUE MAX: returns when VALUE (a variable the operator set) is a number from 1 to MAX; else
+# the script stops with exit 64 and says so (a word there would reach sleep, a URL or bash arithmetic).
+env_count() {
+    if ! bounded "$2" "$3" || ((10#$2 < 1)); then
+        echo "$1=$(shown "$2"): expected a whole number from 1 to $3" >&2
+        exit 64
+    fi
+}
+
+if ! one_line "$api_host"; then
+    echo "SPARK_API_HOST=$(shown "$api_host"): expected a host name or address on one line" >&2
+    exit 64
+fi
+env_count SPARK_API_PORT "$api_port" 65535
+env_count SPARK_HEALTH_POLL "$health_poll" 3600
+api_port=$((10#$api_port)) health_poll=$((10#$health_poll))
+api="http://$api_host:$api_port"
 
 label() {
     printf 'rank %s (%s)' "$1" "${rank_nodes[$1]}"
