@@ -3,12 +3,15 @@ the consumer gets. The `import --trace` sandbox's own tests live in tests/import
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
 from hostile import assert_handled, child_profile, run_main
 from items import findings
 
+from spark_compile.commands import error_log
 from spark_compile.spec.checks import INT64_MAX, MAX_FLEET_NODES, MAX_PARALLEL
 from spark_compile.stages.load import MAX_NODES
 from spark_compile.stages.resolve import extends_roots
@@ -87,3 +90,22 @@ def test_history_never_reads_a_profile_symlinked_outside_the_repository(tmp_path
     assert outcome.err == (f"spark-compile: error: {repo / '1.0.yaml'} leads to {outside}, outside the repository "
                            f"({', '.join(extends_roots(repo / 'profile.yaml'))}): history reads only the "
                            "repository's profiles; remove the link or copy the profile in\n")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_the_traceback_log_in_the_user_cache_never_hangs_on_a_fifo_nor_follows_a_link(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    # The one file spark-compile keeps in ~/.cache (there is no other cache any more).
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = tmp_path / "spark-compile"
+    folder.mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    planted = folder / error_log.LOG_NAME
+    if kind == "fifo":
+        os.mkfifo(planted)
+    else:
+        planted.symlink_to(victim)
+    assert error_log.write_log("Traceback ...\n") is None
+    assert victim.read_text() == "keep\n"
+    assert stat.S_ISFIFO(os.lstat(planted).st_mode) if kind == "fifo" else planted.is_symlink()
