@@ -67,8 +67,13 @@ def test_regenerate_refuses_a_symlink_committed_in_generated_or_spec(monkeypatch
     victim.write_text("keep\n")
     link.symlink_to(victim)
     ran: list[str] = []
+
+    def run(what: str, *_: object) -> bool:
+        ran.append(what)
+        return True
+
     monkeypatch.setattr(regenerate, "ROOT", root)
-    monkeypatch.setattr(regenerate, "_run", lambda what, *_: ran.append(what) or True)
+    monkeypatch.setattr(regenerate, "_run", run)
     assert regenerate.main([]) == 2
     assert ran == [] and victim.read_text() == "keep\n"
     assert capsys.readouterr().err == (
