@@ -54,6 +54,10 @@ MAX_DESCRIPTION = 4096
 ULIMIT_NAMES = ("core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice", "nofile", "nproc",
                 "rss", "rtprio", "rttime", "sigpending", "stack")
 INT64_MAX = (1 << 63) - 1
+# A fleet and its parallel sizes: far past any GB10 cluster (the largest example is 8 nodes), and small enough
+# that every per-rank output and every divisor search the rules run stays a finite, small amount of work.
+MAX_FLEET_NODES = 1024
+MAX_PARALLEL = 65_536
 MAX_SECONDS = 7 * 24 * 3600  # a week: past any boot, stop or probe, and inside what systemd accepts
 # Linux RDMA device names (ib_device.name): up to 63 characters, no '/' or whitespace; vendors use
 # [A-Za-z0-9_.-] (mlx5_0, rocep1s0f0, roceP2p1s0f0, irdma0).

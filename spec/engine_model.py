@@ -22,6 +22,7 @@ from spark_compile.spec.fields import (
     IPv4,
     KwargName,
     LauncherWord,
+    ParallelSize,
     Port,
     Positive,
     Seconds,
@@ -35,18 +36,18 @@ from spark_compile.spec.section import EnvValue, ListScalar, Scalar, Section
 class Parallel(Section):
     """Parallel layout."""
 
-    tp: Positive | None = Field(
+    tp: ParallelSize | None = Field(
         None,
         description="Tensor-parallel size (--tp-size): total GPUs across all nodes; unset: not written, SGLang's "
         "default 1 (one GPU).",
     )
-    ep: Positive = Field(1, description="Expert-parallel size (--ep-size); divides tp.")
-    pp: Positive | None = Field(
+    ep: ParallelSize = Field(1, description="Expert-parallel size (--ep-size); divides tp.")
+    pp: ParallelSize | None = Field(
         None,
         description="Pipeline-parallel size (--pp-size): stages of layers, tp GPUs each, so tp x pp GPUs in all; "
         "unset: not written, SGLang's default 1.",
     )
-    dp: Positive | None = Field(None, description="Data-parallel size (--dp-size); unset: SGLang's default 1.")
+    dp: ParallelSize | None = Field(None, description="Data-parallel size (--dp-size); unset: SGLang's default 1.")
     dp_attention: bool = Field(False, description="--enable-dp-attention: attention data-parallel across dp.")
 
 

@@ -7,7 +7,15 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, WithJsonSchema
 
 from spark_compile.spec import checks
-from spark_compile.spec.checks import MAX_SECONDS, ULIMIT_NAMES, ArgScalar, check_overlay_rows, check_overlay_size
+from spark_compile.spec.checks import (
+    INT64_MAX,
+    MAX_PARALLEL,
+    MAX_SECONDS,
+    ULIMIT_NAMES,
+    ArgScalar,
+    check_overlay_rows,
+    check_overlay_size,
+)
 from spark_compile.spec.overlay_types import SIZE_SCHEMA
 
 Name = Annotated[str, AfterValidator(checks.name)]
@@ -36,7 +44,9 @@ EnvText = Annotated[str, AfterValidator(checks.arg_text)]
 Seconds = Annotated[int, Field(ge=1, le=MAX_SECONDS)]
 RdmaName = Annotated[str, AfterValidator(checks.rdma)]
 Port = Annotated[int, Field(ge=1, le=65535)]
-Positive = Annotated[int, Field(ge=1)]
+# Every count reaches bash arithmetic or a C program somewhere: past int64 it would wrap there.
+Positive = Annotated[int, Field(ge=1, le=INT64_MAX)]
+ParallelSize = Annotated[int, Field(ge=1, le=MAX_PARALLEL)]
 ContainerName = Annotated[str, AfterValidator(checks.container_name)]
 HubId = Annotated[str, AfterValidator(checks.hub_id)]
 GgufType = Annotated[str, AfterValidator(checks.gguf)]

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from spark_compile.spec.checks import (
+    MAX_FLEET_NODES,
     MAX_SECONDS,
     check_aliases_overlay,
     check_hardware,
@@ -119,6 +120,7 @@ class Fleet(Section):
     )
     nodes: list[Node] = Field(
         min_length=1,
+        max_length=MAX_FLEET_NODES,
         description="Nodes in rank order: the first is rank 0, the head; workers start first, the head last. A "
         "child profile patches them by name (`- !delete spark-3`, `- !replace {name: spark-3, ...}`).",
     )

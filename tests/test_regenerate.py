@@ -51,3 +51,35 @@ def test_the_nccl_catalog_check_mode(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert capsys.readouterr().err == f"{copy}: stale; it differs from the catalog nccl-env-2.30.7.md gives\n"
     assert make_nccl_catalog.main(["make_nccl_catalog", "--out", str(copy)]) == 0
     assert copy.read_bytes() == committed.read_bytes()
+
+
+@pytest.mark.parametrize("where", ["generated/profile.schema.json", "spec/catalogs/nccl-2.30.7.json",
+                                   "spec/profiles/releases/x.config.json"])
+def test_regenerate_refuses_a_symlink_committed_in_generated_or_spec(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str],
+                                                                     where: str) -> None:
+    root = tmp_path / "checkout"
+    (root / "generated").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("")
+    link = root / where
+    link.parent.mkdir(parents=True, exist_ok=True)
+    victim = tmp_path / "victim"  # outside the checkout
+    victim.write_text("keep\n")
+    link.symlink_to(victim)
+    ran: list[str] = []
+
+    def run(what: str, *_: object) -> bool:
+        ran.append(what)
+        return True
+
+    monkeypatch.setattr(regenerate, "ROOT", root)
+    monkeypatch.setattr(regenerate, "_run", run)
+    assert regenerate.main([]) == 2
+    assert ran == [] and victim.read_text() == "keep\n"
+    assert capsys.readouterr().err == (
+        f"regenerate: refusing to run: {where}: not a regular file or folder (a symlink, a FIFO, a device); "
+        "regenerate writes only regular files: remove it from the checkout\n")
+
+
+def test_regenerate_finds_no_symlink_in_this_checkout() -> None:
+    assert regenerate.planted(ROOT) == []

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import struct
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -76,37 +75,11 @@ def test_split_follows_sglang_sharding(tmp_path: Path) -> None:
 
 
 def test_no_tensor_data_is_read(tmp_path: Path) -> None:
-    # The first shard's header claims 4 GiB of data and the file ends right after the header. The second is
-    # a FIFO whose writer sends the header and then nothing: a read of its data region would block, and the
-    # alarm fails the test. The headers alone answer.
+    # Each shard's header claims gigabytes of data and the file ends right after the header: the headers
+    # alone answer (a FIFO shard, which a read of its data region would block on, is refused: see below).
     write_shard(tmp_path / "a.safetensors", {"big.weight": ("BF16", [1 << 31])}, data=b"")
-    header_only = tmp_path / "header-only.bin"
-    write_shard(header_only, {"x.weight": ("F32", [1 << 20])}, data=b"")
-    fifo = tmp_path / "b.safetensors"
-    os.mkfifo(fifo)
-    done = threading.Event()
-
-    def writer() -> None:
-        with open(fifo, "wb") as handle:
-            handle.write(header_only.read_bytes())
-            handle.flush()
-            done.wait(30)
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-
-    def too_long(signum: int, frame: object) -> None:
-        raise AssertionError("the reader blocked on the FIFO's data region: it read tensor data")
-
-    previous = signal.signal(signal.SIGALRM, too_long)
-    signal.alarm(10)
-    try:
-        tensors = checkpoint_tensors(tmp_path)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-        done.set()
-        thread.join()
+    write_shard(tmp_path / "b.safetensors", {"x.weight": ("F32", [1 << 20])}, data=b"")
+    tensors = checkpoint_tensors(tmp_path)
     assert [(t.name, t.nbytes) for t in tensors] == [("big.weight", 1 << 32), ("x.weight", 4 << 20)]
 
 
@@ -138,3 +111,30 @@ def test_a_directory_without_shards_is_named(tmp_path: Path) -> None:
     with pytest.raises(HeaderError) as caught:
         checkpoint_tensors(tmp_path)
     assert str(caught.value) == f"{tmp_path}: no *.safetensors shards"
+
+
+def test_a_fifo_shard_is_named_not_waited_on(tmp_path: Path) -> None:
+    shard = tmp_path / "model-00001-of-00001.safetensors"
+    os.mkfifo(shard)
+
+    def blocked(signum: int, frame: object) -> None:
+        raise AssertionError("read_header blocked on a FIFO that no writer opens")
+
+    previous = signal.signal(signal.SIGALRM, blocked)  # a guard, so that a broken reader fails, not hangs
+    signal.alarm(30)
+    try:
+        with pytest.raises(HeaderError) as caught:
+            read_header(shard)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert str(caught.value) == f"{shard}: not a regular file (a FIFO, a device or a folder)"
+
+
+def test_a_deeply_nested_header_is_a_finding_of_its_shard(tmp_path: Path) -> None:
+    raw = b"[" * 100_000 + b"]" * 100_000
+    shard = tmp_path / "deep.safetensors"
+    shard.write_bytes(struct.pack("<Q", len(raw)) + raw)
+    with pytest.raises(HeaderError) as caught:
+        read_header(shard)
+    assert str(caught.value) == f"{shard}: the header nests too deeply to be a safetensors header"

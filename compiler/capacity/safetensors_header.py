@@ -8,6 +8,8 @@ multi-gigabyte shard costs two small reads and its data is never touched.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +55,11 @@ def _entry(path: Path, name: str, entry: object) -> Tensor:
 def read_header(path: Path) -> list[Tensor]:
     """Every tensor of one shard (its ``__metadata__`` entry skipped), from the header only."""
     try:
-        with path.open("rb") as handle:
+        # Without blocking (a FIFO shard would hang check) and only a regular file.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise HeaderError(f"{path}: not a regular file (a FIFO, a device or a folder)")
             head = handle.read(8)
             if len(head) != 8:
                 raise HeaderError(f"{path}: shorter than a safetensors header length (8 bytes)")
@@ -69,6 +75,8 @@ def read_header(path: Path) -> list[Tensor]:
         data = json.loads(raw)
     except ValueError:
         raise HeaderError(f"{path}: the header is not JSON") from None
+    except RecursionError:  # a finding of this shard, not an error that hides every other finding
+        raise HeaderError(f"{path}: the header nests too deeply to be a safetensors header") from None
     if not isinstance(data, dict):
         raise HeaderError(f"{path}: the header is not a JSON object")
     return [_entry(path, name, entry) for name, entry in sorted(data.items()) if name != "__metadata__"]

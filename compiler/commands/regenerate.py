@@ -12,12 +12,14 @@ The SGLang 0.5.10.post1 catalogs are facts of a release no install here provides
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 from spark_compile.common.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from spark_compile.spec.generators.catalog_extract import default_engine_python
+from spark_compile.stages.write import write_file
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMAND = "python -m spark_compile.commands.regenerate"
@@ -54,6 +56,28 @@ def _steps(root: Path, check: bool) -> list[tuple[str, list[str], Path | None]]:
     return steps
 
 
+def _input_link(path: Path, root: Path) -> bool:
+    """A symlink among the profiles (no step writes there) to a regular file of the checkout: a release
+    reading its model config beside it."""
+    target = path.resolve()
+    return path.relative_to(root).parts[:2] == ("spec", "profiles") and target.is_file() and \
+        target.is_relative_to(root.resolve())
+
+
+def planted(root: Path) -> list[str]:
+    """Every entry under generated/ and spec/ (what the steps write) that is neither a folder nor a regular
+    file: a symlink there would have a step write through it, outside the checkout."""
+    found = []
+    for folder in ("generated", "spec"):
+        for parent, dirs, files in os.walk(root / folder):
+            for name in [*dirs, *files]:
+                path = Path(parent, name)
+                plain = not path.is_symlink() and (path.is_dir() or path.is_file())
+                if not plain and not (path.is_symlink() and _input_link(path, root)):
+                    found.append(path.relative_to(root).as_posix())
+    return sorted(found)
+
+
 def _run(what: str, command: list[str], out: Path | None, root: Path) -> bool:
     """Run one step; on failure show its output. True when it succeeded (with --check: nothing stale)."""
     result = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
@@ -63,7 +87,7 @@ def _run(what: str, command: list[str], out: Path | None, root: Path) -> bool:
         sys.stderr.write(f"regenerate: {what}: exit {result.returncode}\n")
         return False
     if out is not None:
-        out.write_text(result.stdout, encoding="utf-8")
+        write_file(out, result.stdout.encode("utf-8"))
     return True
 
 
@@ -78,6 +102,11 @@ def main(argv: list[str]) -> int:
     if not (ROOT / "pyproject.toml").is_file() or not (ROOT / "generated").is_dir():
         sys.stderr.write(f"regenerate: {ROOT} is not a source checkout of spark-compile: run it from an editable "
                          "install (tests/run.sh makes one)\n")
+        return EXIT_USAGE
+    odd = planted(ROOT)
+    if odd:
+        sys.stderr.write(f"regenerate: refusing to run: {', '.join(odd)}: not a regular file or folder (a symlink, "
+                         "a FIFO, a device); regenerate writes only regular files: remove it from the checkout\n")
         return EXIT_USAGE
     if default_engine_python() is None:
         sys.stderr.write("regenerate: note: the SGLang catalogs are not rebuilt: no engine interpreter (set "

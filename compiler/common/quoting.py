@@ -66,6 +66,20 @@ def bash_words(words: list[str] | tuple[str, ...]) -> str:
     return " ".join(bash_word(word) for word in words)
 
 
+# What a YAML reader (sparkrun's PyYAML) takes for a line break besides \n and \r: inside the recipe's `command: |`
+# block they would end the line, and bash's $'\u....' depends on the node's locale, so no quoting carries them.
+_YAML_BREAKS = re.compile("[\x85\u2028\u2029]")
+
+
+def sparkrun_word(value: str) -> str:
+    """One word of a sparkrun recipe's command template (a YAML block of shell that sparkrun hands to bash):
+    bash_word's quoting, on one line. It equals ``value`` only for a word of no braces that bash reads as
+    itself: the only kind sparkrun may paste raw through a placeholder (its render_template does not quote)."""
+    if _YAML_BREAKS.search(value):
+        raise _refuse(value, "a sparkrun recipe's command", "YAML reads NEL, U+2028 and U+2029 as line breaks")
+    return bash_word(value)
+
+
 def heredoc_line(value: str) -> str:
     """Text inside a quoted here-document: control characters shown escaped, so no value can start a line
     (and so none can end the document early)."""

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from spark_compile.common.errors import InputError
+from spark_compile.common.quoting import terminal_text
 from spark_compile.importer import fields
 from spark_compile.importer.argv import (
     EngineCommand,
@@ -100,13 +101,20 @@ def put(draft: Draft, path: tuple[str | int, ...], kind: Any, text: str | list[s
     return True
 
 
+# str.isdigit() takes '²' and '٣', which int() refuses or reads as another number: ASCII only, bounded.
+_RANK = re.compile(r"[0-9]{1,6}")
+
+
 def ranks(launches: list[Launch]) -> list[Rank]:
     """The launches in rank order (by --node-rank; a single unranked launch is rank 0)."""
     found = []
     for index, launch in enumerate(launches):
         engine = parse_engine(launch.command)
         rank = next((o.values[0] for o in engine.options if o.flag == "--node-rank" and o.values), None)
-        found.append(Rank(launch, engine, int(rank) if rank and rank.isdigit() else index))
+        if rank is not None and not _RANK.fullmatch(rank):
+            raise InputError(f"{launch.origin}: --node-rank {terminal_text(rank, one_line=True)!r}: expected a node "
+                             "rank of ASCII digits (0, 1, ...); fix the source's --node-rank")
+        found.append(Rank(launch, engine, int(rank) if rank is not None else index))
     found.sort(key=lambda r: r.rank)
     for before, after in itertools.pairwise(found):
         if before.rank == after.rank:

@@ -13,15 +13,38 @@ from spark_compile.common.errors import InputError, UsageError
 from spark_compile.importer import sparkrun_facts as facts
 from spark_compile.importer.shell import ShellWord, commands
 from spark_compile.importer.source import Launch, Leftover, Origin, Word
+from spark_compile.stages.load import MAX_NODES
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _INFORMATION = ("metadata", "description", "name", "recipe_version")
 
 
-def is_recipe(text: str) -> bool:
+def _expanded(root: yaml.Node | None) -> int:
+    """Values the document holds with every alias expanded, counted up to MAX_NODES + 1 (a few KB of aliases
+    expand to billions: walking or printing them would never end)."""
+    count, stack = 0, [root] if root is not None else []
+    while stack and count <= MAX_NODES:
+        node = stack.pop()
+        count += 1
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(item for pair in node.value for item in pair)
+    return count
+
+
+def _load(text: str, file: str) -> Any:
+    """The recipe's data, once its expanded size is known to be bounded."""
+    if _expanded(yaml.compose(text, Loader=yaml.SafeLoader)) > MAX_NODES:
+        raise InputError(f"{file}: the recipe expands to more than {MAX_NODES} values (YAML anchors and aliases); "
+                         "write the values out instead of aliasing them")
+    return yaml.safe_load(text)
+
+
+def is_recipe(text: str, file: str) -> bool:
     """The text is a YAML mapping with sparkrun's `runtime` key and a command or defaults."""
     try:
-        data = yaml.safe_load(text)
+        data = _load(text, file)
     except yaml.YAMLError:
         return False
     return isinstance(data, dict) and "runtime" in data and ("command" in data or "defaults" in data)
@@ -52,7 +75,7 @@ def _text(value: Any) -> str:
 class _Recipe:
     def __init__(self, text: str, file: str) -> None:
         try:
-            data = yaml.safe_load(text)
+            data = _load(text, file)
             self.lines = _lines(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
@@ -251,6 +274,6 @@ def metadata_of(data: object) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def metadata(text: str) -> dict[str, Any]:
+def metadata(text: str, file: str) -> dict[str, Any]:
     """The metadata of a recipe's text."""
-    return metadata_of(yaml.safe_load(text))
+    return metadata_of(_load(text, file))

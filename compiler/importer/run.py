@@ -29,9 +29,9 @@ def read_launches(sources: list[Path], request: Request, left: list[Leftover],
         sources = []
     for source in sources:
         text = read_source(source)
-        if is_recipe(text):
+        if is_recipe(text, str(source)):
             found += recipe_launches(text, str(source), request.hosts, left, notes)
-            description = metadata(text).get("description")
+            description = metadata(text, str(source)).get("description")
             request = replace(request, container_name=request.container_name or safe_name(source.stem) or "sglang",
                               description=description if isinstance(description, str) else None)
         else:

@@ -17,6 +17,7 @@ from spark_compile.review.diff import diff_profiles, load_side
 from spark_compile.review.diff_format import ARROW, fold_text, md, ranks_text, show
 from spark_compile.spec.model import ReleaseNotes
 from spark_compile.stages.load import LoadError, load_file
+from spark_compile.stages.resolve import extends_roots
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +49,13 @@ def _extends(path: Path) -> Path | None:
 
 def chain_order(directory: Path) -> list[tuple[Path, Path | None]]:
     """Every profile of DIR with its parent in DIR (None for a root), parents before children."""
-    files = sorted(Path(os.path.realpath(p)) for p in directory.glob("*.yaml"))
+    links = sorted(directory.glob("*.yaml"))
+    files = sorted(Path(os.path.realpath(p)) for p in links)
+    roots = extends_roots(directory / "profile.yaml")
+    for link, real in zip(links, map(os.path.realpath, links), strict=True):
+        if not any(os.path.commonpath([real, root]) == root for root in roots):
+            raise InputError(f"{link} leads to {real}, outside the repository ({', '.join(roots)}): history reads "
+                             "only the repository's profiles; remove the link or copy the profile in")
     if not files:
         raise InputError(f"{directory}: no profiles (*.yaml) here")
     parents = {path: _extends(path) for path in files}

@@ -5,12 +5,12 @@ recipe cannot carry (docker options, mounts, per-node values) is reported on std
 from __future__ import annotations
 
 import re
-import shlex
 import sys
 from pathlib import Path
 
 from spark_compile.capacity.budget import Capacity
 from spark_compile.common.errors import EXIT_OK, UsageError
+from spark_compile.common.quoting import sparkrun_word
 from spark_compile.importer import sparkrun_facts as facts
 from spark_compile.importer.draft import comment, scalar
 from spark_compile.spec.model import Profile
@@ -38,7 +38,7 @@ def _yaml_value(text: str) -> str:
 
 
 def _template(rank: RankPlan, model_word: str, defaults: dict[str, str]) -> list[str]:
-    lines = [" ".join(shlex.quote(w) for w in rank.launcher)]
+    lines = [" ".join(sparkrun_word(w) for w in rank.launcher)]
     for option in rank.engine_options:
         if option.flag in _RENDEZVOUS:
             continue
@@ -46,14 +46,16 @@ def _template(rank: RankPlan, model_word: str, defaults: dict[str, str]) -> list
         if any(_PLACEHOLDER.search(w) for w in words):
             raise UsageError(f"{option.flag} {' '.join(option.values)}: a value shaped like a sparkrun placeholder "
                              "({name}) would be replaced by sparkrun; the profile cannot be exported")
-        if option.flag == "--model-path":
+        # A placeholder only for a value sparkrun may paste raw; any other is written quoted in the command.
+        raw = len(option.values) == 1 and sparkrun_word(option.values[0]) == option.values[0]
+        if option.flag == "--model-path" and raw:
             lines.append(f"--model-path {{{model_word}}}")
-        elif option.flag in _AS_DEFAULT and len(option.values) == 1 and _AS_DEFAULT[option.flag] not in defaults:
+        elif raw and option.flag in _AS_DEFAULT and _AS_DEFAULT[option.flag] not in defaults:
             key = _AS_DEFAULT[option.flag]
             defaults[key] = option.values[0]
             lines.append(f"{option.flag} {{{key}}}")
         else:
-            lines.append(" ".join(shlex.quote(w) for w in words))
+            lines.append(" ".join(sparkrun_word(w) for w in words))
     return lines
 
 

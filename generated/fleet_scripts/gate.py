@@ -235,10 +235,8 @@ def run(name: str, check: Callable[[], Outcome]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if CONFIG["via_head"] and os.environ.get("SPARK_ON_HEAD") != "1" and "--host" not in argv:
-        return smoke.on_head(argv, "gate.py")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--host", default=CONFIG["host"])
+    parser.add_argument("--host", help="the API's address (default: the fleet's, from the head when it is loopback)")
     parser.add_argument("--port", type=int, default=CONFIG["port"])
     parser.add_argument("--model", default=CONFIG["model"])
     parser.add_argument("--timeout", type=float, default=CONFIG["timeout"], help="seconds per request")
@@ -247,11 +245,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-ttft", type=float, help="the previous verdict's bench time to first token (s)")
     parser.add_argument("--baseline-from", default="", help="which verdict the baseline comes from")
     args = parser.parse_args(argv)
+    # Parsed here first: --help and a bad option are answered locally, never sent (with the key) to the head.
+    if CONFIG["via_head"] and os.environ.get("SPARK_ON_HEAD") != "1" and args.host is None:
+        return smoke.on_head(argv, "gate.py")
     if (args.baseline_tps is None) != (args.baseline_ttft is None):
         parser.error("give both --baseline-tps and --baseline-ttft, or neither")
     baseline = None if args.baseline_tps is None else {
         "tokens_per_s": args.baseline_tps, "ttft_s": args.baseline_ttft, "from": args.baseline_from}
-    api = smoke.Api(args.host, args.port, args.model, args.timeout)
+    api = smoke.Api(args.host or CONFIG["host"], args.port, args.model, args.timeout)
     checks = gate_checks(api, baseline)
     only = {name for name in args.only.split(",") if name}
     if only - set(checks):

@@ -417,20 +417,16 @@ audit_value() {
 # audit_rank RANK DIR: the rank's capture, DIR/rankN-NODE.audit; a node ssh cannot reach (255), or whose
 # capture failed, gets an "unreachable" section with that status and the last words on stderr.
 audit_rank() {
-    local rank=$1 file="$2/rank$1-${rank_nodes[$1]}.audit" err status=0
+    local rank=$1 file="$2/rank$1-${rank_nodes[$1]}.audit" err out status=0
     local -a watchdog=()
     if ((rank == 0 && watchdog_enabled)); then watchdog=("$watchdog_timer" "$watchdog_lock"); fi
-    err=$(mktemp)
-    { printf 'spark-audit 1\n'; audit_value rank "$rank"; audit_value node "${rank_nodes[$rank]}"; } >"$file.tmp"
+    err=$(mktemp) out=$(mktemp)
     remote "$rank" node_audit "$container" "$image" "$unit" "$unit_dir" "$install_dir" "$audit_secret_names" \
-        "$audit_secret_values" "${watchdog[@]}" \
-        >>"$file.tmp" 2>"$err" || status=$?
-    if ((status)); then
-        { printf 'spark-audit 1\n'; audit_value rank "$rank"; audit_value node "${rank_nodes[$rank]}"
-          node_audit_section unreachable "$status" "$err"; } >"$file.tmp"
-    fi
-    mv -f "$file.tmp" "$file"
-    rm -f "$err"
+        "$audit_secret_values" "${watchdog[@]}" >"$out" 2>"$err" || status=$?
+    if ((status)); then node_audit_section unreachable "$status" "$err" >"$out"; fi
+    { printf 'spark-audit 1\n'; audit_value rank "$rank"; audit_value node "${rank_nodes[$rank]}"; cat "$out"; } |
+        replace_file "$file" || true
+    rm -f "$err" "$out"
 }
 
 # audit_capture DIR: every rank's capture, all at once.
@@ -473,8 +469,8 @@ cmd_postmortem() {
     local -a pids=()
     mkdir -p "$dir"
     for rank in "${ranks[@]}"; do
-        remote "$rank" node_postmortem "$unit" "${rank_container[$rank]}" "$postmortem_lines" \
-            >"$dir/rank$rank-${rank_nodes[$rank]}.log" 2>&1 &
+        { remote "$rank" node_postmortem "$unit" "${rank_container[$rank]}" "$postmortem_lines" 2>&1 |
+            replace_file "$dir/rank$rank-${rank_nodes[$rank]}.log"; } &
         pids+=($!)
     done
     wait "${pids[@]}" || true

@@ -171,8 +171,9 @@ report_memory() {
     loads=$(grep -F 'Load weight end' <<<"$log" || true)
     weights=$(number '.*mem usage=([0-9.]+) GB.*' "$(head -n 1 <<<"$loads")")
     draft=$(tail -n +2 <<<"$loads" | sed -nE 's/.*mem usage=([0-9.]+) GB.*/\1/p' | total)
-    graphs=$(grep -E 'Capture .* end\. ' <<<"$log" | sed -nE 's/.*mem usage=([0-9.]+) GB.*/\1/p' | total)
-    pre_load=$(number '.*Load weight begin\. avail mem=([0-9.]+) GB.*' "$(grep -F 'Load weight begin' <<<"$log" | head -n 1)")
+    # grep finds nothing in a log without a CUDA-graph line: under pipefail that must not end verify.sh.
+    graphs=$({ grep -E 'Capture .* end\. ' <<<"$log" || true; } | sed -nE 's/.*mem usage=([0-9.]+) GB.*/\1/p' | total)
+    pre_load=$(number '.*Load weight begin\. avail mem=([0-9.]+) GB.*' "$({ grep -F 'Load weight begin' <<<"$log" || true; } | head -n 1)")
     line=$(grep -F 'DSV4 memory calculation' <<<"$log" | tail -n 1 || true)
     available=$(number '.*available_bytes=([0-9.]+) GB.*' "$line")
     bpft=$(number '.*bytes_per_full_token=([0-9.]+).*' "$line")
@@ -205,8 +206,6 @@ pin_line() {
 }
 
 write_calibration() {
-    local tmp
-    tmp=$(mktemp "$calibrate.XXXXXX")
     {
         echo "# Measured by verify.sh on the booted fleet of $profile: fold these pins into the profile's model"
         echo "# section, so that the next compile predicts this fleet's memory from them (GiB, in rank order)."
@@ -215,9 +214,8 @@ write_calibration() {
         pin_line draft_weights_per_rank "${measured_draft[@]}"
         pin_line pre_load_available_per_rank "${measured_pre_load[@]}"
         pin_line cuda_graph_per_rank "${measured_graphs[@]}"
-    } >"$tmp"
-    mv -f -- "$tmp" "$calibrate"
-    echo "calibration written to $calibrate"
+    } | replace_file "$calibrate" || return 1
+    echo "calibration written to $(shown "$calibrate")"
 }
 
 check_rank() {
@@ -258,6 +256,6 @@ for rank in "${ranks[@]}"; do
     check_rank "$rank" "$log"
     check_free "$rank"
 done
-[ -z "$calibrate" ] || write_calibration
+[ -z "$calibrate" ] || write_calibration || fail "calibration: not written to $(shown "$calibrate")"
 echo "verify: $checks checks, $failures failed"
 exit $((failures > 125 ? 125 : failures))

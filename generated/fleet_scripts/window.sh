@@ -67,6 +67,14 @@ pointer_get() {
     sed -n "s/^$1=//p" "$(window_pointer)" 2>/dev/null | tail -n 1
 }
 
+# pointer_pid KEY: KEY's value when it is a process id a window may signal (never 0 or 1: kill -- -1 would
+# signal every process); nothing otherwise (a planted or forged pointer line).
+pointer_pid() {
+    local pid
+    pid=$(pointer_get "$1")
+    if bounded "$pid" 4194304 && ((10#$pid > 1)); then printf '%s\n' "$((10#$pid))"; fi
+}
+
 # cand_json FILE KEY...: a value of one of the candidate's JSON files (fleet/fleet.json, plan.json).
 cand_json() {
     python3 -c 'import json, sys
@@ -202,6 +210,11 @@ cmd_window() {
         echo "window: refusing to start another window" >&2
         return 64
     fi
+    # The pointer is key=value lines: a newline in one of its paths would forge a line (step=1: kill -- -1).
+    local value
+    for value in "$window_candidate" "$verdicts" "$(window_home)"; do
+        one_line "$value" || { echo "window: refusing $(shown "$value"): a path with a control character" >&2; return 64; }
+    done
     mkdir -p "$verdicts"
     window_verdicts=$(cd "$verdicts" && pwd)
     deadline=$(cand_json fleet/fleet.json window deadline_seconds)
@@ -327,8 +340,8 @@ window_resume() {
         echo "window: no window to restore ($(window_pointer) is absent)"
         return 0
     fi
-    pid=$(pointer_get pid)
-    if kill -0 "$pid" 2>/dev/null; then
+    pid=$(pointer_pid pid)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
         echo "window: the window (pid $pid) is still running: stop it with kill $pid (it restores production)" >&2
         return 64
     fi
@@ -337,7 +350,7 @@ window_resume() {
     trap '' INT HUP
     start_run_log window-restore
     # What the dead window left running: its deadline timer and its last step (each its own process group).
-    window_timer_pid=$(pointer_get timer) window_step_pid=$(pointer_get step)
+    window_timer_pid=$(pointer_pid timer) window_step_pid=$(pointer_pid step)
     window_stage=unknown
     window_reason="the window process (pid $pid) died before restoring production; restored by launch.sh window --restore"
     trap window_exit EXIT

@@ -3,6 +3,7 @@ would run on each node is the profile's engine argv."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ from roundtrip import compiled
 from sparkrun_oracle import dry_run, load_errors, node_commands
 
 from spark_compile.cli import main
+from spark_compile.common.errors import UnquotableError
+from spark_compile.common.quoting import sparkrun_word
 from spark_compile.stages.launch_plan import LaunchPlan
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,3 +86,38 @@ def test_export_never_overwrites_a_foreign_file(capsys: pytest.CaptureFixture[st
     assert main(["export", "--sparkrun", str(TWO_NODE_TCP), "-o", str(out)]) == 2
     assert "did not write it: refusing to overwrite it" in capsys.readouterr().err
     assert out.read_text() == "model: mine\n"
+
+
+def _hostile_profile(tmp_path: Path, served: str, tokenizer: str) -> Path:
+    """two-node-tcp.yaml with a served name and an engine.args value that pass `check` and are shell code."""
+    text = TWO_NODE_TCP.read_text().replace("served_name: qwen3-next-80b", f"served_name: {json.dumps(served)}")
+    text = text.replace("  env:\n", f"  args: {{tokenizer-path: {json.dumps(tokenizer)}}}\n  env:\n", 1)
+    profile = tmp_path / "two-node-tcp.yaml"
+    profile.write_text(text)
+    config = TWO_NODE_TCP.with_name("qwen3-next-80b-a3b.config.json")
+    (tmp_path / config.name).write_bytes(config.read_bytes())
+    return profile
+
+
+def test_export_sparkrun_quotes_served_name_and_engine_args_for_bash(capsys: pytest.CaptureFixture[str],
+                                                                      tmp_path: Path) -> None:
+    served, tokenizer = f"x`touch {tmp_path}/served`", f"/m/a b;touch {tmp_path}/args"
+    profile = _hostile_profile(tmp_path, served, tokenizer)
+    assert main(["check", str(profile)]) == 0
+    recipe = tmp_path / "recipe.yaml"
+    _export(capsys, profile, recipe)
+    assert load_errors(recipe) == ""
+    hosts = [rank.fabric_ip for rank in _plan(profile).ranks]
+    for words in [dry_run(recipe, hosts), *node_commands(recipe, hosts)]:
+        assert words[words.index("--served-model-name") + 1] == served
+        assert words[words.index("--tokenizer-path") + 1] == tokenizer
+    assert "served_model_name" not in recipe.read_text()  # a placeholder would paste it raw
+
+
+def test_sparkrun_word_refuses_a_yaml_line_break() -> None:
+    # The profile's grammars refuse these already; the quoting function refuses them on its own too.
+    with pytest.raises(UnquotableError) as raised:
+        sparkrun_word("/m/a\u2028b")
+    assert str(raised.value) == ("'/m/a\\u2028b' cannot be written for a sparkrun recipe's command: YAML reads "
+                                 "NEL, U+2028 and U+2029 as line breaks")
+    assert sparkrun_word("a{b}") == "'a{b}'" and sparkrun_word("qwen3-8b") == "qwen3-8b"

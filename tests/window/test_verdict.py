@@ -120,3 +120,15 @@ def test_item01_a_verdict_with_no_sane_figures_gives_no_baseline(tmp_path: Path)
     (tmp_path / "x.verdict.json").write_text(json.dumps(HOSTILE_VERDICTS[2]))
     (tmp_path / "y.verdict.json").write_text("[" * 100_000)
     assert _window_words(tmp_path) == []
+
+
+def test_a_400_digit_number_in_a_verdict_leaves_the_bench_gate_its_baseline(tmp_path: Path) -> None:
+    # float() of it raised OverflowError: verdict.py crashed, printed no baseline, and the bench gate was off.
+    sane = {"profile": "p", "stopped": "2099-01-01T00:00:00Z", "bench": {"tokens_per_s": 30.0, "ttft_s": 0.5}}
+    huge = {"profile": "q", "stopped": "2099-01-02T00:00:00Z", "bench": {"tokens_per_s": 30.0, "ttft_s": 0.5}}
+    (tmp_path / "p.verdict.json").write_text(json.dumps(sane))
+    (tmp_path / "q.verdict.json").write_text(json.dumps(huge).replace("30.0", "9" * 400))
+    proc = verdict_cli("baseline", str(tmp_path))
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.splitlines() == ["--baseline-tps=30.0", "--baseline-ttft=0.5",
+                                        "--baseline-from=p@2099-01-01T00:00:00Z"]

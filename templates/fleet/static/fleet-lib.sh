@@ -17,12 +17,64 @@ source "$lib_here/fleet.env"
 
 api_host=${SPARK_API_HOST:-$api_host_default}
 api_port=${SPARK_API_PORT:-$api_port_default}
-api="http://$api_host:$api_port"
 health_poll=${SPARK_HEALTH_POLL:-5}
 
 ssh_base=(-o BatchMode=yes -o ConnectTimeout=10 -o ServerAliveInterval=15 -o ServerAliveCountMax=4)
 ssh_extra=()
 read -r -a ssh_extra <<<"${SPARK_SSH_OPTS:-}"
+
+# The fleet scripts' one writer, reader of numbers and quoter of names (the compiler's rules, on the node side).
+
+# shown VALUE: VALUE as one shell word (control characters escaped), for a log or a message.
+shown() {
+    printf '%q' "$1"
+}
+
+# bounded VALUE MAX: 0 when VALUE is a decimal number (ASCII digits only) no greater than MAX.
+bounded() {
+    [[ $1 =~ ^[0-9]{1,18}$ ]] && ((10#$1 <= $2))
+}
+
+# one_line VALUE: 0 when VALUE holds no control character (a newline in a path would forge a line of a
+# key=value file or of a log).
+one_line() {
+    local LC_ALL=C
+    [[ $1 != *[[:cntrl:]]* ]]
+}
+
+# replace_file FILE: stdin becomes FILE, through a temporary in FILE's folder renamed over it; only a regular
+# file (or none) is replaced, never written through: a symlink, a FIFO or a device node there is refused.
+replace_file() {
+    local target=$1 tmp
+    if [ -L "$target" ] || { [ -e "$target" ] && [ ! -f "$target" ]; }; then
+        echo "refusing to write $(shown "$target"): it is not a regular file (a symlink, a device, a folder)" >&2
+        cat >/dev/null
+        return 1
+    fi
+    tmp=$(mktemp -- "$(dirname -- "$target")/.$(basename -- "$target").XXXXXX") || { cat >/dev/null; return 1; }
+    if ! cat >"$tmp" || ! mv -fT -- "$tmp" "$target"; then
+        rm -f -- "$tmp"
+        return 1
+    fi
+}
+
+# env_count NAME VALUE MAX: returns when VALUE (a variable the operator set) is a number from 1 to MAX; else
+# the script stops with exit 64 and says so (a word there would reach sleep, a URL or bash arithmetic).
+env_count() {
+    if ! bounded "$2" "$3" || ((10#$2 < 1)); then
+        echo "$1=$(shown "$2"): expected a whole number from 1 to $3" >&2
+        exit 64
+    fi
+}
+
+if ! one_line "$api_host"; then
+    echo "SPARK_API_HOST=$(shown "$api_host"): expected a host name or address on one line" >&2
+    exit 64
+fi
+env_count SPARK_API_PORT "$api_port" 65535
+env_count SPARK_HEALTH_POLL "$health_poll" 3600
+api_port=$((10#$api_port)) health_poll=$((10#$health_poll))
+api="http://$api_host:$api_port"
 
 label() {
     printf 'rank %s (%s)' "$1" "${rank_nodes[$1]}"

@@ -289,17 +289,18 @@ def on_head(argv: list[str], script: str = "smoke.py") -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if CONFIG["via_head"] and os.environ.get("SPARK_ON_HEAD") != "1" and "--host" not in argv:
-        return on_head(argv)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--host", default=CONFIG["host"])
+    parser.add_argument("--host", help="the API's address (default: the fleet's, from the head when it is loopback)")
     parser.add_argument("--port", type=int, default=CONFIG["port"])
     parser.add_argument("--model", default=CONFIG["model"])
     parser.add_argument("--timeout", type=float, default=CONFIG["timeout"], help="seconds per request")
     parser.add_argument("--only", default="", help="comma-separated check names; needle means every size")
     parser.add_argument("--needle-tokens", default=",".join(map(str, CONFIG["needle_tokens"])))
     args = parser.parse_args(argv)
-    api = Api(args.host, args.port, args.model, args.timeout)
+    # Parsed here first: --help and a bad option are answered locally, never sent (with the key) to the head.
+    if CONFIG["via_head"] and os.environ.get("SPARK_ON_HEAD") != "1" and args.host is None:
+        return on_head(argv)
+    api = Api(args.host or CONFIG["host"], args.port, args.model, args.timeout)
     sizes = [int(size) for size in args.needle_tokens.split(",") if size]
     checks = smoke_checks(api, sizes)
     only = {name for name in args.only.split(",") if name}

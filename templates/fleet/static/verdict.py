@@ -123,13 +123,19 @@ def write(args: argparse.Namespace) -> int:
     return 0
 
 
+# Past any bench's tokens/s or seconds; also bounds an integer before float() (a 400-digit one overflows it).
+_MAX_FIGURE = 1e9
+
+
 def _figure(value: Any) -> float | None:
-    """A bench figure of a verdict file (which anyone with the folder may have edited): a positive finite
-    number, else None."""
+    """A bench figure of a verdict file (which anyone with the folder may have edited): a number in
+    (0, _MAX_FIGURE], else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
+    if isinstance(value, int) and not 0 < value <= _MAX_FIGURE:
+        return None
     number = float(value)
-    return number if math.isfinite(number) and number > 0 else None
+    return number if math.isfinite(number) and 0 < number <= _MAX_FIGURE else None
 
 
 def _label(text: str) -> str:

@@ -1,0 +1,111 @@
+"""Issue 37 (hostile input, round 3): each test names the defect it holds down and asserts what the user or
+the consumer gets. The `import --trace` sandbox's own tests live in tests/import/test_import_trace.py."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from hostile import assert_handled, child_profile, run_main
+from items import findings
+
+from spark_compile.commands import error_log
+from spark_compile.spec.checks import INT64_MAX, MAX_FLEET_NODES, MAX_PARALLEL
+from spark_compile.stages.load import MAX_NODES
+from spark_compile.stages.resolve import extends_roots
+
+
+# -- resources: a bound is a finding with the limit, never a hang --------------------------------------
+@pytest.mark.parametrize("field", ["tp", "ep", "pp", "dp"])
+def test_parallel_size_of_10_pow_40_is_a_finding_not_a_loop(tmp_path: Path, field: str) -> None:
+    profile = child_profile(tmp_path, {"engine": {"parallel": {field: 10**40}}})
+    outcome = run_main("check", str(profile))
+    assert_handled(outcome)
+    assert outcome.code == 1
+    assert [f[2:] for f in findings(outcome)] == [
+        ("SC109", f"engine.parallel.{field}: must be at most {MAX_PARALLEL}, got {10**40}")]
+
+
+def test_a_count_past_int64_is_a_finding(tmp_path: Path) -> None:
+    # bash arithmetic (the watchdog counts failures against it) wraps past int64.
+    profile = child_profile(tmp_path, {"operations": {"watchdog": {"fail_threshold": INT64_MAX + 1}}})
+    outcome = run_main("check", str(profile))
+    assert_handled(outcome)
+    assert [f[2:] for f in findings(outcome)] == [
+        ("SC109", f"operations.watchdog.fail_threshold: must be at most {INT64_MAX}, got {INT64_MAX + 1}")]
+
+
+def test_more_fleet_nodes_than_the_bound_is_a_finding(tmp_path: Path) -> None:
+    # 100,000 nodes were accepted; every per-rank output grows with them.
+    nodes = [{"name": f"n{i}", "fabric_ip": f"10.{i >> 8}.{i & 255}.1"} for i in range(MAX_FLEET_NODES + 1)]
+    profile = child_profile(tmp_path, {"fleet": {"nodes": nodes}})
+    outcome = run_main("check", str(profile))
+    assert_handled(outcome)
+    expected = f"fleet.nodes: takes at most {MAX_FLEET_NODES} item(s), got a list"
+    assert [f[2:] for f in findings(outcome)] == [("SC109", expected)]
+
+
+_ALIAS_BOMB = "runtime: sglang\nmodel: m\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9)) + (
+    "defaults: {served_model_name: *a8}\ncommand: python3 -m sglang.launch_server --model-path {model}\n")
+
+
+def test_import_of_a_sparkrun_recipe_with_an_alias_bomb_is_an_error_with_the_bound(tmp_path: Path) -> None:
+    recipe = tmp_path / "bomb.yaml"
+    recipe.write_text(_ALIAS_BOMB)
+    assert len(_ALIAS_BOMB) < 2048
+    outcome = run_main("import", str(recipe), "--hosts", "10.0.0.1", "--architecture", "LlamaForCausalLM")
+    assert (outcome.code, outcome.out) == (2, "")
+    assert outcome.err == (f"spark-compile: error: {recipe}: the recipe expands to more than {MAX_NODES} values "
+                           "(YAML anchors and aliases); write the values out instead of aliasing them\n")
+
+
+_RUN = ("docker run --gpus all -v /m:/m lmsysorg/sglang:v0.5.23 python3 -m sglang.launch_server --model-path /m "
+        "--tp-size 2 --nnodes 2 --node-rank {} --dist-init-addr 10.0.0.1:20000\n")
+
+
+@pytest.mark.parametrize("rank", ["\u00b2", "\u0661", "1" * 40])
+def test_a_unicode_digit_in_node_rank_is_a_usage_error_not_exit_3(tmp_path: Path, rank: str) -> None:
+    source = tmp_path / "run.sh"
+    source.write_text(_RUN.format(0) + _RUN.format(rank))
+    outcome = run_main("import", str(source), "--hosts", "10.0.0.1,10.0.0.2", "--architecture", "LlamaForCausalLM",
+                       "--fabric", "tcp", "--interface", "eth0")
+    assert_handled(outcome)
+    assert (outcome.code, outcome.out) == (2, "")
+    assert outcome.err.splitlines()[-1] == (
+        f"spark-compile: error: {source}:2: --node-rank {rank!r}: expected a node rank of ASCII digits (0, 1, ...); "
+        "fix the source's --node-rank")
+
+
+def test_history_never_reads_a_profile_symlinked_outside_the_repository(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("name: secret-token-do-not-print\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "1.0.yaml").symlink_to(outside)
+    outcome = run_main("history", str(repo))
+    assert (outcome.code, outcome.out) == (2, "")
+    assert outcome.err == (f"spark-compile: error: {repo / '1.0.yaml'} leads to {outside}, outside the repository "
+                           f"({', '.join(extends_roots(repo / 'profile.yaml'))}): history reads only the "
+                           "repository's profiles; remove the link or copy the profile in\n")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_the_traceback_log_in_the_user_cache_never_hangs_on_a_fifo_nor_follows_a_link(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    # The one file spark-compile keeps in ~/.cache (there is no other cache any more).
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = tmp_path / "spark-compile"
+    folder.mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    planted = folder / error_log.LOG_NAME
+    if kind == "fifo":
+        os.mkfifo(planted)
+    else:
+        planted.symlink_to(victim)
+    assert error_log.write_log("Traceback ...\n") is None
+    assert victim.read_text() == "keep\n"
+    assert stat.S_ISFIFO(os.lstat(planted).st_mode) if kind == "fifo" else planted.is_symlink()
