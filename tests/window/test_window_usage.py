@@ -35,8 +35,19 @@ def window(production: Path, tmp_path: Path, *args: str) -> tuple[subprocess.Com
     return proc, calls
 
 
+def _candidate(tmp_path: Path, text: str) -> Path:
+    """A release of the reference named apart from production (its own folder and unit), compiled and installed."""
+    profile = tmp_path / "cand.yaml"
+    profile.write_text(f"extends: {os.path.relpath(ROOT / 'spec' / 'profiles' / 'dsv41-4spark.yaml', tmp_path)}\n"
+                       f"name: cand\nrelease: candidate-1.8\n{text}")
+    compiled = subprocess.run([sys.executable, "-m", "spark_compile.cli", str(profile), "--out", str(tmp_path / "gen"),
+                               "--root", str(ROOT)], capture_output=True, text=True, check=False)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    return install(tmp_path / "gen" / "cand", tmp_path / "deploy" / "cand")
+
+
 def test_a_candidate_on_production_port_is_refused_with_the_fix(production: Path, tmp_path: Path) -> None:
-    proc, calls = window(production, tmp_path, str(production.parent))
+    proc, calls = window(production, tmp_path, str(_candidate(tmp_path, "")))
     assert proc.returncode == 64, proc.stdout + proc.stderr
     assert "the candidate serves on port 8210, its window's test port is 8888" in proc.stderr
     assert "engine.port: 8888" in proc.stderr
@@ -56,7 +67,8 @@ def test_a_folder_that_is_no_installed_profile_is_refused(production: Path, tmp_
 def test_no_candidate_prints_the_usage(production: Path, tmp_path: Path) -> None:
     proc, _ = window(production, tmp_path)
     assert proc.returncode == 64
-    assert "launch.sh window CANDIDATE [--verdict-dir DIR]" in proc.stderr
+    assert proc.stderr == ("launch.sh: window needs the candidate's installed folder (or --restore) (launch.sh "
+                           "--help lists every command and its options)\n")
 
 
 def test_restore_without_a_window_says_so(production: Path, tmp_path: Path) -> None:
@@ -67,13 +79,7 @@ def test_restore_without_a_window_says_so(production: Path, tmp_path: Path) -> N
 
 
 def test_dry_run_prints_the_whole_window_and_touches_nothing(production: Path, tmp_path: Path) -> None:
-    profile = tmp_path / "cand.yaml"
-    profile.write_text(f"extends: {os.path.relpath(ROOT / 'spec' / 'profiles' / 'dsv41-4spark.yaml', tmp_path)}\n"
-                       "name: cand\nrelease: candidate-1.8\nengine: {port: 8888}\n")
-    compiled = subprocess.run([sys.executable, "-m", "spark_compile.cli", str(profile), "--out", str(tmp_path / "gen"),
-                               "--root", str(ROOT)], capture_output=True, text=True, check=False)
-    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
-    cand = install(tmp_path / "gen" / "cand", tmp_path / "deploy" / "cand")
+    cand = _candidate(tmp_path, "engine: {port: 8888}\n")
     proc, calls = window(production, tmp_path, str(cand), "--dry-run", "--verdict-dir", str(tmp_path / "verdicts"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
