@@ -35,7 +35,7 @@ def _open_to_nobody(tmp_path: Path) -> None:
     # nobody (the sandbox's host user, and the test user) through them to tmp_path; the system temp dir is not ours.
     system_tmp = Path(tempfile.gettempdir()).resolve()
     for folder in (tmp_path.resolve(), *tmp_path.resolve().parents):
-        if folder == system_tmp or folder == folder.parent:
+        if folder in {system_tmp, folder.parent}:
             break
         folder.chmod(folder.stat().st_mode | 0o001)
 

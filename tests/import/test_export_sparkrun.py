@@ -88,10 +88,10 @@ def test_export_never_overwrites_a_foreign_file(capsys: pytest.CaptureFixture[st
     assert out.read_text() == "model: mine\n"
 
 
-def _hostile_profile(tmp_path: Path, served: str, tokenizer: str) -> Path:
+def _hostile_profile(tmp_path: Path, served: str, download_dir: str) -> Path:
     """two-node-tcp.yaml with a served name and an engine.args value that pass `check` and are shell code."""
     text = TWO_NODE_TCP.read_text().replace("served_name: qwen3-next-80b", f"served_name: {json.dumps(served)}")
-    text = text.replace("  env:\n", f"  args: {{tokenizer-path: {json.dumps(tokenizer)}}}\n  env:\n", 1)
+    text = text.replace("  env:\n", f"  args: {{download-dir: {json.dumps(download_dir)}}}\n  env:\n", 1)
     profile = tmp_path / "two-node-tcp.yaml"
     profile.write_text(text)
     config = TWO_NODE_TCP.with_name("qwen3-next-80b-a3b.config.json")
@@ -101,8 +101,8 @@ def _hostile_profile(tmp_path: Path, served: str, tokenizer: str) -> Path:
 
 def test_export_sparkrun_quotes_served_name_and_engine_args_for_bash(capsys: pytest.CaptureFixture[str],
                                                                       tmp_path: Path) -> None:
-    served, tokenizer = f"x`touch {tmp_path}/served`", f"/m/a b;touch {tmp_path}/args"
-    profile = _hostile_profile(tmp_path, served, tokenizer)
+    served, download_dir = f"x`touch {tmp_path}/served`", f"/m/a b;touch {tmp_path}/args"
+    profile = _hostile_profile(tmp_path, served, download_dir)
     assert main(["check", str(profile)]) == 0
     recipe = tmp_path / "recipe.yaml"
     _export(capsys, profile, recipe)
@@ -110,7 +110,7 @@ def test_export_sparkrun_quotes_served_name_and_engine_args_for_bash(capsys: pyt
     hosts = [rank.fabric_ip for rank in _plan(profile).ranks]
     for words in [dry_run(recipe, hosts), *node_commands(recipe, hosts)]:
         assert words[words.index("--served-model-name") + 1] == served
-        assert words[words.index("--tokenizer-path") + 1] == tokenizer
+        assert words[words.index("--download-dir") + 1] == download_dir
     assert "served_model_name" not in recipe.read_text()  # a placeholder would paste it raw
 
 

@@ -266,6 +266,9 @@ CASES: dict[str, Case] = {
         set_at([1.25] * 2, "model", "draft_weights_per_rank", base=EAGLE3), reader="check"
     ),
     "model.available_per_rank.[]": replace(set_at([40.5] * 4, "model", "available_per_rank"), reader="check"),
+    "model.pre_load_available_per_rank.[]": replace(
+        set_at([109.5] * 4, "model", "pre_load_available_per_rank"), reader="check"
+    ),
     "model.cuda_graph_per_rank.[]": replace(set_at([2.75] * 4, "model", "cuda_graph_per_rank"), reader="check"),
     "model.engram.local_dir": set_at("/srv/engram-walk", "model", "engram", "local_dir"),
     "model.engram.container_dir": set_at("/engram-walk", "model", "engram", "container_dir"),
