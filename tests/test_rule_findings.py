@@ -62,7 +62,8 @@ CASES: list[tuple[str, int, list[dict[str, Any]]]] = [
                  "docker needs --memory with --memory-swap")]),
     ("container:\n  memory: 16g\n  shm_size: 32g\n", 1, [
         _finding("SC410", "error", "c.yaml", 4, 13, "shm size 32g exceeds the memory limit 16g",
-                 "shared memory is charged to the container's limit")]),
+                 "set container.shm_size: 4g (shared memory is charged to the container's limit: a quarter of "
+                 "it leaves the rest for the engine's host-side memory)")]),
     ("model:\n  served_name: 'a:b'\n", 1, [
         _finding("SC211", "error", "c.yaml", 3, 16, "served_name 'a:b' contains ':'", "remove the ':'")]),
     ("model:\n  aliases: [deepseek-v4.1-flash, 'x,y']\n", 1, [

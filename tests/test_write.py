@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REFERENCE_TAG_WARNING, ROOT, run_cli, run_cli_process
+from conftest import REFERENCE_TAG_WARNING, REFERENCE_WARNINGS, ROOT, run_cli, run_cli_process
 
 PROFILE = "spec/profiles/dsv41-4spark.yaml"
 
@@ -33,7 +33,9 @@ def test_recompile_rewrites_nothing(tmp_path: Path) -> None:
     written, shared, warnings = output.split("\n", 2)
     assert written == f"{tmp_path / 'dsv41-4spark'}: 0 written, {generated} unchanged, 0 removed"
     assert shared == f"{tmp_path / 'fleet_scripts'}: 0 written, {scripts} unchanged, 0 removed"
-    assert warnings.startswith(REFERENCE_TAG_WARNING) and warnings.endswith("0 errors, 1 warning in 1 profile\n")
+    assert warnings.startswith(REFERENCE_TAG_WARNING) and warnings.endswith(
+        f"0 errors, {len(REFERENCE_WARNINGS)} warnings in 1 profile\n")
+    assert all(f" {rule} warning: " in warnings for rule in REFERENCE_WARNINGS), warnings
     assert _snapshot(tmp_path) == before
 
 

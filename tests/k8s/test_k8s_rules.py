@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REFERENCE_PROFILE, run_cli
+from conftest import REFERENCE_PROFILE, REFERENCE_WARNINGS, run_cli
 from k8s_support import K8S_PROFILE, compile_profile
 
 
@@ -27,7 +27,7 @@ def _rules(findings: list[dict[str, Any]]) -> set[str]:
 
 def test_the_fixture_has_only_the_node_bound_warning(tmp_path: Path) -> None:
     code, findings = _check(tmp_path, "")
-    assert code == 0 and _rules(findings) == {"SC506"}
+    assert code == 0 and _rules(findings) == {"SC442", "SC506"}  # SC442: the reference's KV pool, inherited
 
 
 @pytest.mark.parametrize(("text", "rule", "line"), [
@@ -48,16 +48,16 @@ def test_errors_point_at_the_profile_line(tmp_path: Path, text: str, rule: str, 
 
 def test_a_tag_alone_is_one_warning_per_target(tmp_path: Path) -> None:
     code, findings = _check(tmp_path, "kubernetes: {}\n", base=REFERENCE_PROFILE)
-    assert code == 0 and _rules(findings) == {"SC505", "SC506"}
+    assert code == 0 and _rules(findings) == {"SC442", "SC505", "SC506"}
     code, _ = _check(tmp_path, "kubernetes: {}\n", "--strict", base=REFERENCE_PROFILE)
     assert code == 1
     code, findings = _check(tmp_path, "", base=REFERENCE_PROFILE)
-    assert code == 0 and _rules(findings) == {"SC312"}  # the docker target's own tag warning, not SC505
+    assert code == 0 and _rules(findings) == set(REFERENCE_WARNINGS)  # the docker target's own tag warning, not SC505
 
 
 def test_target_on_the_command_line_equals_an_empty_section(tmp_path: Path) -> None:
     code, findings = _check(tmp_path, "", "--target", "kubernetes", base=REFERENCE_PROFILE)
-    assert code == 0 and _rules(findings) == {"SC505", "SC506"}
+    assert code == 0 and _rules(findings) == {"SC442", "SC505", "SC506"}
     flag, section = tmp_path / "flag", tmp_path / "section"
     result = run_cli(str(REFERENCE_PROFILE), "--target", "kubernetes", "--out", str(flag))
     assert result.returncode == 0, result.stderr
@@ -133,5 +133,6 @@ def test_the_manifest_is_built_once_per_profile(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(k8s, "leaderworkerset", counted)
     first, second = run(K8S_PROFILE).findings, run(K8S_PROFILE).findings
-    assert [f.rule for f in first] == [f.rule for f in second] == ["SC506"]  # the profile's node-local Engram copy
+    # The profile's node-local Engram copy, and the KV pool it inherits from the reference.
+    assert [f.rule for f in first] == [f.rule for f in second] == ["SC506", "SC442"]
     assert built == ["dsv41-k8s", "dsv41-k8s"]
