@@ -35,56 +35,73 @@ def test_diff_1_7_to_1_7_1_is_the_wide_mode_change() -> None:
     result = run_cli("diff", f"{RELEASES_REL}/production-1.7.yaml", f"{RELEASES_REL}/production-1.7.1.yaml")
     assert result.returncode == 1
     r = "spec/profiles/releases/production-"
-    profile, artifacts = result.stdout.split("artifacts: ")
-    assert profile == (
+    # One line per profile change, its effects as a nested count; a deletion cites its !delete line.
+    assert result.stdout == (
         "profile: 13 changes\n"
         f"  release: production-1.7 → production-1.7.1  ({r}1.7.1.yaml:6)\n"
+        "    every mention follows (14 lines in 13 files)\n"
         "  engine.image: aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7 → "
         f"aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7.1  ({r}1.7.1.yaml:8)\n"
+        "    6 changes in 4 files, ranks 0-3\n"
         f"  engine.speculative.dspark_block_size: 15 → 5  ({r}1.7.1.yaml:10)\n"
+        "    4 changes in 3 files, ranks 0-3\n"
         f"  release_notes.date: 2026-09-28 → 2026-09-29  ({r}1.7.1.yaml:26)\n"
+        "    no effect on the rendered files\n"
         "  release_notes.reason: prompt-lookup drafting in wide mode, on by default → wide mode off after a "
         f"device-side assert; lookups stop at the vocabulary  ({r}1.7.1.yaml:27)\n"
+        "    no effect on the rendered files\n"
         f"  operations.verify.hooks_armed: (unset) → 21  ({r}1.7.1.yaml:24)\n"
-        f"  engine.env.CUDA_LOG_FILE: stderr → (unset)  ({r}1.6.yaml:12)\n"
-        f"  engine.env.SGLANG_RAGGED_VERIFY_MODE: compact → (unset)  ({r}1.7.yaml:13)\n"
-        f"  overlay.lookup_draft: true → (unset)  ({r}1.7.yaml:15)\n"
-        f"  overlay.lookup_mode: wide → (unset)  ({r}1.7.yaml:16)\n"
-        f"  overlay.lookup_sync_gate: true → (unset)  ({r}1.7.yaml:17)\n"
-        f"  overlay.lookup_narrow_slots: true → (unset)  ({r}1.7.yaml:18)\n"
-        f"  overlay.lookup_fused_c2: true → (unset)  ({r}1.7.yaml:19)\n"
+        "    no effect on the rendered files\n"
+        f"  engine.env.CUDA_LOG_FILE: stderr → (unset)  ({r}1.7.1.yaml:13)\n"
+        "    3 changes in 3 files, ranks 0-3\n"
+        f"  engine.env.SGLANG_RAGGED_VERIFY_MODE: compact → (unset)  ({r}1.7.1.yaml:12)\n"
+        "    2 changes in 2 files, ranks 0-3\n"
+        f"  overlay.lookup_draft: true → (unset)  ({r}1.7.1.yaml:15)\n"
+        "    6 changes in 4 files, ranks 0-3\n"
+        f"  overlay.lookup_mode: wide → (unset)  ({r}1.7.1.yaml:16)\n"
+        "    2 changes in 2 files, ranks 0-3\n"
+        f"  overlay.lookup_sync_gate: true → (unset)  ({r}1.7.1.yaml:17)\n"
+        "    2 changes in 2 files, ranks 0-3\n"
+        f"  overlay.lookup_narrow_slots: true → (unset)  ({r}1.7.1.yaml:18)\n"
+        "    2 changes in 2 files, ranks 0-3\n"
+        f"  overlay.lookup_fused_c2: true → (unset)  ({r}1.7.1.yaml:19)\n"
+        "    2 changes in 2 files, ranks 0-3\n"
+        "artifacts: 29 changes in 6 files besides 1 rename; --detail lists each\n"  # plan.json's once (issue 27)
     )
-    # Since issue 17 the artifacts section covers every rendered file (it listed env files and argv only);
-    # the release label's mentions are folded into one line, the image tag that contains it is not.
-    lines = artifacts.splitlines()
-    assert lines[:2] == [
-        "29 changes besides 1 rename",  # plan.json's restatements listed once (issue 27)
-        "  release: production-1.7 → production-1.7.1; every mention follows (14 lines in 13 files)",
-    ]
+    # --detail lists every rendered file's change under the profile change that makes it (issue 17's coverage).
+    detail = run_cli("diff", "--detail", f"{RELEASES_REL}/production-1.7.yaml", f"{RELEASES_REL}/production-1.7.1.yaml")
+    assert detail.returncode == 1
     for expected in (
-        "  ranks 0-3 docker-run.sh:  (from engine.speculative.dspark_block_size)\n"
-        "    -   --speculative-dspark-block-size 15 \\\n"
-        "    +   --speculative-dspark-block-size 5 \\\n",
-        "    -   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7 \\\n"
-        "    +   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7.1 \\\n",
-        "  ranks 0-3 engine.env: CUDA_LOG_FILE stderr → (unset)  (from engine.env.CUDA_LOG_FILE)\n",
-        "  ranks 0-3 engine.env: SGLANG_RAGGED_VERIFY_MODE compact → (unset)  "
-        "(from engine.env.SGLANG_RAGGED_VERIFY_MODE)\n",
-        *(f"  ranks 0-3 overlay.env: SPARK_LOOKUP_{name} {value} → (unset)  (from overlay.lookup_{name.lower()})\n"
-          for name, value in (("DRAFT", 1), ("MODE", "wide"), ("SYNC_GATE", 1), ("NARROW_SLOTS", 1), ("FUSED_C2", 1))),
-        "  ranks 0-3 plan.json: ranks[].docker_argv --speculative-dspark-block-size 15 → "
-        "--speculative-dspark-block-size 5  (from engine.speculative.dspark_block_size)\n",
-        "  README.md:  (from overlay.lookup_draft, overlay.lookup_mode, overlay.lookup_sync_gate, "
-        "overlay.lookup_narrow_slots, overlay.lookup_fused_c2)\n    - | `SPARK_LOOKUP_DRAFT` | `1` (differs) | `0` |\n",
-        "  ranks 0-3 fleet/fleet.env: rank_docker --speculative-dspark-block-size 15 → "
-        "--speculative-dspark-block-size 5  (from engine.speculative.dspark_block_size)\n",
+        "  engine.speculative.dspark_block_size: 15 → 5  "
+        f"({r}1.7.1.yaml:10)\n    4 changes in 3 files, ranks 0-3\n"
+        "      ranks 0-3 docker-run.sh:\n"
+        "        -   --speculative-dspark-block-size 15 \\\n"
+        "        +   --speculative-dspark-block-size 5 \\\n",
+        "        -   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7 \\\n"
+        "        +   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.7.1 \\\n",
+        f"({r}1.7.1.yaml:13)\n    3 changes in 3 files, ranks 0-3\n"
+        "      ranks 0-3 engine.env: CUDA_LOG_FILE stderr → (unset)\n",
+        f"({r}1.7.1.yaml:12)\n    2 changes in 2 files, ranks 0-3\n"
+        "      ranks 0-3 engine.env: SGLANG_RAGGED_VERIFY_MODE compact → (unset)\n",
+        *(f"  overlay.lookup_{name.lower()}: true → (unset)  ({r}1.7.1.yaml:{line})\n"
+          f"    {count} changes in {files} files, ranks 0-3\n"
+          f"      ranks 0-3 overlay.env: SPARK_LOOKUP_{name} {value} → (unset)\n"
+          for name, value, line, count, files in (("DRAFT", 1, 15, 6, 4), ("SYNC_GATE", 1, 17, 2, 2),
+                                                  ("NARROW_SLOTS", 1, 18, 2, 2), ("FUSED_C2", 1, 19, 2, 2))),
+        "      ranks 0-3 overlay.env: SPARK_LOOKUP_MODE wide → (unset)\n",
+        "      ranks 0-3 plan.json: ranks[].docker_argv --speculative-dspark-block-size 15 → "
+        "--speculative-dspark-block-size 5\n",
+        "      README.md:  (with overlay.lookup_mode, overlay.lookup_sync_gate, overlay.lookup_narrow_slots, "
+        "overlay.lookup_fused_c2)\n        - | `SPARK_LOOKUP_DRAFT` | `1` (differs) | `0` |\n",
+        "      ranks 0-3 fleet/fleet.env: rank_docker --speculative-dspark-block-size 15 → "
+        "--speculative-dspark-block-size 5\n",
     ):
-        assert expected in artifacts
+        assert expected in detail.stdout, expected
     # The hooks 1.7 arms by its flags (the overlay's own count) → the 21 that 1.7.1 records for every rank.
-    assert re.search(r"\n  fleet/fleet\.env: rank_hooks \((\d+) \1 \1 \1\) → \(21 21 21 21\)  "
-                     r"\(from overlay\.lookup_draft, overlay\.lookup_mode, overlay\.lookup_sync_gate, "
+    assert re.search(r"\n      fleet/fleet\.env: rank_hooks \((\d+) \1 \1 \1\) → \(21 21 21 21\)  "
+                     r"\(with overlay\.lookup_mode, overlay\.lookup_sync_gate, "
                      r"overlay\.lookup_narrow_slots, overlay\.lookup_fused_c2, "
-                     r"operations\.verify\.hooks_armed\)\n", artifacts)
+                     r"operations\.verify\.hooks_armed\)\n", detail.stdout)
 
 
 def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
@@ -92,38 +109,52 @@ def test_diff_1_1_to_1_2_shows_the_request_cap_and_what_it_derives() -> None:
     assert result.returncode == 1
     r = "spec/profiles/releases/production-"
     # SPARK_ENGRAM_MAX_IDS stays 65536: the 2048-token chunk dominates max(chunk, 8 x requests).
-    assert result.stdout.startswith(
+    assert result.stdout == (
         "profile: 6 changes\n"
         f"  release: production-1.1 → production-1.2  ({r}1.2.yaml:5)\n"
+        "    every mention follows (14 lines in 13 files)\n"
         "  engine.image: aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1 → "
         f"aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2  ({r}1.2.yaml:7)\n"
+        "    6 changes in 4 files, ranks 0-3\n"
         f"  engine.limits.max_running_requests: 8 → 16  ({r}1.2.yaml:9)\n"
+        "    4 changes in 3 files, ranks 0-3\n"
         f"  overlay.engram_early: (unset) → true  ({r}1.2.yaml:11)\n"
+        "    5 changes in 4 files, ranks 0-3\n"
         f"  release_notes.date: 2026-09-21 → 2026-09-23  ({r}1.2.yaml:13)\n"
+        "    no effect on the rendered files\n"
         "  release_notes.reason: first named production release: 8 import hooks, row store ABI 2 → sixteen "
         f"streams: 1.9x the decode ceiling; Engram gathers early  ({r}1.2.yaml:14)\n"
-        "artifacts: 17 changes besides 1 rename\n"
-        "  release: production-1.1 → production-1.2; every mention follows (14 lines in 13 files)\n"
-        "  ranks 0-3 docker-run.sh:  (from engine.image)\n"
-        "    -   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1 \\\n"
-        "    +   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2 \\\n"
-        "  ranks 0-3 docker-run.sh:  (from engine.limits.max_running_requests, engine.cuda_graph.max_bs_decode)\n"
-        "    -   --max-running-requests 8 \\\n"
-        "    -   --cuda-graph-max-bs-decode 8 \\\n"
-        "    +   --max-running-requests 16 \\\n"
-        "    +   --cuda-graph-max-bs-decode 16 \\\n"
-        "  ranks 0-3 overlay.env: SPARK_ENGRAM_EARLY (unset) → 1  (from overlay.engram_early)\n"
-        "  README.md:  (from engine.image)\n"
-        "    - - Image: `aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1`\n"
-        "    + - Image: `aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2`\n"
-        "  README.md:  (from overlay.engram_early)\n"
-        "    + | `SPARK_ENGRAM_EARLY` | `1` | `1` |\n"
+        "    no effect on the rendered files\n"
+        "  engine.cuda_graph.max_bs_decode (a value derived from the changes above): 2 changes in 2 files, "
+        "ranks 0-3\n"
+        "artifacts: 17 changes in 5 files besides 1 rename; --detail lists each\n"
     )
-    assert "SPARK_ENGRAM_MAX_IDS 65536 →" not in result.stdout
-    # Twice the request slots cost KV pool: SGLang's SWA pool is sized per request (the memory budget).
-    assert ("  fleet/fleet.env: predicted_full_token (15625984 16293376 16293376 16293376) → "
-            "(15317248 15984640 15984640 15984640)  (from engine.limits.max_running_requests, "
-            "engine.cuda_graph.max_bs_decode)\n") in result.stdout
+    detail = run_cli("diff", "--detail", f"{RELEASES_REL}/production-1.1.yaml", f"{RELEASES_REL}/production-1.2.yaml")
+    assert detail.returncode == 1
+    for expected in (
+        f"  engine.limits.max_running_requests: 8 → 16  ({r}1.2.yaml:9)\n"
+        "    4 changes in 3 files, ranks 0-3\n"
+        "      ranks 0-3 docker-run.sh:  (with engine.cuda_graph.max_bs_decode)\n"
+        "        -   --max-running-requests 8 \\\n"
+        "        -   --cuda-graph-max-bs-decode 8 \\\n"
+        "        +   --max-running-requests 16 \\\n"
+        "        +   --cuda-graph-max-bs-decode 16 \\\n",
+        "      ranks 0-3 docker-run.sh:\n"
+        "        -   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1 \\\n"
+        "        +   aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2 \\\n"
+        "      README.md:\n"
+        "        - - Image: `aidendle94/sparkrun-sglang-dsv41-gb10:production-1.1`\n"
+        "        + - Image: `aidendle94/sparkrun-sglang-dsv41-gb10:production-1.2`\n",
+        "    5 changes in 4 files, ranks 0-3\n"
+        "      ranks 0-3 overlay.env: SPARK_ENGRAM_EARLY (unset) → 1\n"
+        "      README.md:\n"
+        "        + | `SPARK_ENGRAM_EARLY` | `1` | `1` |\n",
+        # Twice the request slots cost KV pool: SGLang's SWA pool is sized per request (the memory budget).
+        "      fleet/fleet.env: predicted_full_token (5899520 5899520 5899520 5899520) → "
+        "(5591040 5591040 5591040 5591040)  (with engine.cuda_graph.max_bs_decode)\n",
+    ):
+        assert expected in detail.stdout, expected
+    assert "SPARK_ENGRAM_MAX_IDS 65536 →" not in detail.stdout
 
 
 def test_identical_profiles_diff_empty_with_exit_0() -> None:
@@ -165,8 +196,11 @@ def test_diff_against_a_git_revision(tmp_path: Path) -> None:
         "profile: 1 change",
         "  engine.limits.max_running_requests: 16 → 24  (spec/profiles/dsv41-4spark.yaml:73)",
     ]
-    assert "SPARK_ENGRAM_MAX_IDS 65536 →" not in result.stdout  # 2048 still wins
-    assert "    +   --cuda-graph-max-bs-decode 24 \\\n" in result.stdout
+    detail = run_cli("diff", "--detail", "HEAD~1:spec/profiles/dsv41-4spark.yaml", "spec/profiles/dsv41-4spark.yaml",
+                     cwd=repo)
+    assert detail.returncode == 1, detail.stderr
+    assert "SPARK_ENGRAM_MAX_IDS 65536 →" not in detail.stdout  # 2048 still wins
+    assert "        +   --cuda-graph-max-bs-decode 24 \\\n" in detail.stdout
     missing = run_cli("diff", "HEAD~5:spec/profiles/dsv41-4spark.yaml", "spec/profiles/dsv41-4spark.yaml", cwd=repo)
     assert missing.returncode == 2
     assert "HEAD~5" in missing.stderr and "Traceback" not in missing.stderr
@@ -190,7 +224,7 @@ def test_drift_names_edited_missing_and_extra_files(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stdout.startswith(REFERENCE_TAG_WARNING)
     assert result.stdout[result.stdout.index("0 errors"):] == (
-        "0 errors, 1 warning in 1 profile\n"
+        "0 errors, 2 warnings in 1 profile\n"  # SC312 and SC442 (REFERENCE_WARNINGS)
         "generated/dsv41-4spark/0-spark-0/nccl.env: differs from what spec/profiles/dsv41-4spark.yaml produces\n"
         "generated/dsv41-4spark/2-spark-2/preflight.sh: missing (the profile produces it)\n"
         "generated/dsv41-4spark/3-spark-3/hotfix.env: not generated by spark-compile (compiling keeps it): delete it"
@@ -236,33 +270,38 @@ def test_diff_reads_a_parent_that_exists_only_at_the_revision(tmp_path: Path) ->
     git("commit", "-qm", "history")
     git("rm", "-q", "spec/profiles/releases/production-1.6.yaml")
     git("commit", "-qm", "drop 1.6 from the tree")
-    result = run_cli("diff", "HEAD~1:spec/profiles/releases/production-1.7.yaml",
+    result = run_cli("diff", "--detail", "HEAD~1:spec/profiles/releases/production-1.7.yaml",
                      "HEAD~1:spec/profiles/releases/production-1.7.1.yaml", cwd=repo)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "  ranks 0-3 overlay.env: SPARK_LOOKUP_MODE wide → (unset)  (from overlay.lookup_mode)" in result.stdout
-    assert "(HEAD~1:spec/profiles/releases/production-1.6.yaml:12)" in result.stdout
+    assert ("  overlay.lookup_mode: wide → (unset)  (HEAD~1:spec/profiles/releases/production-1.7.1.yaml:16)\n"
+            "    2 changes in 2 files, ranks 0-3\n"
+            "      ranks 0-3 overlay.env: SPARK_LOOKUP_MODE wide → (unset)\n") in result.stdout
+    # CUDA_LOG_FILE's old value comes from 1.6, read at the revision; the deletion cites 1.7.1's !delete line.
+    assert ("  engine.env.CUDA_LOG_FILE: stderr → (unset)  (HEAD~1:spec/profiles/releases/production-1.7.1.yaml:13)\n"
+            "    3 changes in 3 files, ranks 0-3\n"
+            "      ranks 0-3 engine.env: CUDA_LOG_FILE stderr → (unset)\n") in result.stdout
 
 
 def test_diff_1_6_to_1_7_lists_each_real_change_once() -> None:
     """plan.json restates each variable three times (env, env_files, sources) and the engine argv inside the
     docker argv; the diff lists the nine real plan changes of 1.7 once each (checked by hand against 1.7's
     file: the image, the block size, the ragged-verify variable and the five lookup flags' six variables)."""
-    result = run_cli("diff", f"{RELEASES_REL}/production-1.6.yaml", f"{RELEASES_REL}/production-1.7.yaml")
-    plan = [line.split("  (from ")[0] for line in result.stdout.splitlines() if "plan.json: " in line]
+    result = run_cli("diff", "--detail", f"{RELEASES_REL}/production-1.6.yaml", f"{RELEASES_REL}/production-1.7.yaml")
+    plan = [line.split("  (with ")[0] for line in result.stdout.splitlines() if "plan.json: " in line]
     image = "aidendle94/sparkrun-sglang-dsv41-gb10:production-1."
     assert plan == [
-        f"  plan.json: image {image}6 → {image}7",
-        f"  ranks 0-3 plan.json: ranks[].docker_argv python3 {image}6 → python3 {image}7",
-        "  ranks 0-3 plan.json: ranks[].docker_argv --speculative-dspark-block-size 5 → "
+        f"      plan.json: image {image}6 → {image}7",
+        f"      ranks 0-3 plan.json: ranks[].docker_argv python3 {image}6 → python3 {image}7",
+        "      ranks 0-3 plan.json: ranks[].docker_argv --speculative-dspark-block-size 5 → "
         "--speculative-dspark-block-size 15",
-        "  ranks 0-3 plan.json: ranks[].env.SGLANG_RAGGED_VERIFY_MODE (unset) → compact",
-        *(f"  ranks 0-3 plan.json: ranks[].env.SPARK_LOOKUP_{name} (unset) → {value}"
+        "      ranks 0-3 plan.json: ranks[].env.SGLANG_RAGGED_VERIFY_MODE (unset) → compact",
+        *(f"      ranks 0-3 plan.json: ranks[].env.SPARK_LOOKUP_{name} (unset) → {value}"
           for name, value in (("DRAFT", 1), ("MODE", "wide"), ("SYNC_GATE", 1), ("NARROW_SLOTS", 1), ("FUSED_C2", 1))),
     ]
     # fleet.env's per-rank flag lists compare name by name, not as one 2,000-character line.
-    assert ("  fleet/fleet.env: rank_flags SPARK_LATE_TAIL_SKIP_ALL → SPARK_LATE_TAIL_SKIP_ALL SPARK_LOOKUP_DRAFT "
-            "SPARK_LOOKUP_FUSED_C2 SPARK_LOOKUP_MODE SPARK_LOOKUP_NARROW_SLOTS SPARK_LOOKUP_SYNC_GATE  (from "
-            "overlay.lookup_draft, overlay.lookup_fused_c2, overlay.lookup_mode, overlay.lookup_narrow_slots, "
+    assert ("      fleet/fleet.env: rank_flags SPARK_LATE_TAIL_SKIP_ALL → SPARK_LATE_TAIL_SKIP_ALL SPARK_LOOKUP_DRAFT "
+            "SPARK_LOOKUP_FUSED_C2 SPARK_LOOKUP_MODE SPARK_LOOKUP_NARROW_SLOTS SPARK_LOOKUP_SYNC_GATE  (with "
+            "overlay.lookup_fused_c2, overlay.lookup_mode, overlay.lookup_narrow_slots, "
             "overlay.lookup_sync_gate)\n") in result.stdout
-    assert "artifacts: 27 changes besides 1 rename\n" in result.stdout
+    assert result.stdout.endswith("\nartifacts: 27 changes in 6 files besides 1 rename\n")
     # Every artifact change, by file, key and profile key: tests/diff/test_release_diff_counts.py

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from spark_compile.capacity.budget import Capacity, RankCapacity
 from spark_compile.capacity.kv_predict import Kv
 from spark_compile.rules.registry import Context, Hit, Path, rule
+from spark_compile.rules.sglang_model import tp_misses_fleet
 from spark_compile.spec.nccl_presets import NCCL_DEFAULT_PINNED_GIB
 
 LABELS = {"weights": "weights", "draft": "draft", "nccl": "NCCL", "head_share": "HTTP/tokenizer",
@@ -15,6 +16,12 @@ LABELS = {"weights": "weights", "draft": "draft", "nccl": "NCCL", "head_share": 
           "shm": "shm"}
 CAPACITY_RULES = "SC44"  # every rule of this module: `plan --capacity` still prints the budget when only they refuse
 TRIM = "NCCL_BUFFSIZE=1048576 NCCL_LL128_BUFFSIZE=262144 NCCL_PROTO=^LL128 NCCL_MAX_NCHANNELS=8"
+
+
+def _capacity(ctx: Context) -> Capacity | None:
+    """Every rank's budget for the error rules (SC440, SC441), or None when tp does not fill the fleet: SC401
+    says so, and a budget of the wrong shards would be a second error of that one cause."""
+    return None if tp_misses_fleet(ctx) else ctx.capacity
 
 
 def _who(budget: RankCapacity) -> str:
@@ -64,7 +71,7 @@ def _spread(ctx: Context, worst: RankCapacity) -> str:
       "fleet: {nodes: [a, b]}\nengine: {parallel: {tp: 2}}   # a model sized for four Sparks",
       "fleet: {nodes: [a, b, c, d]}\nengine: {parallel: {tp: 4}}")
 def rank_fits(ctx: Context) -> Iterator[Hit]:
-    capacity = ctx.capacity
+    capacity = _capacity(ctx)
     if capacity is None:
         return
     over = [r for r in capacity.ranks if r.terms["weights"].gib is not None and _load(r) > r.gib("pre_load")]
@@ -84,7 +91,7 @@ def rank_fits(ctx: Context) -> Iterator[Hit]:
       "to start (\"Loaded weights leave no GPU memory for the KV cache\").",
       "engine: {limits: {mem_fraction_static: 0.5}}", "engine: {limits: {mem_fraction_static: 0.8}}")
 def static_pool_leaves_kv(ctx: Context) -> Iterator[Hit]:
-    capacity = ctx.capacity
+    capacity = _capacity(ctx)
     if capacity is None or ctx.profile.model.available_per_rank is not None:
         return
     short = [r for r in capacity.ranks if r.terms["available"].gib is not None and (r.terms["available"].gib or 0) <= 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -92,11 +93,11 @@ def _secret_diff() -> ProfileDiff:
 
 
 def test_every_format_redacts_every_value() -> None:
-    for name, render in FORMATS.items():
-        out = render(_secret_diff())
-        assert "A1b2C3d4E5" not in out, name
-        assert "(redacted)" in out, name
-    body = json.loads(FORMATS["json"](_secret_diff()))
+    for (name, render), detail in itertools.product(FORMATS.items(), (False, True)):
+        out = render(_secret_diff(), detail)
+        assert "A1b2C3d4E5" not in out, (name, detail)
+        assert "(redacted)" in out, (name, detail)
+    body = json.loads(FORMATS["json"](_secret_diff(), True))
     assert body["artifacts"][0] == {"ranks": [0, 1], "file": "engine.env", "name": "HF_TOKEN",
                                     "old": "old-(redacted)", "new": "new-(redacted)", "source": None}
 
@@ -104,7 +105,7 @@ def test_every_format_redacts_every_value() -> None:
 def test_markdown_fences_the_unified_diff_beyond_its_longest_backtick_run() -> None:
     diff = _secret_diff()
     diff = ProfileDiff(diff.old_name, diff.new_name, diff.profile, diff.artifacts, {}, unified="+````\n")
-    out = FORMATS["markdown"](diff)
+    out = FORMATS["markdown"](diff, False)
     assert "`````diff\n+````\n`````\n" in out
 
 

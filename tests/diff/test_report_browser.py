@@ -102,19 +102,29 @@ def test_the_reference_page_has_each_section_and_each_change_in_place(pages: dic
     assert dict(changes)["release"] == f"release: production-1.7 → {profile['release']} " \
         f"{reference.relative_to(ROOT)}:{_line_of(reference, 'release: ')}"
     links = [a["href"] for a, _ in dom.select("a") if a.get("href", "").startswith("#v-")]
-    assert len(links) == len(changes) + 1  # each change, and the finding's line
-    for href in links:  # each link lands on its highlighted row
+    # each change, and each finding's line: SC312's at the image, SC442's at the request cap (unchanged since 1.7)
+    assert sorted(links) == sorted([*(f"#v-{path}" for path, _ in changes), "#v-engine.image",
+                                    "#v-engine.limits.max_running_requests"])
+    for href in links:  # each link lands on its row, highlighted where the value changed
         tag, attrs, _ = dom.by_id(href[1:])
-        assert tag == "tr" and attrs["class"] in ("value changed", "value added", "value removed"), href
+        same = href == "#v-engine.limits.max_running_requests"
+        assert tag == "tr" and attrs["class"] in (("value same",) if same else
+                                                  ("value changed", "value added", "value removed")), href
     for path, line in changes:  # which shows the same old → new in place
         shown = line.removeprefix(f"{path}: ").rsplit(" ", 1)[0]
         assert f"{path} {shown} " in rows[path][1] or f"{path} SC312 {shown} " in rows[path][1], (path, shown)
     findings = [(a["data-rule"], text) for a, text in dom.select("li", "finding")]
+    cap = _line_of(reference, "    max_running_requests:")
     assert findings == [("SC312", f"SC312 warning at {reference.relative_to(ROOT)}:{image}:10: "
                          f"{profile['engine']['image']} is pinned by tag only; the tag can move to another build "
                          "(checked as sglang-0.5.23, engine.catalog) hint: append the digest the image has now: "
                          "<image>@sha256:<64 hex digits> (`docker buildx imagetools inspect <image>` prints it), and "
-                         "keep engine.catalog naming the SGLang build it holds")]
+                         "keep engine.catalog naming the SGLang build it holds"),
+                        # issue 34: the reference's KV pool holds 10 full-context requests of the 16 it admits
+                        ("SC442", f"SC442 warning at {reference.relative_to(ROOT)}:{cap}:27: rank 0 (spark-0)'s KV "
+                         "pool holds full_token=5591040 (1673.31 bytes_per_full_token over 9.8 GiB): 10 requests at "
+                         "context_length 524288, fewer than max_running_requests 16 hint: set context_length to "
+                         "349440, or max_running_requests to 10, or give the KV pool more memory")]
     assert not dom.select("li", "stale")  # "DSpark block 5" is true of 1.7.1
 
 

@@ -97,12 +97,22 @@ def test_diff_shows_manifest_changes(tmp_path: Path) -> None:
                      "container:\n  shm_size: 16g\n")
     result = run_cli("diff", str(K8S_PROFILE), str(child))
     assert result.returncode == 1, result.stderr
+    assert result.stdout.endswith("artifacts: 13 changes in 7 files; --detail lists each\n")
     # Since issue 17 the diff compares every rendered file, manifests key by key; a file of no rank has no prefix.
-    # Each names the profile key it comes from: a value the manifest spells out (a size in Kubernetes' form).
-    assert ("  k8s/leaderworkerset.yaml: metadata.namespace inference → serving  (from kubernetes.namespace)\n"
-            in result.stdout)
-    assert ("  k8s/leaderworkerset.yaml: spec.leaderWorkerTemplate.workerTemplate.spec.volumes[1].emptyDir"
-            ".sizeLimit 32Gi → 16Gi  (from container.shm_size)\n") in result.stdout
+    # --detail nests each under the profile key it comes from: a value the manifest spells out (a size in
+    # Kubernetes' form).
+    detail = run_cli("diff", "--detail", str(K8S_PROFILE), str(child))
+    assert detail.returncode == 1, detail.stderr
+    assert (f"  kubernetes.namespace: inference → serving  ({child}:3)\n    5 changes in 4 files\n"
+            in detail.stdout)
+    assert ("      k8s/configmap.yaml: metadata.namespace inference → serving\n"
+            "      k8s/leaderworkerset.yaml: metadata.namespace inference → serving\n"
+            "      k8s/service.yaml: metadata.namespace inference → serving\n"
+            "  kubernetes.image: ") in detail.stdout
+    assert (f"  container.shm_size: 32g → 16g  ({child}:6)\n    6 changes in 5 files, ranks 0-3\n" in detail.stdout)
+    assert ("      k8s/leaderworkerset.yaml: spec.leaderWorkerTemplate.workerTemplate.spec.volumes[1].emptyDir"
+            ".sizeLimit 32Gi → 16Gi\n      ranks 0-3 plan.json: ranks[].docker_argv --shm-size 32g → --shm-size 16g\n"
+            "  kubernetes.namespace: ") in detail.stdout
     unified = run_cli("diff", "--unified", str(K8S_PROFILE), str(child)).stdout
     assert "+++ b/k8s/leaderworkerset.yaml" in unified and "-  namespace: inference" in unified
 

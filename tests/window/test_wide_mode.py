@@ -16,25 +16,31 @@ TRACES = ("dspark-block-size", "SGLANG_RAGGED_VERIFY_MODE", "SPARK_LOOKUP_DRAFT"
 def test_turning_wide_mode_on_is_exactly_its_settings() -> None:
     result = run_cli("diff", "spec/profiles/dsv41-4spark.yaml", WIDE)
     assert result.returncode == 1, result.stderr
-    profile, artifacts = result.stdout.split("artifacts:", 1)
-    assert profile == (
+    assert result.stdout == (
         "profile: 4 changes\n"
         f"  engine.speculative.dspark_block_size: 5 → 15  ({WIDE}:5)\n"
+        "    4 changes in 3 files, ranks 0-3\n"
         f"  engine.env.SGLANG_RAGGED_VERIFY_MODE: (unset) → compact  ({WIDE}:6)\n"
+        "    3 changes in 3 files, ranks 0-3\n"
         f"  overlay.lookup_draft: (unset) → true  ({WIDE}:8)\n"
+        "    5 changes in 4 files, ranks 0-3\n"
         f"  overlay.lookup_mode: (unset) → wide  ({WIDE}:9)\n"
+        "    2 changes in 2 files, ranks 0-3\n"
         # The reference's description names its block size: the diff says it is now stale.
         "  stale: description still says 'DSpark block 5', but engine.speculative.dspark_block_size is now 15  "
         "(spec/profiles/dsv41-4spark.yaml:11)\n"
+        "artifacts: 14 changes in 6 files; --detail lists each\n"  # 4 + 3 + 5 + 2: none derived from elsewhere
     )
-    # Every artifact change is one of those settings as a file renders it.
+    # Every artifact change is one of those settings as a file renders it (--detail nests each under its key).
+    detail = run_cli("diff", "--detail", "spec/profiles/dsv41-4spark.yaml", WIDE)
+    assert detail.returncode == 1, detail.stderr
     changes: list[str] = []
-    for line in artifacts.splitlines()[1:]:
-        if line.startswith("    "):
+    for line in detail.stdout.splitlines():
+        if line.startswith("        "):
             changes[-1] += line
-        else:
+        elif line.startswith("      "):
             changes.append(line)
-    assert changes
+    assert len(changes) == 14  # the count the default output gives
     for change in changes:
         # The capacity prediction follows the block size too (SGLang inflates the KV pool per draft token).
         assert any(trace in change for trace in (*TRACES, "predicted_full_token")), change
