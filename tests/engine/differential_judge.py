@@ -113,13 +113,17 @@ def pairs_of_sglang() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     return read_together([site.reads for site in sites(package_of(engine_python()), catalog_dests(VERSION))])
 
 
+def _committed_rows(path: Path) -> list[list[str]]:
+    """The tab-separated rows of a committed corpus file (none before its first regeneration)."""
+    if not path.exists():
+        return []
+    return [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()]
+
+
 def committed_sglang() -> dict[str, str]:
     """SGLang 0.5.23's committed verdict per mutant id (the corpus is the cache of SGLang's judgement, keyed by
     its version: VERSION)."""
-    if not CORPUS.exists():
-        return {}
-    rows = [line.split("\t") for line in CORPUS.read_text(encoding="utf-8").splitlines()]
-    return {row[0]: row[1].removeprefix("SGLang ") for row in rows if len(row) == 3}
+    return {row[0]: row[1].removeprefix("SGLang ") for row in _committed_rows(CORPUS) if len(row) == 3}
 
 
 def judge(work: Path, every: int = 1) -> list[Verdict]:
@@ -208,10 +212,7 @@ def disagreements_text(verdicts: list[Verdict], listed: dict[str, str]) -> str:
 
 def read_listed() -> dict[str, str]:
     """The committed reasons, by mutant id (the third column of disagreements.txt)."""
-    if not DISAGREEMENTS.exists():
-        return {}
-    rows = [line.split("\t") for line in DISAGREEMENTS.read_text(encoding="utf-8").splitlines()]
-    return {row[0]: row[2] for row in rows if len(row) == 3 and row[2] != "UNEXPLAINED"}
+    return {row[0]: row[2] for row in _committed_rows(DISAGREEMENTS) if len(row) == 3 and row[2] != "UNEXPLAINED"}
 
 
 def main() -> int:
