@@ -16,6 +16,7 @@ from support.browser import Browser
 from support.ci_skips import pytest_configure, pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401
 from support.cli_runner import run_in_process
 from support.precommit import HookRepo, snapshot
+from support.schedule import pytest_collection_modifyitems  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_PROFILE = ROOT / "spec" / "profiles" / "dsv41-4spark.yaml"
