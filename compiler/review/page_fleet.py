@@ -26,16 +26,18 @@ SANS_CHARS = 50
 LABEL_CHAR = 8.0  # the width of one character of a segment's label, in viewBox units
 
 # The memory bar's segments in order, as (term, label, css): SGLang's static pool (weights, draft, KV pool), the
-# share it leaves outside the pool, what the node holds beside SGLang, and what is left. On unified memory
-# (GB10) the GPU's memory is the host's, so the bar is the node's one pool of memory.
+# share it leaves outside the pool, what fills that share after SGLang measured, what the node held before, and
+# what is left. On unified memory (GB10) the GPU's memory is the host's, so the bar is the node's one pool.
 SEGMENTS = (("weights", "weights", "weights"), ("draft", "draft", "draft"), ("kv_pool", "KV pool", "kv"),
-            ("outside_static", "outside the pool", "outside"), ("nccl", "NCCL", "nccl"),
-            ("head_share", "HTTP/tokenizer", "http"), ("engram_host", "Engram row cache", "engram"),
-            ("shm", "shm", "shm"), ("os", "page cache/OS", "os"), ("free", "free", "free"))
-HOST_ONLY = ("engram_host", "shm")  # host memory: in the bar only where the GPU's memory is the host's
-# The segments that are no budget term, and where each comes from.
-DERIVED = {"os": "held before SGLang measures: the total less the pre-load free memory (MemAvailable) and "
-                 "what NCCL and the head's processes took of it",
+            ("outside_static", "outside the pool", "outside"), ("engram_host", "Engram row cache", "engram"),
+            ("shm", "shm", "shm"), ("nccl", "NCCL", "nccl"), ("head_share", "HTTP/tokenizer", "http"),
+            ("os", "page cache/OS", "os"), ("free", "free", "free"))
+LATER = ("engram_host", "shm")  # host memory that fills after SGLang measured: from its outside share
+# The segments that are no budget term (or not the term itself), and where each comes from.
+DERIVED = {"outside_static": "what SGLang leaves outside its pool for activations, CUDA graphs and transients, "
+                             "less what fills it after SGLang measured (the Engram row cache, shm)",
+           "os": "held before SGLang measures: the total less the pre-load free memory (MemAvailable) and what "
+                 "NCCL and the head's processes took of it",
            "free": "what none of the other segments holds"}
 LEGEND = tuple((css, label) for _, label, css in SEGMENTS)
 
@@ -53,16 +55,21 @@ class Memory:
 
 
 def node_memory(rank: RankCapacity, unified: bool) -> Memory:
-    """The bar's GiB per segment, from the rank's budget terms: page cache/OS and free are what they leave."""
+    """The bar's GiB per segment, from the rank's budget terms. What fills after SGLang measured takes from the
+    share it left outside its pool (where the GPU's memory is the host's); page cache/OS and free are what the
+    terms leave."""
     total = rank.gib("cuda_total")
-    names = [name for name, _, _ in SEGMENTS if name in rank.terms and (unified or name not in HOST_ONLY)]
+    names = [name for name, _, _ in SEGMENTS if name in rank.terms and (unified or name not in LATER)]
     amounts = {name: rank.gib(name) for name in names}
-    unknown = tuple(label for name, label, _ in SEGMENTS[:-2] if (unified or name not in HOST_ONLY)
+    unknown = tuple(label for name, label, _ in SEGMENTS[:-2] if (unified or name not in LATER)
                     and (name not in rank.terms or rank.terms[name].gib is None))
+    later = sum(amounts.get(name, 0.0) for name in LATER)
+    if "outside_static" in amounts:
+        amounts["outside_static"] = max(amounts["outside_static"] - later, 0.0)
     amounts["os"] = max(total - rank.gib("pre_load") - rank.gib("nccl") - rank.gib("head_share"), 0.0)
-    held = sum(amounts.values())
-    amounts["free"] = max(total - held, 0.0)
-    return Memory(total, amounts, max(held - total, 0.0), unknown, unified)
+    spare = round(total - sum(amounts.values()), 2)  # to the hundredth the page shows, so a fit is exact
+    amounts["free"] = max(spare, 0.0)
+    return Memory(total, amounts, max(-spare, 0.0), unknown, unified)
 
 
 @dataclass(slots=True)
@@ -155,11 +162,19 @@ def _summary(memory: Memory) -> tuple[str, str]:
     state = f"{memory.over:.1f} GiB over if all fill" if memory.over else f"{memory.amounts['free']:.1f} GiB free"
     line = f"{memory.total:.1f} GiB {kind} \u00b7 {state}" + (f" \u00b7 ? {', '.join(memory.unknown)}"
                                                              if memory.unknown else "")
-    why = (f"the figures add up to {memory.total + memory.over:.1f} GiB of the {memory.total:.1f}: shm counts its "
-           "whole --shm-size (charged as it fills), and what fills after SGLang measured (the Engram row cache, "
-           "shm) takes from the share it leaves outside its pool") if memory.over else line
+    why = (f"{memory.over:.1f} GiB more than the node's {memory.total:.1f}: what fills after SGLang measured (the "
+           "Engram row cache, shm with its whole --shm-size) needs more than the share SGLang leaves outside its "
+           "pool") if memory.over else line
     unknown = f"; not known here, drawn as 0: {', '.join(memory.unknown)}" if memory.unknown else ""
     return line, why + unknown
+
+
+def _source(rank: RankCapacity, name: str, unified: bool) -> str:
+    """Where a segment's figure comes from: its budget term's source, or how the page derives it."""
+    term = rank.terms.get(name)
+    if term is None or (name == "outside_static" and unified):
+        return DERIVED[name] + (f"; the share is {term.gib or 0:.1f} GiB: {term.source}" if term else "")
+    return term.source
 
 
 def _memory(rank: RankCapacity, memory: Memory, top: float, before: RankCapacity | None) -> list[Shape]:
@@ -173,11 +188,9 @@ def _memory(rank: RankCapacity, memory: Memory, top: float, before: RankCapacity
         gib = memory.amounts.get(name, 0.0)
         if gib <= 0:
             continue
-        term = rank.terms.get(name)
-        source = term.source if term is not None else DERIVED[name]
         width = gib / scale
         shapes.append(Shape("rect", f"seg {css}", _n(at), _n(top), _n(width), _n(BAR_H),
-                            title=f"{label}: {gib:.1f} GiB ({source})",
+                            title=f"{label}: {gib:.1f} GiB ({_source(rank, name, memory.unified)})",
                             data={"rank": str(rank.rank), "term": css, "gib": f"{gib:.2f}"}))
         if width >= LABEL_CHAR * (len(label) + 5):  # the label fits inside its segment
             shapes.append(Shape("text", f"seglabel {css}", _n(at + 3), _n(top + 16), text=f"{label} {gib:.1f}"))
@@ -217,12 +230,13 @@ def memory_terms(capacity: Capacity | None, unified: bool) -> dict[str, Any]:
         for name, label, css in SEGMENTS:
             term = rank.terms.get(name)
             unknown = term is not None and term.gib is None
-            if memory.amounts.get(name, 0.0) <= 0 and not unknown:
+            kept = name == "outside_static" and name in memory.amounts  # listed even when nothing is left of it
+            if memory.amounts.get(name, 0.0) <= 0 and not unknown and not kept:
                 continue
             row = rows.setdefault(css, {"label": label, "css": css, "sources": [], "gib": ["-"] * len(ranks),
                                         "was": [""] * len(ranks)})
             row["gib"][column] = "?" if unknown else f"{memory.amounts[name]:.1f}"
-            source = term.source if term is not None else DERIVED[name]
+            source = _source(rank, name, unified)
             if source not in row["sources"]:
                 row["sources"].append(source)
     out = [rows[css] for _, _, css in SEGMENTS if css in rows]
