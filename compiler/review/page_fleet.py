@@ -21,8 +21,8 @@ TOP = 58  # the fabric's box
 NODE_H = 196
 BOX_X = 50
 BAR_X, BAR_W, BAR_H = BOX_X + 10, WIDTH - BOX_X - 10 - 12, 22
-CHARS = {"mono": 46}  # the characters a box line holds at 14.5 units: monospace, else bold sans at most
-SANS_CHARS = 50
+CHARS = {"mono": 46}  # the characters a box line holds at 14.5 units in monospace
+SANS_CHARS = 50  # and in bold sans, the widest of the other styles
 LABEL_CHAR = 8.0  # the width of one character of a segment's label, in viewBox units
 
 # The memory bar's segments in order, as (term, label, css): SGLang's static pool (weights, draft, KV pool), the
