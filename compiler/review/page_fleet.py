@@ -40,6 +40,8 @@ DERIVED = {"outside_static": "what SGLang leaves outside its pool for activation
                  "NCCL and the head's processes took of it",
            "free": "what none of the other segments holds"}
 LEGEND = tuple((css, label) for _, label, css in SEGMENTS)
+OVER = ("what fills after SGLang measured (the Engram row cache, shm with its whole --shm-size) needs more than "
+        "the share SGLang leaves outside its pool")
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,9 +164,7 @@ def _summary(memory: Memory) -> tuple[str, str]:
     state = f"{memory.over:.1f} GiB over if all fill" if memory.over else f"{memory.amounts['free']:.1f} GiB free"
     line = f"{memory.total:.1f} GiB {kind} \u00b7 {state}" + (f" \u00b7 ? {', '.join(memory.unknown)}"
                                                              if memory.unknown else "")
-    why = (f"{memory.over:.1f} GiB more than the node's {memory.total:.1f}: what fills after SGLang measured (the "
-           "Engram row cache, shm with its whole --shm-size) needs more than the share SGLang leaves outside its "
-           "pool") if memory.over else line
+    why = f"{memory.over:.1f} GiB more than the node's {memory.total:.1f}: {OVER}" if memory.over else line
     unknown = f"; not known here, drawn as 0: {', '.join(memory.unknown)}" if memory.unknown else ""
     return line, why + unknown
 
@@ -242,7 +242,7 @@ def memory_terms(capacity: Capacity | None, unified: bool) -> dict[str, Any]:
     out = [rows[css] for _, _, css in SEGMENTS if css in rows]
     if any(memory.over for memory in bars):
         out.append({"label": "over the total", "css": "over", "gib": [f"{m.over:.1f}" for m in bars],
-                    "was": [""] * len(ranks), "sources": ["what the figures above add up to beyond the total"]})
+                    "was": [""] * len(ranks), "sources": [OVER]})
     return {"ranks": [(r.rank, r.node) for r in ranks], "rows": out,
             "totals": [f"{m.total:.1f}" for m in bars], "unified": unified}
 
