@@ -112,14 +112,19 @@ def _profile_lines(result: ProfileDiff, detail: bool) -> list[str]:
     return lines + [f"  stale: {redact(line)}" for line in result.stale]
 
 
-def _artifact_lines(result: ProfileDiff, detail: bool) -> list[str]:
+def artifact_count(result: ProfileDiff) -> str:
+    """``27 changes in 6 files besides 1 rename``: the rendered files' changes, counted (the page says the same)."""
     changes, folds = result.artifacts.changes, len(result.artifacts.folds)
     files = len({g.change.file for g in changes})
-    hint = "" if detail or not changes else "; --detail lists each"
     where_ = f" in {files} file{'s' * (files != 1)}" if changes else ""
-    return [f"artifacts: {len(changes)} change{'s' * (len(changes) != 1)}{where_}"
+    return (f"{len(changes)} change{'s' * (len(changes) != 1)}{where_}"
             + (" (byte-identical)" if result.identical else "")
-            + (f" besides {folds} rename{'s' * (folds != 1)}" if folds else "") + hint]
+            + (f" besides {folds} rename{'s' * (folds != 1)}" if folds else ""))
+
+
+def _artifact_lines(result: ProfileDiff, detail: bool) -> list[str]:
+    hint = "" if detail or not result.artifacts.changes else "; --detail lists each"
+    return [f"artifacts: {artifact_count(result)}{hint}"]
 
 
 def text(result: ProfileDiff, detail: bool = False) -> str:

@@ -19,7 +19,7 @@ from spark_compile.overlay.registry import FLAGS_BY_NAME
 from spark_compile.pipeline import Planned
 from spark_compile.review.artifact_diff import ProfileDiff
 from spark_compile.review.diff import diff_profiles, load_side
-from spark_compile.review.diff_format import ARROW, ranks_text, show
+from spark_compile.review.diff_format import ARROW, artifact_count, ranks_text, show
 from spark_compile.review.page_fleet import LEGEND, Picture, mark_memory, memory_terms, picture
 from spark_compile.review.page_values import (
     Anchors,
@@ -32,6 +32,7 @@ from spark_compile.review.page_values import (
     value_sections,
 )
 from spark_compile.spec.catalog import CatalogNotFound, engine_catalog, nccl_catalog
+from spark_compile.spec.hardware import HARDWARE
 from spark_compile.stages.launch_plan import LaunchPlan, ProfilePath, dotted
 from spark_compile.stages.render import environment
 from spark_compile.stages.write import write_file
@@ -81,6 +82,7 @@ class Page:
     stale: list[tuple[str, str]] = field(default_factory=list)
     artifact_changes: list[tuple[str, str, str]] = field(default_factory=list)
     memory: dict[str, Any] = field(default_factory=dict)
+    artifact_count: str = ""  # the rendered files' changes counted as `diff` counts them
 
 
 def where_set(validated: Planned, path: ProfilePath) -> tuple[str, str]:
@@ -255,13 +257,15 @@ def build_page(new: Planned, old: Planned | None = None, against: str = "") -> P
         section.tables = tables.get(section.id, [])
     facts = [("API", f"http://{plan.head_ip}:{plan.port}/v1 on the head"), ("unit", plan.unit_name),
              ("image", plan.image)]
+    unified = HARDWARE[profile.hardware].unified_memory
     page = Page(f"{profile.name} ({profile.release or 'no release'})", sections,
                 picture(plan, _fabric_text(new), _weights(new), (new.capacity, old.capacity if old else None),
-                        _changed_nodes(plan, old.plan if old else None)),
-                _layers(plan), finding_lines(new.findings, sections), facts, memory=memory_terms(new.capacity))
+                        _changed_nodes(plan, old.plan if old else None), unified),
+                _layers(plan), finding_lines(new.findings, sections), facts,
+                memory=memory_terms(new.capacity, unified))
     if old is not None and result is not None:
         _mark_layers(page.layers, _layers(old.plan))
-        mark_memory(page.memory, memory_terms(old.capacity))
+        mark_memory(page.memory, memory_terms(old.capacity, HARDWARE[old.profile.hardware].unified_memory))
         page.stale = mark_stale(sections, changes)
         _add_diff(page, result, against, anchors)
     return page
@@ -270,6 +274,7 @@ def build_page(new: Planned, old: Planned | None = None, against: str = "") -> P
 def _add_diff(page: Page, result: ProfileDiff, against: str, anchors: Anchors) -> None:
     page.against = against
     page.changes = change_lines(result.profile, anchors)
+    page.artifact_count = artifact_count(result)
     for group in result.artifacts.changes:
         where = " ".join(x for x in (ranks_text(group.ranks), group.change.file) if x)
         key = group.change.key or "lines"

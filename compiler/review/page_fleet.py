@@ -1,6 +1,6 @@
 """The review page's picture of the fleet: one inline SVG with the fabric, each node (rank, role, start
-order, address, what it reads from where) and, inside each node's box, its memory as two stacked bars;
-beside it the memory terms per rank with where each figure comes from.
+order, address, what it reads from where) and, inside each node's box, its memory as one bar; beside it the
+memory per rank with where each figure comes from.
 
 Shapes are plain data (kind, coordinates, css class, text, title); the autoescaping template draws them,
 so every text reaches the SVG escaped by construction.
@@ -14,27 +14,64 @@ from typing import Any
 from spark_compile.capacity.budget import Capacity, RankCapacity
 from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
 
-WIDTH = 480  # the viewBox's width: readable when scaled to a narrow window's ~370 px
+# The picture scales with its column; the template's SVG font sizes (14.5 units and up) keep every text at
+# 11 px or more where the column is narrowest: 376 px of a 400 px window show the 480 units at 0.78.
+WIDTH = 480
 TOP = 58  # the fabric's box
-NODE_H = 188
+NODE_H = 196
 BOX_X = 50
-BAR_X, BAR_W = 100, WIDTH - 100 - 12
-CHARS = 56  # the characters a box line holds at 12 px monospace
+BAR_X, BAR_W, BAR_H = BOX_X + 10, WIDTH - BOX_X - 10 - 12, 22
+CHARS = {"mono": 46}  # the characters a box line holds at 14.5 units in monospace
+SANS_CHARS = 50  # and in bold sans, the widest of the other styles
+LABEL_CHAR = 8.0  # the width of one character of a segment's label, in viewBox units
 
-# The memory bars' segments, in order: (term, label, css class). The GPU bar: the static pool's share, then
-# what lives outside it; headroom is what the outside share has left after graphs and the prefill transient.
-# The host bar: what the container holds in host memory, against its --memory limit.
-GPU_SEGMENTS = (("weights", "weights", "weights"), ("draft", "draft", "draft"), ("kv_pool", "KV pool", "kv"),
-                ("cuda_graphs", "CUDA graphs", "graphs"), ("nccl", "NCCL", "nccl"),
-                ("head_share", "HTTP/tokenizer", "http"), ("prefill_transient", "prefill transient", "transient"),
-                ("headroom", "headroom", "headroom"), ("before_load", "not SGLang's", "before"))
-# The GPU bar's segments that are no budget term, and where each comes from.
-DERIVED = {"headroom": "what the outside share has left",
-           "before_load": "held before the load (the OS, page cache, other processes), and on a rank freer than "
-                          "the fleet's minimum what the minimum leaves unused"}
-HOST_SEGMENTS = (("head_share", "HTTP/tokenizer", "http"), ("nccl", "NCCL", "nccl"),
-                 ("engram_host", "Engram rows", "engram"), ("shm", "shm", "shm"))
-LEGEND = tuple(dict.fromkeys((css, label) for _, label, css in (*GPU_SEGMENTS, *HOST_SEGMENTS)))
+# The memory bar's segments in order, as (term, label, css): SGLang's static pool (weights, draft, KV pool), the
+# share it leaves outside the pool, what fills that share after SGLang measured, what the node held before, and
+# what is left. On unified memory (GB10) the GPU's memory is the host's, so the bar is the node's one pool.
+SEGMENTS = (("weights", "weights", "weights"), ("draft", "draft", "draft"), ("kv_pool", "KV pool", "kv"),
+            ("outside_static", "outside the pool", "outside"), ("engram_host", "Engram row cache", "engram"),
+            ("shm", "shm", "shm"), ("nccl", "NCCL", "nccl"), ("head_share", "HTTP/tokenizer", "http"),
+            ("os", "page cache/OS", "os"), ("free", "free", "free"))
+LATER = ("engram_host", "shm")  # host memory that fills after SGLang measured: from its outside share
+# The segments that are no budget term (or not the term itself), and where each comes from.
+DERIVED = {"outside_static": "what SGLang leaves outside its pool for activations, CUDA graphs and transients, "
+                             "less what fills it after SGLang measured (the Engram row cache, shm)",
+           "os": "held before SGLang measures: the total less the pre-load free memory (MemAvailable) and what "
+                 "NCCL and the head's processes took of it",
+           "free": "what none of the other segments holds"}
+LEGEND = tuple((css, label) for _, label, css in SEGMENTS)
+OVER = ("what fills after SGLang measured (the Engram row cache, shm with its whole --shm-size) needs more than "
+        "the share SGLang leaves outside its pool")
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One node's memory as one bar: GiB per segment, summing to ``total`` (or to ``total + over`` when the
+    figures add up to more than the node has); ``unknown``: the labels of terms not known here."""
+
+    total: float
+    amounts: dict[str, float]
+    over: float
+    unknown: tuple[str, ...]
+    unified: bool
+
+
+def node_memory(rank: RankCapacity, unified: bool) -> Memory:
+    """The bar's GiB per segment, from the rank's budget terms. What fills after SGLang measured takes from the
+    share it left outside its pool (where the GPU's memory is the host's); page cache/OS and free are what the
+    terms leave."""
+    total = rank.gib("cuda_total")
+    names = [name for name, _, _ in SEGMENTS if name in rank.terms and (unified or name not in LATER)]
+    amounts = {name: rank.gib(name) for name in names}
+    unknown = tuple(label for name, label, _ in SEGMENTS[:-2] if (unified or name not in LATER)
+                    and (name not in rank.terms or rank.terms[name].gib is None))
+    later = sum(amounts.get(name, 0.0) for name in LATER)
+    if "outside_static" in amounts:
+        amounts["outside_static"] = max(amounts["outside_static"] - later, 0.0)
+    amounts["os"] = max(total - rank.gib("pre_load") - rank.gib("nccl") - rank.gib("head_share"), 0.0)
+    spare = round(total - sum(amounts.values()), 2)  # to the hundredth the page shows, so a fit is exact
+    amounts["free"] = max(spare, 0.0)
+    return Memory(total, amounts, max(-spare, 0.0), unknown, unified)
 
 
 @dataclass(slots=True)
@@ -66,7 +103,7 @@ def _n(value: float) -> str:
     return f"{value:.1f}"
 
 
-def _fit(text: str, chars: int = CHARS) -> str:
+def _fit(text: str, chars: int) -> str:
     """``text`` cut in the middle to ``chars`` (the whole text stays in the tooltip)."""
     if len(text) <= chars:
         return text
@@ -75,15 +112,17 @@ def _fit(text: str, chars: int = CHARS) -> str:
 
 
 def _text(x: float, y: float, css: str, text: str, title: str = "") -> Shape:
-    return Shape("text", css, _n(x), _n(y), text=_fit(text), title=title or text)
+    return Shape("text", css, _n(x), _n(y), text=_fit(text, CHARS.get(css, SANS_CHARS)), title=title or text)
 
 
 def _fabric(plan: LaunchPlan, fabric: str) -> list[Shape]:
-    last = TOP + 10 + (len(plan.ranks) - 1) * NODE_H + 22
+    last = TOP + 10 + (len(plan.ranks) - 1) * NODE_H + 24
     first, _, second = fabric.partition("\n")
-    return [Shape("rect", "fabric", "2", "2", _n(WIDTH - 4), "46"),
-            _text(12, 20, "label", first), _text(12, 38, "mono", second),
-            Shape("line", "bus", "24", "48", "24", _n(max(last, 48)))] if fabric else []
+    wider = (WIDTH - 24) / (WIDTH - BOX_X - 22)  # the fabric's lines start left of the nodes'
+    return [Shape("rect", "fabric", "2", "2", _n(WIDTH - 4), "48"),
+            Shape("text", "label", "12", "21", text=_fit(first, int(SANS_CHARS * wider)), title=first),
+            Shape("text", "mono", "12", "41", text=_fit(second, int(CHARS["mono"] * wider)), title=second),
+            Shape("line", "bus", "24", "50", "24", _n(max(last, 50)))] if fabric else []
 
 
 def _ordinal(n: int) -> str:
@@ -91,7 +130,7 @@ def _ordinal(n: int) -> str:
 
 
 def _node(plan: LaunchPlan, rank: RankPlan, top: float, memory: tuple[RankCapacity | None, RankCapacity | None],
-          notes: tuple[str, str]) -> list[Shape]:
+          notes: tuple[str, str], unified: bool) -> list[Shape]:
     """One node's box: who it is, when it starts, what it reads from where, and (``memory``: now, before)
     its memory; ``notes``: where its weights come from, and what changed on it."""
     weights, changed = notes
@@ -101,17 +140,17 @@ def _node(plan: LaunchPlan, rank: RankPlan, top: float, memory: tuple[RankCapaci
     engram = "no tables" if rank.engram is None else f"{rank.engram.source}: {rank.engram.directory}"
     shapes = [Shape("rect", f"node {role}" + " changed" * bool(changed), _n(BOX_X), _n(top), _n(WIDTH - BOX_X - 2),
                     _n(NODE_H - 12), title=changed, data={"rank": str(rank.rank)}),
-              Shape("line", "tap", "24", _n(top + 22), _n(BOX_X), _n(top + 22)),
-              Shape("circle", "start", "24", _n(top + 22), "11", text=str(start),
+              Shape("line", "tap", "24", _n(top + 24), _n(BOX_X), _n(top + 24)),
+              Shape("circle", "start", "24", _n(top + 24), "13", text=str(start),
                     title=f"starts {_ordinal(start)}{last}"),
-              _text(BOX_X + 10, top + 20, "label", f"rank {rank.rank} \u00b7 {rank.node} \u00b7 {role}"),
-              _text(BOX_X + 10, top + 38, "mono", f"{rank.fabric_ip} \u00b7 starts {_ordinal(start)}{last}"),
-              _text(BOX_X + 10, top + 56, "mono", f"weights: {weights}"),
-              _text(BOX_X + 10, top + 74, "mono", f"Engram: {engram}")]
+              _text(BOX_X + 10, top + 24, "label", f"rank {rank.rank} \u00b7 {rank.node} \u00b7 {role}"),
+              _text(BOX_X + 10, top + 46, "mono", f"{rank.fabric_ip} \u00b7 starts {_ordinal(start)}{last}"),
+              _text(BOX_X + 10, top + 68, "mono", f"weights: {weights}"),
+              _text(BOX_X + 10, top + 90, "mono", f"Engram: {engram}")]
     if changed:
-        shapes.append(Shape("text", "tag", _n(WIDTH - 12), _n(top + 20), text="changed", title=changed))
+        shapes.append(Shape("text", "tag", _n(WIDTH - 12), _n(top + 24), text="changed", title=changed))
     now, before = memory
-    return shapes + (_bars(now, top + 80, before) if now is not None else [])
+    return shapes + (_memory(now, node_memory(now, unified), top + 102, before) if now is not None else [])
 
 
 def _tokens(memory: RankCapacity | None) -> str:
@@ -119,104 +158,100 @@ def _tokens(memory: RankCapacity | None) -> str:
     return "not known here" if full is None else f"{full:,}"
 
 
-def _bars(memory: RankCapacity, top: float, before: RankCapacity | None) -> list[Shape]:
-    gpu, host = gpu_amounts(memory), host_amounts(memory)
-    limit = memory.terms["container_limit"].gib
-    shapes = [_text(BOX_X + 10, top + 11, "small", "GPU"), _text(BOX_X + 10, top + 35, "small", "host")]
-    shapes += _bar(memory, GPU_SEGMENTS, gpu, memory.gib("cuda_total"), top, "gpu")
-    shapes += _bar(memory, HOST_SEGMENTS, host, limit or sum(host.values()), top + 24, "host")
-    of_host = f"of the {limit:.1f} GiB --memory limit" if limit else "GiB (no --memory limit)"
-    shapes += [_text(BOX_X + 10, top + 56, "small", f"GPU: {sum(gpu.values()):.1f} of the "
-                     f"{memory.gib('cuda_total'):.1f} GiB CUDA reports"),
-               _text(BOX_X + 10, top + 71, "small", f"host: {sum(host.values()):.1f} {of_host}")]
-    tokens, was = _tokens(memory), _tokens(before)
-    moved = before is not None and was != tokens
-    shapes.append(_text(BOX_X + 10, top + 86, "delta" if moved else "small",
-                        f"KV cache tokens (full_token): {tokens}" + (f", was {was}" if moved else "")))
-    return shapes
+def _summary(memory: Memory) -> tuple[str, str]:
+    """The line under the bar, and its tooltip: the node's memory and what is left of it (or how far over)."""
+    kind = "unified" if memory.unified else "GPU memory"
+    state = f"{memory.over:.1f} GiB over if all fill" if memory.over else f"{memory.amounts['free']:.1f} GiB free"
+    line = f"{memory.total:.1f} GiB {kind} \u00b7 {state}" + (f" \u00b7 ? {', '.join(memory.unknown)}"
+                                                             if memory.unknown else "")
+    why = f"{memory.over:.1f} GiB more than the node's {memory.total:.1f}: {OVER}" if memory.over else line
+    unknown = f"; not known here, drawn as 0: {', '.join(memory.unknown)}" if memory.unknown else ""
+    return line, why + unknown
 
 
-def _bar(memory: RankCapacity, parts: tuple[tuple[str, str, str], ...], amounts: dict[str, float], total: float,
-         top: float, what: str) -> list[Shape]:
-    scale = (max(total, sum(amounts.values())) or 1.0) / BAR_W
-    shapes = [Shape("rect", "track", _n(BAR_X), _n(top), _n(BAR_W), "16", data={"bar": what})]
-    at = 0.0
-    for name, label, css in parts:
-        gib = amounts.get(name, 0.0)
+def _source(rank: RankCapacity, name: str, unified: bool) -> str:
+    """Where a segment's figure comes from: its budget term's source, or how the page derives it."""
+    term = rank.terms.get(name)
+    if term is None or (name == "outside_static" and unified):
+        return DERIVED[name] + (f"; the share is {term.gib or 0:.1f} GiB: {term.source}" if term else "")
+    return term.source
+
+
+def _memory(rank: RankCapacity, memory: Memory, top: float, before: RankCapacity | None) -> list[Shape]:
+    """The node's memory bar, the line saying what is left of it, and the KV cache's size in tokens."""
+    scale = (memory.total + memory.over or 1.0) / BAR_W
+    end = BAR_X + memory.total / scale
+    data = {"rank": str(rank.rank), "total": f"{memory.total:.2f}", "over": f"{memory.over:.2f}"}
+    shapes = [Shape("rect", "track", _n(BAR_X), _n(top), _n(end - BAR_X), _n(BAR_H), data=data)]
+    at = float(BAR_X)
+    for name, label, css in SEGMENTS:
+        gib = memory.amounts.get(name, 0.0)
         if gib <= 0:
             continue
-        term = memory.terms.get(name)
-        source = term.source if term is not None else DERIVED[name]
-        x, w = BAR_X + at / scale, gib / scale
-        data = {"rank": str(memory.rank), "bar": what, "term": css, "gib": f"{gib:.1f}"}
-        shapes.append(Shape("rect", f"seg {css}", _n(x), _n(top), _n(w), "16",
-                            title=f"{label}: {gib:.1f} GiB ({source})", data=data))
-        if w >= 6 * (len(label) + 5):  # the label fits inside its segment
-            shapes.append(Shape("text", "seglabel", _n(x + 3), _n(top + 12), text=f"{label} {gib:.1f}"))
-        at += gib
-    end = _n(BAR_X + total / scale)
-    return [*shapes, Shape("line", "limit", end, _n(top - 3), end, _n(top + 19), title=f"{total:.1f} GiB")]
-
-
-def gpu_amounts(rank: RankCapacity) -> dict[str, float]:
-    """The GPU bar's GiB per term; headroom is what the outside share leaves after graphs and prefill."""
-    amounts = {name: rank.gib(name) for name, _, _ in GPU_SEGMENTS if name in rank.terms}
-    outside = rank.terms.get("outside_static")
-    if outside is not None and outside.gib is not None:
-        amounts["headroom"] = max(outside.gib - rank.gib("cuda_graphs") - rank.gib("prefill_transient"), 0.0)
-    # What SGLang never counts: held before the load (the OS, page cache, other processes) and, on a rank freer
-    # than the fleet's minimum, what the minimum leaves unused.
-    amounts["before_load"] = max(rank.gib("cuda_total") - sum(amounts.values()), 0.0)
-    return amounts
-
-
-def host_amounts(rank: RankCapacity) -> dict[str, float]:
-    """The host bar's GiB per term."""
-    return {name: rank.gib(name) for name, _, _ in HOST_SEGMENTS}
+        width = gib / scale
+        shapes.append(Shape("rect", f"seg {css}", _n(at), _n(top), _n(width), _n(BAR_H),
+                            title=f"{label}: {gib:.1f} GiB ({_source(rank, name, memory.unified)})",
+                            data={"rank": str(rank.rank), "term": css, "gib": f"{gib:.2f}"}))
+        if width >= LABEL_CHAR * (len(label) + 5):  # the label fits inside its segment
+            shapes.append(Shape("text", f"seglabel {css}", _n(at + 3), _n(top + 16), text=f"{label} {gib:.1f}"))
+        at += width
+    line, why = _summary(memory)
+    tokens, was = _tokens(rank), _tokens(before)
+    moved = before is not None and was != tokens
+    return [*shapes, Shape("line", "limit", _n(end), _n(top - 3), _n(end), _n(top + BAR_H + 3),
+                           title=f"{memory.total:.1f} GiB: the node's memory as CUDA reports it"),
+            _text(BOX_X + 10, top + 44, "overline" if memory.over else "small", line, why),
+            _text(BOX_X + 10, top + 66, "delta" if moved else "small",
+                  f"KV tokens (full_token): {tokens}" + (f", was {was}" if moved else ""))]
 
 
 def picture(plan: LaunchPlan, fabric: str, weights: list[str], capacity: tuple[Capacity | None, Capacity | None],
-            changed: dict[int, str]) -> Picture:
+            changed: dict[int, str], unified: bool) -> Picture:
     """The fleet as an SVG: ``fabric`` is two lines (kind and interface; subnet and RDMA devices);
     ``weights`` where each rank reads the checkpoint; ``capacity`` the memory budget now and in the older
-    profile; ``changed`` what changed on each rank."""
+    profile; ``changed`` what changed on each rank; ``unified``: the GPU's memory is the host's."""
     now, before = ({m.rank: m for m in side.ranks} if side is not None else {} for side in capacity)
     height = TOP + len(plan.ranks) * NODE_H
     shapes = _fabric(plan, fabric)
     for index, rank in enumerate(plan.ranks):
         memory = (now.get(rank.rank), before.get(rank.rank))
         notes = (weights[rank.rank], changed.get(rank.rank, ""))
-        shapes += _node(plan, rank, TOP + index * NODE_H, memory, notes)
+        shapes += _node(plan, rank, TOP + index * NODE_H, memory, notes, unified)
     return Picture(_n(height), shapes)
 
 
-def memory_terms(capacity: Capacity | None) -> dict[str, Any]:
-    """The memory terms beside the picture: one row per term (GPU side, then host side) with each rank's GiB
-    and where the figure comes from."""
+def memory_terms(capacity: Capacity | None, unified: bool) -> dict[str, Any]:
+    """The memory beside the picture: one row per segment of the bar with each rank's GiB and where the
+    figure comes from (and a row of how far over the total the figures go, where they do)."""
     ranks = capacity.ranks if capacity is not None else ()
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for column, rank in enumerate(ranks):
-        for side, parts, amounts in (("GPU", GPU_SEGMENTS, gpu_amounts(rank)), ("host", HOST_SEGMENTS,
-                                                                                host_amounts(rank))):
-            for name, label, css in parts:
-                term = rank.terms.get(name)
-                unknown = term is not None and term.gib is None
-                if amounts.get(name, 0.0) <= 0 and not unknown:
-                    continue
-                row = rows.setdefault((side, name), {"side": side, "label": label, "css": css, "sources": [],
-                                                     "gib": ["-"] * len(ranks), "was": [""] * len(ranks)})
-                row["gib"][column] = "?" if unknown else f"{amounts[name]:.1f}"
-                source = term.source if term is not None else "what the outside share has left"
-                if source not in row["sources"]:
-                    row["sources"].append(source)
-    return {"ranks": [(r.rank, r.node) for r in ranks], "rows": list(rows.values())}
+    bars = [node_memory(rank, unified) for rank in ranks]
+    rows: dict[str, dict[str, Any]] = {}
+    for column, (rank, memory) in enumerate(zip(ranks, bars, strict=True)):
+        for name, label, css in SEGMENTS:
+            term = rank.terms.get(name)
+            unknown = term is not None and term.gib is None
+            kept = name == "outside_static" and name in memory.amounts  # listed even when nothing is left of it
+            if memory.amounts.get(name, 0.0) <= 0 and not unknown and not kept:
+                continue
+            row = rows.setdefault(css, {"label": label, "css": css, "sources": [], "gib": ["-"] * len(ranks),
+                                        "was": [""] * len(ranks)})
+            row["gib"][column] = "?" if unknown else f"{memory.amounts[name]:.1f}"
+            source = _source(rank, name, unified)
+            if source not in row["sources"]:
+                row["sources"].append(source)
+    out = [rows[css] for _, _, css in SEGMENTS if css in rows]
+    if any(memory.over for memory in bars):
+        out.append({"label": "over the total", "css": "over", "gib": [f"{m.over:.1f}" for m in bars],
+                    "was": [""] * len(ranks), "sources": [OVER]})
+    return {"ranks": [(r.rank, r.node) for r in ranks], "rows": out,
+            "totals": [f"{m.total:.1f}" for m in bars], "unified": unified}
 
 
 def mark_memory(new: dict[str, Any], old: dict[str, Any]) -> None:
-    """Each figure of the memory terms that differs from the older profile's keeps that one as ``was``."""
-    before = {(row["side"], row["css"], rank): gib for row in old["rows"]
+    """Each figure of the memory table that differs from the older profile's keeps that one as ``was``."""
+    before = {(row["css"], rank): gib for row in old["rows"]
               for (rank, _), gib in zip(old["ranks"], row["gib"], strict=True)}
     for row in new["rows"]:
         for column, (rank, _) in enumerate(new["ranks"]):
-            was = before.get((row["side"], row["css"], rank), "-")
+            was = before.get((row["css"], rank), "-")
             row["was"][column] = was if was != row["gib"][column] else ""

@@ -152,7 +152,7 @@ def test_a_block_size_change_shows_in_place_and_the_stale_description(pages: dic
     tokens = next(text for text in changes if text.startswith("fleet/fleet.env predicted_full_token: "))
     before, after = (side.strip(" ()").split() for side in tokens.split(": ", 1)[1].split("→"))
     assert [text for a, text in dom.select("text", "delta")] == [
-        f"KV cache tokens (full_token): {int(new):,}, was {int(old):,}" for old, new in zip(before, after, strict=True)]
+        f"KV tokens (full_token): {int(new):,}, was {int(old):,}" for old, new in zip(before, after, strict=True)]
 
 
 LAYOUT = """(() => {

@@ -54,7 +54,7 @@ def _nodes(dom: Elements) -> dict[str, tuple[str, str]]:
 
 
 def _svg_lines(dom: Elements) -> list[str]:
-    return [text for a, text in dom.select("text") if a.get("class") in ("label", "mono", "small")]
+    return [text for a, text in dom.select("text") if a.get("class") in ("label", "mono", "small", "overline")]
 
 
 def test_each_rank_is_in_the_fleet_picture(dom: Elements) -> None:
@@ -175,8 +175,8 @@ def test_every_value_on_the_page_is_redacted_and_escaped() -> None:
                 Picture("10", [shape, Shape("rect", bad, "1", "2", title=bad, data={"rank": bad})]), [],
                 [FindingLine(bad, bad, bad, bad, bad, bad)], [("description", token)], bad,
                 [ChangeLine(bad, bad, bad, bad, bad, bad)], [(bad, bad)], [(bad, bad, bad)],
-                {"ranks": [(bad, bad)], "rows": [{"side": bad, "label": bad, "css": bad, "gib": [bad],
-                                                  "was": [bad], "sources": [bad]}]})
+                {"ranks": [(bad, bad)], "rows": [{"label": bad, "css": bad, "gib": [bad], "was": [bad],
+                                                  "sources": [bad]}], "totals": [bad], "unified": True}, bad)
     html = render_page(page)
     assert "Z9y8X7w6V5" not in html and html.count("(redacted)") >= 30
     assert "<b>" not in html and "&lt;b&gt;(redacted)&lt;/b&gt;" in html and "<i>" not in html
@@ -192,24 +192,36 @@ def test_every_shipped_example_gets_a_page(example: str) -> None:
     assert ranks == [str(r["rank"]) for r in json.loads(plan.stdout)["ranks"]]
 
 
-def test_each_node_shows_its_memory_as_a_stacked_bar(dom: Elements) -> None:
+def test_each_node_shows_its_memory_as_one_bar(dom: Elements) -> None:
     # next.yaml doubles NCCL_BUFFSIZE: no longer the trim, so each node pays NCCL's default 4.7 GiB.
-    segments = [(a["data-rank"], a["data-bar"], a["data-term"], a["data-gib"], text)
-                for a, text in dom.select("rect", "seg")]
-    assert {(rank, bar) for rank, bar, *_ in segments} == {(str(r), b) for r in range(4) for b in ("gpu", "host")}
-    assert all(title.startswith(f"{gib} GiB (", len(title.split(":")[0]) + 2) for *_, gib, title in segments)
-    nccl = [text for _, _, term, _, text in segments if term == "nccl"]
-    assert len(nccl) == 8 and all(t.startswith("NCCL: 4.7 GiB (NCCL's default buffers") for t in nccl)
+    tracks = [a for a, _ in dom.select("rect", "track")]
+    assert [a["data-rank"] for a in tracks] == ["0", "1", "2", "3"]  # one bar per node, nothing beside it
+    segments = [(a["data-rank"], a["data-term"], a["data-gib"], text) for a, text in dom.select("rect", "seg")]
+    assert all(title.startswith(f"{float(gib):.1f} GiB (", len(title.split(":")[0]) + 2)
+               for _, _, gib, title in segments)
+    nccl = [text for _, term, _, text in segments if term == "nccl"]
+    assert len(nccl) == 4 and all(t.startswith("NCCL: 4.7 GiB (NCCL's default buffers") for t in nccl)
+    terms = {rank: [term for r, term, _, _ in segments if r == rank] for rank in "0123"}
+    # one pool: the host's share is in the same bar; the row cache and 32 GiB of shm fill SGLang's outside share
+    assert terms["0"] == ["weights", "draft", "kv", "engram", "shm", "nccl", "http", "os"]
+    assert terms["1"] == terms["2"] == terms["3"] == ["weights", "draft", "kv", "engram", "shm", "nccl", "os"]
+    # the page cache and the OS: the catalog's idle MemTotal - MemAvailable (121.7 - 113.0)
+    assert {gib for _, term, gib, _ in segments if term == "os"} == {"8.70"}
+    for track in tracks:  # 32 GiB of shm and the Engram row cache need more than SGLang's outside share
+        mine = sum(float(gib) for r, _, gib, _ in segments if r == track["data-rank"])
+        assert track["data-total"] == "121.70" and 10 < float(track["data-over"]) < 32
+        assert abs(mine - 121.7 - float(track["data-over"])) < 0.03
     lines = _svg_lines(dom)
-    # The GPU bar adds up to what CUDA reports: the static pool, NCCL, the head's share and what is outside.
-    assert [t for t in lines if t.startswith("GPU:")] == ["GPU: 121.7 of the 121.7 GiB CUDA reports"] * 4
-    terms = {rank: [term for r, bar, term, _, _ in segments if r == rank and bar == "gpu"] for rank in "0123"}
-    assert terms["0"][:3] == ["weights", "draft", "kv"] and "http" in terms["0"] and "http" not in terms["1"]
-    host = [(term, gib) for r, bar, term, gib, _ in segments if r == "1" and bar == "host"]
-    assert host == [("nccl", "4.7"), ("engram", "3.7"), ("shm", "32.0")]
-    table = {a["data-term"] + "/" + a["data-side"]: text for a, text in dom.select("tr") if "data-side" in a}
-    assert table["nccl/GPU"].startswith("GPU NCCL" + " 0.1 → 4.7" * 4 + " NCCL's default buffers")  # was the trim
-    assert table["graphs/GPU"].startswith("GPU CUDA graphs ? ? ? ? not known before a boot")
+    summaries = [t for t in lines if "121.7 GiB unified" in t]  # each after its tooltip (why it is over)
+    assert len(summaries) == len(tracks)
+    for line, track in zip(summaries, tracks, strict=True):
+        over = float(track["data-over"])
+        assert line.startswith(f"{over:.1f} GiB more than the node's 121.7: what fills after SGLang measured")
+        assert line.endswith(f"121.7 GiB unified \u00b7 {over:.1f} GiB over if all fill")
+    table = {a["data-term"]: text for a, text in dom.select("tr") if "data-term" in a}
+    assert table["nccl"].startswith("NCCL" + " 0.1 → 4.7" * 4 + " NCCL's default buffers")  # was the trim
+    assert table["http"].startswith("HTTP/tokenizer 1.3 - - - ")
+    assert table["outside"].startswith("outside the pool" + " 0.0" * 4 + " what SGLang leaves outside its pool")
 
 
 def test_the_page_lists_engine_flags_and_docker_options_with_their_keys() -> None:
