@@ -30,17 +30,20 @@ LABEL_CHAR = 8.0  # the width of one character of a segment's label, in viewBox 
 # what is left. On unified memory (GB10) the GPU's memory is the host's, so the bar is the node's one pool.
 SEGMENTS = (("weights", "weights", "weights"), ("draft", "draft", "draft"), ("kv_pool", "KV pool", "kv"),
             ("outside_static", "outside the pool", "outside"), ("engram_host", "Engram row cache", "engram"),
-            ("shm", "shm", "shm"), ("nccl", "NCCL", "nccl"), ("head_share", "HTTP/tokenizer", "http"),
+            ("nccl", "NCCL", "nccl"), ("head_share", "HTTP/tokenizer", "http"),
             ("os", "page cache/OS", "os"), ("free", "free", "free"))
-LATER = ("engram_host", "shm")  # host memory that fills after SGLang measured: from its outside share
+LATER = ("engram_host",)  # host memory that fills after SGLang measured: from its outside share
+# --shm-size is a tmpfs's ceiling, charged only as it fills (the capacity budget's shm term): a row of the table,
+# not a segment, or every node with a 32g shm would be drawn over its memory by what it may never hold.
+SHM = ("shm", "shm ceiling (not drawn)", "shm")
 # The segments that are no budget term (or not the term itself), and where each comes from.
 DERIVED = {"outside_static": "what SGLang leaves outside its pool for activations, CUDA graphs and transients, "
-                             "less what fills it after SGLang measured (the Engram row cache, shm)",
+                             "less what fills it after SGLang measured (the Engram row cache)",
            "os": "held before SGLang measures: the total less the pre-load free memory (MemAvailable) and what "
                  "NCCL and the head's processes took of it",
            "free": "what none of the other segments holds"}
 LEGEND = tuple((css, label) for _, label, css in SEGMENTS)
-OVER = ("what fills after SGLang measured (the Engram row cache, shm with its whole --shm-size) needs more than "
+OVER = ("what fills after SGLang measured (the Engram row cache) needs more than "
         "the share SGLang leaves outside its pool")
 
 
@@ -71,7 +74,7 @@ def node_memory(rank: RankCapacity, unified: bool) -> Memory:
     amounts["os"] = max(total - rank.gib("pre_load") - rank.gib("nccl") - rank.gib("head_share"), 0.0)
     spare = round(total - sum(amounts.values()), 2)  # to the hundredth the page shows, so a fit is exact
     amounts["free"] = max(spare, 0.0)
-    return Memory(total, amounts, max(-spare, 0.0), unknown, unified)
+    return Memory(total, amounts, max(0.0, -spare), unknown, unified)  # never -0.0
 
 
 @dataclass(slots=True)
@@ -240,6 +243,10 @@ def memory_terms(capacity: Capacity | None, unified: bool) -> dict[str, Any]:
             if source not in row["sources"]:
                 row["sources"].append(source)
     out = [rows[css] for _, _, css in SEGMENTS if css in rows]
+    shm = [rank.gib(SHM[0]) for rank in ranks]
+    if unified and any(shm):
+        out.append({"label": SHM[1], "css": SHM[2], "gib": [f"{gib:.1f}" for gib in shm], "was": [""] * len(ranks),
+                    "sources": [ranks[0].terms[SHM[0]].source + "; a ceiling, so not in the bar"]})
     if any(memory.over for memory in bars):
         out.append({"label": "over the total", "css": "over", "gib": [f"{m.over:.1f}" for m in bars],
                     "was": [""] * len(ranks), "sources": [OVER]})

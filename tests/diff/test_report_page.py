@@ -202,26 +202,28 @@ def test_each_node_shows_its_memory_as_one_bar(dom: Elements) -> None:
     nccl = [text for _, term, _, text in segments if term == "nccl"]
     assert len(nccl) == 4 and all(t.startswith("NCCL: 4.7 GiB (NCCL's default buffers") for t in nccl)
     terms = {rank: [term for r, term, _, _ in segments if r == rank] for rank in "0123"}
-    # one pool: the host's share is in the same bar; the row cache and 32 GiB of shm fill SGLang's outside share
-    assert terms["0"] == ["weights", "draft", "kv", "engram", "shm", "nccl", "http", "os"]
-    assert terms["1"] == terms["2"] == terms["3"] == ["weights", "draft", "kv", "engram", "shm", "nccl", "os"]
+    # one pool: the host's share is in the same bar, the Engram row cache inside SGLang's outside share; the shm
+    # ceiling is no segment (the table's row below)
+    assert terms["0"] == ["weights", "draft", "kv", "outside", "engram", "nccl", "http", "os"]
+    # a worker keeps free what the fleet's minimum (the head's) took for the head's own processes
+    assert terms["1"] == terms["2"] == terms["3"] == ["weights", "draft", "kv", "outside", "engram", "nccl", "os",
+                                                       "free"]
     # the page cache and the OS: the catalog's idle MemTotal - MemAvailable (121.7 - 113.0)
     assert {gib for _, term, gib, _ in segments if term == "os"} == {"8.70"}
-    for track in tracks:  # 32 GiB of shm and the Engram row cache need more than SGLang's outside share
+    for track in tracks:  # SGLang's pool is what its fraction leaves of the free memory: the node is filled
         mine = sum(float(gib) for r, _, gib, _ in segments if r == track["data-rank"])
-        assert track["data-total"] == "121.70" and 10 < float(track["data-over"]) < 32
-        assert abs(mine - 121.7 - float(track["data-over"])) < 0.03
+        assert track["data-total"] == "121.70" and track["data-over"] == "0.00"
+        assert abs(mine - 121.7) < 0.03
     lines = _svg_lines(dom)
-    summaries = [t for t in lines if "121.7 GiB unified" in t]  # each after its tooltip (why it is over)
+    summaries = [t for t in lines if "121.7 GiB unified" in t]
     assert len(summaries) == len(tracks)
-    for line, track in zip(summaries, tracks, strict=True):
-        over = float(track["data-over"])
-        assert line.startswith(f"{over:.1f} GiB more than the node's 121.7: what fills after SGLang measured")
-        assert line.endswith(f"121.7 GiB unified \u00b7 {over:.1f} GiB over if all fill")
+    assert [line.rsplit(" \u00b7 ", 1)[1] for line in summaries] == ["0.0 GiB free"] + ["1.3 GiB free"] * 3
     table = {a["data-term"]: text for a, text in dom.select("tr") if "data-term" in a}
     assert table["nccl"].startswith("NCCL" + " 0.1 → 4.7" * 4 + " NCCL's default buffers")  # was the trim
     assert table["http"].startswith("HTTP/tokenizer 1.3 - - - ")
-    assert table["outside"].startswith("outside the pool" + " 0.0" * 4 + " what SGLang leaves outside its pool")
+    assert table["outside"].startswith("outside the pool" + " 18.6 → 17.7" * 4 + " what SGLang leaves outside")
+    assert table["shm"].startswith("shm ceiling (not drawn)" + " 32.0" * 4 + " --shm-size: a tmpfs in host memory, "
+                                   "charged when filled; a ceiling, so not in the bar")
 
 
 def test_the_page_lists_engine_flags_and_docker_options_with_their_keys() -> None:
