@@ -125,8 +125,8 @@ def test_the_estimate_holds_to_the_published_index_total(config: str, index: str
 
 
 @pytest.mark.parametrize(("name", "published"), [
-    # DeepSeek-R1: the listing's 641.29 GiB of tensors (its 163 shards are 688,586,727,753 bytes on the hub,
-    # headers included); gpt-oss-120b: 65,248,815,744 tensor bytes as two public inventories of it record.
+    # DeepSeek-R1: the listing's 641.29 GiB of tensors (gpustack's hub test: 688,586,727,753 bytes with the
+    # 163 shards' headers); gpt-oss-120b: 65,248,815,744 tensor bytes as two public inventories of it record.
     ("deepseek-r1", 688_574_839_360), ("gpt-oss-120b", 65_248_815_744)])
 def test_the_standins_weigh_what_was_published(standins: Callable[[str], Standin], name: str, published: int) -> None:
     _, tensors, _ = standins(name)
