@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -45,6 +46,14 @@ COLD_DEFINITION = (
     "run; PYTHONDONTWRITEBYTECODE removed from the child environment), warm OS page cache: as a pre-commit "
     "hook runs"
 )
+
+
+# `check` with the capacity stage (its inputs from disk and the budget) replaced by nothing, the capacity rules
+# then finding no budget: paired round by round with the reference's check, the difference is what the stage
+# costs a check (its modules are imported either way, so their import is not in it).
+NO_CAPACITY = ("import sys; import spark_compile.pipeline as p; p.capacity_inputs = lambda *a, **k: None; "
+               "p.build_capacity = lambda *a, **k: None; from spark_compile.cli import main; "
+               "sys.exit(main(sys.argv[1:]))")
 
 
 @dataclass(frozen=True)
@@ -124,6 +133,12 @@ def diff_bench(env: dict[str, str], reps: int) -> Bench:
     return bench
 
 
+def paired_ms(with_it: Bench, without: Bench, cpu: bool) -> float:
+    """The median over rounds of one row's time less the other's in the same round, in ms."""
+    pairs = zip(with_it.samples, without.samples, strict=True)
+    return statistics.median((a.cpu_s - b.cpu_s) if cpu else (a.wall_s - b.wall_s) for a, b in pairs) * 1000
+
+
 def progress(text: str) -> None:
     print(f"  .. {text}", file=sys.stderr, flush=True)
 
@@ -154,12 +169,14 @@ def run_all(mode: Mode, env: dict[str, str], work: Path) -> dict[str, object]:
     floor_pass = Bench("floor: python -c pass", [sys.executable, "-c", "pass"], mode.reps)
     floor = Bench(f"floor: {imports}", [sys.executable, "-c", imports], mode.reps)
     check = Bench("cold check (reference)", cli("check", REFERENCE), mode.reps, says("0 errors"))
+    bare = Bench("cold check (reference), no capacity stage", [sys.executable, "-c", NO_CAPACITY, "check",
+                                                               str(REFERENCE)], mode.reps, says("0 errors"))
     plan = Bench("cold plan --json (reference)", cli("plan", REFERENCE, "--json"), mode.reps, says('"ranks"'))
     full = compile_bench("cold compile (reference, to a tmp dir)", REFERENCE, work / "out-ref", mode.reps)
     one = Bench("check 1 variant profile", cli("check", variants[0]), mode.reps, says("0 errors"))
     many = Bench(f"check {VARIANTS} variant profiles, 1 process", cli("check", *variants), mode.reps,
                  says(f" in {VARIANTS} profiles"))
-    cold = [floor_pass, floor, check, plan, full, diff_bench(env, mode.reps), one, many]
+    cold = [floor_pass, floor, check, bare, plan, full, diff_bench(env, mode.reps), one, many]
     progress(f"cold commands: {mode.warmup} warm-up, then {mode.reps} interleaved rounds")
     harness.run_interleaved(cold, env, mode.warmup, progress)
 
@@ -172,6 +189,8 @@ def run_all(mode: Mode, env: dict[str, str], work: Path) -> dict[str, object]:
     fits = report.fleet_fits(FLEET_SIZES, fleet_rows)
     targets = [
         report.Target("cold check / floor", check.wall / floor.wall, 1.3, "x", check.cpu / floor.cpu),
+        report.Target("capacity stage on check (paired)", paired_ms(check, bare, False), 5.0, "ms",
+                      paired_ms(check, bare, True)),
         report.Target("cold full compile / floor", full.wall / floor.wall, 1.6, "x", full.cpu / floor.cpu),
         report.Target("marginal compile cost per rank", fits.wall.slope * 1000, 2.0, "ms",
                       fits.cpu.slope * 1000),
