@@ -10,6 +10,7 @@ from spark_compile.common.errors import InputError
 from spark_compile.importer.argv import launcher_split
 from spark_compile.importer.shell import ShellWord, commands
 from spark_compile.importer.source import Launch, Leftover, Origin, Word
+from spark_compile.importer.wrapped import unwrap_shell
 
 # docker run's options that take no value (docker 28's `docker run --help`); every other option takes one.
 SWITCHES = frozenset({
@@ -33,15 +34,15 @@ def read_source(path: Path) -> str:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def _docker_run_start(words: list[ShellWord]) -> int | None:
+def _docker_run_start(words: list[ShellWord], verb: str = "run") -> int | None:
     """Index of the first word after `docker run` / `docker container run` (behind sudo or env), or None."""
     texts = [w.text for w in words]
     for i, text in enumerate(texts):
         if Path(text).name != "docker":
             continue
-        if texts[i + 1:i + 2] == ["run"]:
+        if texts[i + 1:i + 2] == [verb]:
             return i + 2
-        if texts[i + 1:i + 3] == ["container", "run"]:
+        if texts[i + 1:i + 3] == ["container", verb]:
             return i + 3
     return None
 
@@ -109,12 +110,9 @@ def _env(launch: Launch, flag: str, value: Word, base: Path, left: list[Leftover
     launch.env.extend(parse_env_file(path, value.text, left))
 
 
-def parse_launch(words: list[ShellWord], base: Path, left: list[Leftover]) -> Launch | None:
-    """The launch of one `docker run` command, or None when the command is no `docker run`."""
-    start = _docker_run_start(words)
-    if start is None:
-        return None
-    launch, i = Launch(words[start - 1].origin, words=list(words[start - 1:])), start
+def _options(launch: Launch, words: list[ShellWord], start: int, base: Path, left: list[Leftover]) -> int:
+    """Read docker's options from ``start`` into ``launch`` (variables apart); the index of the first other word."""
+    i = start
     while i < len(words) and words[i].text.startswith("-") and words[i].text != "-":
         pairs, used = _split_option(words[i], words[i + 1:])
         for flag, value in pairs:
@@ -123,11 +121,64 @@ def parse_launch(words: list[ShellWord], base: Path, left: list[Leftover]) -> La
             else:
                 launch.options.append((flag, value))
         i += 1 + used
+    return i
+
+
+def parse_launch(words: list[ShellWord], base: Path, left: list[Leftover],
+                 notes: list[str] | None = None) -> Launch | None:
+    """The launch of one `docker run` command, or None when the command is no `docker run`; a shell running the
+    server in its -c string is read as that server (wrapped.py)."""
+    start = _docker_run_start(words)
+    if start is None:
+        return None
+    launch = Launch(words[start - 1].origin, words=list(words[start - 1:]))
+    i = _options(launch, words, start, base, left)
     if i >= len(words):
         raise InputError(f"{launch.origin}: docker run names no image")
     launch.image, launch.command = words[i], list(words[i + 1:])
     _entrypoint_first(launch)
+    unwrap_shell(launch, left, notes)
     return launch
+
+
+# How `docker exec` attaches to the container: nothing of what the container runs.
+_ATTACH = frozenset({"-d", "--detach", "-i", "--interactive", "-t", "--tty", "--detach-keys"})
+
+
+def parse_exec(words: list[ShellWord], base: Path, left: list[Leftover], started: dict[str, Launch],
+               notes: list[str] | None = None) -> Launch | None:
+    """A server started by `docker exec [OPTIONS] CONTAINER COMMAND` in a container ``started`` holds (by name, a
+    `docker run -d --name C … sleep infinity`): that run's options and image, with the exec's variables, options
+    and command; None when the command is no `docker exec` of a server."""
+    start = _docker_run_start(words, "exec")
+    if start is None:
+        return None
+    own = Launch(words[start - 1].origin)
+    i = _options(own, words, start, base, left)
+    if i >= len(words):
+        raise InputError(f"{own.origin}: docker exec names no container")
+    own.command = list(words[i + 1:])
+    unwrap_shell(own, left, notes)
+    if launcher_split(own.command) is None:
+        return None
+    run = started.get(words[i].text)
+    if run is None:
+        left.append(Leftover(own.origin, f"docker exec {words[i].text}", "no docker run of this container comes "
+                             "before it in the source, so its image and options are unknown"))
+        return None
+    exec_flags = {flag.text for flag, _ in own.options}
+    options = [o for o in run.options if o[0].text not in exec_flags]
+    options += [o for o in own.options if o[0].text not in _ATTACH]
+    if notes is not None:
+        notes.append(f"{own.origin}: the server started with docker exec in the container of {run.origin}; "
+                     "imported as that container's command, with its docker options and variables")
+    return Launch(run.origin, options, run.image, own.command, [*run.env, *own.env], [*run.words, *own.words],
+                  run.ssh)
+
+
+def container_name(launch: Launch) -> str | None:
+    """The --name a docker run gives its container, or None."""
+    return next((v.text for f, v in reversed(launch.options) if f.text == "--name" and v is not None), None)
 
 
 def _entrypoint_first(launch: Launch) -> None:
@@ -179,7 +230,7 @@ def _substituted(words: list[ShellWord], assigned: dict[str, str], notes: list[s
             if pair is not None:
                 assigned[pair.group(1)] = "" if word.expands else pair.group(2)
         return words
-    if _docker_run_start(words) is None:
+    if _docker_run_start(words) is None and _docker_run_start(words, "exec") is None:
         return words  # only a container's words are read
     out = []
     for word in words:
@@ -200,18 +251,22 @@ def launches(text: str, file: str, base: Path, left: list[Leftover], notes: list
     found: list[Launch] = []
     shell: Launch | None = None
     assigned: dict[str, str] = {}
+    started: dict[str, Launch] = {}  # containers started without a server, by name: a docker exec may start one
     for written in commands(shell_blocks(text) if file.endswith(".md") else text, file):
         words = _substituted(written, assigned, notes)
-        launch = parse_launch(words, base, left)
+        launch = parse_launch(words, base, left, notes)
         if launch is None:
             if shell is not None and _typed_inside(shell, words, notes):
                 found.append(shell)
                 shell = None
+            elif (executed := parse_exec(words, base, left, started, notes)) is not None:
+                found.append(executed)
             continue
         if [w.text for w in launch.command] in ([s] for s in _SHELLS):
             shell = launch
             continue
         if launcher_split(launch.command) is None:
+            started[container_name(launch) or ""] = launch
             if notes is not None:
                 notes.append(f"{launch.origin}: a docker run of {launch.image.text if launch.image else '?'} that "
                              "starts no SGLang server; not imported")

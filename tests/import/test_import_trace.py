@@ -48,11 +48,23 @@ def test_traced_nodes_and_hosts() -> None:
     assert ("--device", "/dev/infiniband") in [(f.text, v.text if v else "") for f, v in found[1].launch.options]
 
 
-def test_no_rdma_devices_no_infiniband() -> None:
+def test_a_tcp_fabric_shows_no_infiniband() -> None:
     (head,) = [r for r in ranks(traced_launches(FIXTURES / "start.sh", tuple(HOSTS.split(",")),
-                                                {"HEAD_IP": "192.0.2.31", "IFACE": "eth0", "HCAS": ""}, [], []))
+                                                {"HEAD_IP": "192.0.2.31", "IFACE": "eth0", "HCAS": ""}, [], [],
+                                                fabric="tcp"))
                if r.rank == 0]
     assert "--device" not in [f.text for f, _ in head.launch.options]
+
+
+def test_no_fabric_given_shows_a_spark_of_its_own() -> None:
+    notes: list[str] = []
+    found = ranks(traced_launches(FIXTURES / "start.sh", tuple(HOSTS.split(",")), {}, [], notes))
+    env = {name: value for name, value, _ in found[1].launch.env}
+    assert (env["NCCL_SOCKET_IFNAME"], env["NCCL_IB_HCA"]) == ("enp1s0f0np0", "rocep1s0f0,roceP2p1s0f0")
+    assert ("--device", "/dev/infiniband") in [(f.text, v.text if v else "") for f, v in found[1].launch.options]
+    assert notes[0] == (f"{FIXTURES}/start.sh: the sandbox showed the launcher a DGX Spark's own fabric: enp1s0f0np0 "
+                        "and rocep1s0f0,roceP2p1s0f0 (ibdev2netdev, ip, /dev/infiniband); give --interface and "
+                        "--rdma-devices when the nodes are cabled otherwise")
 
 
 def test_traced_round_trip(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

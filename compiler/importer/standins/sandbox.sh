@@ -57,6 +57,8 @@ mapfile -d '' -t vars < /spark-trace/env
 cd "$folder" || exit 97
 if [[ $(/usr/bin/head -c 2 "./$script") == '#!' ]] && /usr/bin/chmod u+x "./$script"; then
     /usr/bin/env -i "${vars[@]}" "./$script" "$@" 9>&- < /dev/null &  # its own interpreter
+elif [[ $script == *.py ]]; then  # a Python launcher without a #! line: python3 found on the launcher's PATH
+    /usr/bin/env -i "${vars[@]}" python3 "./$script" "$@" 9>&- < /dev/null &
 else
     /usr/bin/env -i "${vars[@]}" /bin/bash "./$script" "$@" 9>&- < /dev/null &
 fi

@@ -52,8 +52,13 @@ case "$tool" in
         IFS=, read -ra hcas <<< "${SPARK_TRACE_HCAS:-}"
         for hca in "${hcas[@]}"; do printf 'hca_id:\t%s\n' "$hca"; done ;;
     ip)
-        host=${SPARK_TRACE_HOST:-$SPARK_TRACE_HEAD}
-        if [[ -n ${SPARK_TRACE_IFACE:-} && " $* " == *" ${SPARK_TRACE_IFACE} "* ]]; then
+        # `ip addr show [DEV]`: the loopback when no device is named, the fabric interface with the host's address.
+        host=${SPARK_TRACE_HOST:-$SPARK_TRACE_HEAD} dev=""
+        for word in "$@"; do
+            case "$word" in -*|a|addr|address|show|list|dev) ;; *) dev=$word ;; esac
+        done
+        [[ -z $dev ]] && printf '1: lo    inet 127.0.0.1/8 scope host lo\n'
+        if [[ -n ${SPARK_TRACE_IFACE:-} && ( -z $dev || $dev == "$SPARK_TRACE_IFACE" ) ]]; then
             printf '2: %s    inet %s/24 scope global %s\n' "$SPARK_TRACE_IFACE" "${host##*@}" "$SPARK_TRACE_IFACE"
         fi ;;
     hostname)
