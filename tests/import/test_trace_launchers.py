@@ -3,7 +3,6 @@ readiness loops, ssh with `--`, the exit status and last lines of a failed run, 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -65,10 +64,7 @@ def test_a_failed_launcher_reports_its_status_and_last_lines(capsys: pytest.Capt
 
 
 def test_the_field_launcher_traces_as_written(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    folder = tmp_path / "sglang-dgx-spark"  # the repository's layout: the script beside its config.env
-    folder.mkdir()
-    shutil.copy(FIELD / "mark-ramsey-ri_sglang-dgx-spark__start_cluster.sh", folder / "start_cluster.sh")
-    shutil.copy(FIELD / "mark-ramsey-ri_sglang-dgx-spark__config.env", folder / "config.env")
+    folder = FIELD / "mark-ramsey-ri_sglang-dgx-spark"  # the repository's layout: the script beside its config.env
     out = tmp_path / "gptoss.yaml"
     main(["import", "--trace", str(folder / "start_cluster.sh"), "--hosts", "192.0.2.31,192.0.2.32",
           "--env", "WORKER_IB_IP=192.0.2.32", "-o", str(out)])  # the nodes' addresses, nothing else
