@@ -3,6 +3,7 @@ readiness loops, ssh with `--`, the exit status and last lines of a failed run, 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,18 @@ def test_ssh_standin_takes_double_dash_as_the_host(tmp_path: Path) -> None:
     assert [(host, argv[0]) for host, argv in traced.calls] == [
         ("", "ssh"), ("ops@192.0.2.32", "hostname"), ("ops@192.0.2.32", "docker")]
     assert traced.output.splitlines()[0] == "192.0.2.32"
+
+
+def test_a_tool_called_by_its_path_is_the_stand_in(tmp_path: Path) -> None:
+    tools = {name: shutil.which(name, path="/usr/local/bin:/usr/bin:/usr/sbin") for name in ("ssh", "curl", "docker")}
+    assert all(tools.values()), tools  # the host's own, which the sandbox must never run
+    script = launcher(tmp_path, f"{tools['ssh']} -- ops@192.0.2.32 'hostname -I'\n"
+                                f"{tools['curl']} -s -w '%{{http_code}}' http://127.0.0.1:30000/health; echo\n"
+                                f"{tools['docker']} run img {SERVE}\n")
+    traced = run_traced(script, ("192.0.2.31",), {})
+    assert [(host, argv[0]) for host, argv in traced.calls] == [
+        ("", "ssh"), ("ops@192.0.2.32", "hostname"), ("", "curl"), ("", "docker")]
+    assert (traced.status, traced.output.splitlines()[:2]) == (0, ["192.0.2.32", "200"])
 
 
 def test_a_failed_launcher_reports_its_status_and_last_lines(capsys: pytest.CaptureFixture[str],
