@@ -4,10 +4,11 @@ Usage: ``spark-compile import --trace run.sh 0 --hosts A,B`` runs ``run.sh 0`` (
 arguments) in a copy of its whole folder, seen at its real path, with ``--env NAME=VALUE`` (HOME too) in its
 environment: by its #! line, else python3 for a ``.py`` file, else bash. Stand-ins (standins/standin.sh) for
 docker, ssh (``--`` and per-host commands), curl (a healthy answer, so a readiness loop ends) and friends record
-each call, made from a shell or from Python's subprocess and os.system alike; ibdev2netdev, ip and /dev/infiniband
-show the fabric given, else a DGX Spark's own. A `docker exec` of a server into a container an earlier `docker
-run` started idle is that container's server. On failure or no recorded call the exit status and the last lines
-it printed are reported; at the time limit what was recorded so far is kept.
+each call, made from a shell or from Python's subprocess and os.system alike, by name or by path (each is bound
+over the host's tool of that name); ibdev2netdev, ip and /dev/infiniband show the fabric given, else a DGX
+Spark's own. A `docker exec` of a server into a container an earlier `docker run` started idle (named by its
+--name or by the id the stand-in printed) is that container's server. On failure or no recorded call the exit
+status and the last lines it printed are reported; at the time limit what was recorded so far is kept.
 
 Threat model: the launcher is hostile code. It must not write, read or signal anything of the host's, reach a
 socket or the network, outlive the import or exhaust the machine. Built by standins/sandbox.sh:
@@ -32,6 +33,7 @@ makes --trace refuse to run (never a weaker sandbox).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pwd
 import re
@@ -334,9 +336,17 @@ def _launches(script: Path, calls: list[tuple[str, list[str]]], left: list[Lefto
             containers = {name: run for (on, name), run in started.items() if on == host}
             launch = parse_exec(words, script.parent, left, containers, notes)
         elif launcher_split(launch.command) is None:
-            started[(host, container_name(launch) or "")] = launch
+            for known in (container_name(launch) or "", *_container_ids(host, argv)):
+                started[(host, known)] = launch
             continue
         if launch is not None:
             launch.ssh = host or None
             launches.append(launch)
     return launches
+
+
+def _container_ids(host: str, argv: list[str]) -> tuple[str, str]:
+    """The id the stand-in docker printed for a `docker run` (the sha256 of its record) and its short form."""
+    record = b"".join(b"%d:%s" % (len(word.encode()), word.encode()) for word in (host, *argv))
+    full = hashlib.sha256(record).hexdigest()
+    return full, full[:12]

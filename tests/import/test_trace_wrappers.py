@@ -29,8 +29,8 @@ PYTHON = f'''import os
 import subprocess
 
 os.system("docker pull {IMAGE}")
-subprocess.run({IDLE.split()!r} + ["sleep", "infinity"], check=True)
-exec_ = ["docker", "exec", "-d", "-e", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False", "idle"]
+started = subprocess.run({IDLE.split()!r} + ["sleep", "infinity"], check=True, capture_output=True, text=True)
+exec_ = ["docker", "exec", "-d", "-e", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False", started.stdout.strip()]
 subprocess.Popen(exec_ + {SERVER.split()!r}).wait()
 print("started")
 '''
@@ -97,6 +97,14 @@ def test_docker_exec_into_a_container_never_started_is_left_out(tmp_path: Path) 
     assert traced_launches(script, ("192.0.2.41",), {}, left, []) == []
     assert [(item.text, item.why) for item in left] == [("docker exec elsewhere", (
         "no docker run of this container comes before it in the source, so its image and options are unknown"))]
+
+
+def test_docker_exec_by_the_id_docker_run_printed(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    script = launcher(tmp_path, f'id=$({IDLE} sleep infinity)\ndocker exec "${{id:0:12}}" {SERVER}\n')
+    data, _ = _imported(capsys, script, tmp_path / "by-id.yaml")
+    engine = data["engine"]
+    assert isinstance(engine, dict) and engine["container_name"] == "idle"
+    _same_as_traced(script, tmp_path / "by-id.yaml")
 
 
 @pytest.mark.parametrize("name", ["launch.py", "launch"])

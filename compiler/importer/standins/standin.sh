@@ -4,8 +4,9 @@
 # length-prefixed) and answers like an idle machine; it never starts a container or reaches a host.
 export LC_ALL=C
 tool=${0##*/}
+rec=""
 record() {
-    local rec="" word
+    local word
     for word in "${SPARK_TRACE_HOST:-}" "$tool" "$@"; do rec+="${#word}:${word}"; done
     printf '%s' "$rec" > "$SPARK_TRACE/calls/${EPOCHREALTIME/./}-$$-$RANDOM"
 }
@@ -26,7 +27,9 @@ case "$tool" in
                     prev=$word
                 done
                 [[ -n $name ]] && printf '%s\n' "$name" >> "$SPARK_TRACE/state/containers"
-                printf '%064d\n' 0 ;;
+                # The container's id: the sha256 of this call's record, so import knows which run a
+                # `docker exec ID` means.
+                printf '%s' "$rec" | /usr/bin/sha256sum | /usr/bin/cut -c1-64 ;;
             ps) [[ -f $SPARK_TRACE/state/containers ]] && cat "$SPARK_TRACE/state/containers" ;;
             inspect) echo running ;;
         esac
