@@ -157,23 +157,22 @@ def parse_exec(words: list[ShellWord], base: Path, left: list[Leftover], started
     i = _options(own, words, start, base, left)
     if i >= len(words):
         raise InputError(f"{own.origin}: docker exec names no container")
+    run = started.get(words[i].text)
+    own.env[:0] = run.env if run is not None else []  # a shell's string reads the run's variables too
     own.command = list(words[i + 1:])
     unwrap_shell(own, left, notes)
     if launcher_split(own.command) is None:
         return None
-    run = started.get(words[i].text)
     if run is None:
         left.append(Leftover(own.origin, f"docker exec {words[i].text}", "no docker run of this container comes "
                              "before it in the source, so its image and options are unknown"))
         return None
-    exec_flags = {flag.text for flag, _ in own.options}
-    options = [o for o in run.options if o[0].text not in exec_flags]
-    options += [o for o in own.options if o[0].text not in _ATTACH]
+    ours = [o for o in own.options if o[0].text not in _ATTACH]  # -w, -u, --privileged: the exec's win
+    options = [o for o in run.options if o[0].text not in {flag.text for flag, _ in ours}] + ours
     if notes is not None:
         notes.append(f"{own.origin}: the server started with docker exec in the container of {run.origin}; "
                      "imported as that container's command, with its docker options and variables")
-    return Launch(run.origin, options, run.image, own.command, [*run.env, *own.env], [*run.words, *own.words],
-                  run.ssh)
+    return Launch(run.origin, options, run.image, own.command, own.env, [*run.words, *own.words], run.ssh)
 
 
 def container_name(launch: Launch) -> str | None:

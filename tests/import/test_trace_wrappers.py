@@ -104,6 +104,8 @@ def test_docker_exec_by_the_id_docker_run_printed(capsys: pytest.CaptureFixture[
     data, _ = _imported(capsys, script, tmp_path / "by-id.yaml")
     engine = data["engine"]
     assert isinstance(engine, dict) and engine["container_name"] == "idle"
+    assert data["container"] == {"mounts": [{"source": "/srv/hf", "target": "/root/.cache/huggingface",
+                                             "read_only": False}], "detach": True}  # the run's -d
     _same_as_traced(script, tmp_path / "by-id.yaml")
 
 
@@ -113,6 +115,8 @@ def test_a_python_launcher_is_traced_like_a_shell_one(capsys: pytest.CaptureFixt
     # launch.py: no #! line, run with python3 for its extension; launch: its #! line names the interpreter
     script = launcher(tmp_path, PYTHON if name.endswith(".py") else "#!/usr/bin/env python3\n" + PYTHON, name)
     out = tmp_path / "python.yaml"
-    _, err = _imported(capsys, script, out)
+    data, err = _imported(capsys, script, out)
     assert f"note: {script}: the traced run exited 0 and made 3 recorded call(s)" in err  # pull, run, exec
+    container = data["container"]
+    assert isinstance(container, dict) and container["detach"] is True  # the run's -d, whatever the exec's
     _same_as_traced(script, out)
