@@ -10,7 +10,7 @@ from spark_compile.common.errors import InputError
 from spark_compile.importer.argv import launcher_split
 from spark_compile.importer.shell import ShellWord, commands
 from spark_compile.importer.source import Launch, Leftover, Origin, Word
-from spark_compile.importer.wrapped import unwrap_shell
+from spark_compile.importer.wrapped import ASSIGNMENT, REFERENCE, is_shell, unwrap_shell
 
 # docker run's options that take no value (docker 28's `docker run --help`); every other option takes one.
 SWITCHES = frozenset({
@@ -190,7 +190,6 @@ def _entrypoint_first(launch: Launch) -> None:
 
 
 _FENCE = re.compile(r"\s*(```|~~~)")
-_SHELLS = frozenset({"bash", "sh", "/bin/bash", "/bin/sh"})
 
 
 def shell_blocks(text: str) -> str:
@@ -205,7 +204,7 @@ def shell_blocks(text: str) -> str:
 
 def _typed_inside(launch: Launch, words: list[ShellWord], notes: list[str] | None) -> bool:
     """A server command typed into the shell an interactive `docker run … bash` opened becomes its command."""
-    if [w.text for w in launch.command] not in ([s] for s in _SHELLS) or launcher_split(list(words)) is None:
+    if len(launch.command) != 1 or not is_shell(launch.command[0]) or launcher_split(list(words)) is None:
         return False
     launch.command = list(words)
     if notes is not None:
@@ -214,8 +213,6 @@ def _typed_inside(launch: Launch, words: list[ShellWord], notes: list[str] | Non
     return True
 
 
-_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)
-_REFERENCE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
 
 
 def _substituted(words: list[ShellWord], assigned: dict[str, str], notes: list[str] | None) -> list[ShellWord]:
@@ -223,7 +220,7 @@ def _substituted(words: list[ShellWord], assigned: dict[str, str], notes: list[s
     (`NAME=value`, `export NAME=value`) replaced by that value; an assignment is remembered (nothing is run)."""
     texts = [w.text for w in words]
     body = words[1:] if texts[:1] == ["export"] else words
-    pairs = [_ASSIGNMENT.fullmatch(w.text) for w in body]
+    pairs = [ASSIGNMENT.fullmatch(w.text) for w in body]
     if body and all(pairs):
         for word, pair in zip(body, pairs, strict=True):
             if pair is not None:
@@ -233,7 +230,7 @@ def _substituted(words: list[ShellWord], assigned: dict[str, str], notes: list[s
         return words  # only a container's words are read
     out = []
     for word in words:
-        match = _REFERENCE.fullmatch(word.text) if word.expands else None
+        match = REFERENCE.fullmatch(word.text) if word.expands else None
         value = assigned.get((match.group(1) or match.group(2)) if match else "")
         if match and value:
             out.append(ShellWord(value, word.origin))
@@ -261,7 +258,7 @@ def launches(text: str, file: str, base: Path, left: list[Leftover], notes: list
             elif (executed := parse_exec(words, base, left, started, notes)) is not None:
                 found.append(executed)
             continue
-        if [w.text for w in launch.command] in ([s] for s in _SHELLS):
+        if len(launch.command) == 1 and is_shell(launch.command[0]):
             shell = launch
             continue
         if launcher_split(launch.command) is None:

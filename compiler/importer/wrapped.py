@@ -15,13 +15,18 @@ from spark_compile.importer.source import Launch, Leftover, Origin, Word
 SHELLS = frozenset({"bash", "sh", "dash", "zsh"})
 # Commands of the string that change nothing the server runs with.
 _INERT = frozenset({"set", "echo", "printf", ":", "true"})
-_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)
-_REFERENCE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
+ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)  # NAME=value
+REFERENCE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")  # $NAME or ${NAME}
+
+
+def is_shell(word: Word) -> bool:
+    """Whether a command's first word is a POSIX shell (bash, sh, /bin/bash, ...)."""
+    return PurePosixPath(word.text).name in SHELLS
 
 
 def _script(command: list[Word]) -> Word | None:
     """The -c string of `SHELL [OPTIONS] -c STRING` (-lc, -ec, -l -c, --login -c), else None."""
-    if not command or PurePosixPath(command[0].text).name not in SHELLS:
+    if not command or not is_shell(command[0]):
         return None
     for i, word in enumerate(command[1:], 1):
         text = word.text
@@ -36,8 +41,8 @@ def _expanded(word: ShellWord, known: dict[str, str]) -> ShellWord:
     """``word`` with each `$NAME`/`${NAME}` of a variable the container has; unchanged while any other remains."""
     if not word.expands:
         return word
-    names = [m.group(1) or m.group(2) for m in _REFERENCE.finditer(word.text)]
-    text = _REFERENCE.sub(lambda m: known.get(m.group(1) or m.group(2), m.group(0)), word.text)
+    names = [m.group(1) or m.group(2) for m in REFERENCE.finditer(word.text)]
+    text = REFERENCE.sub(lambda m: known.get(m.group(1) or m.group(2), m.group(0)), word.text)
     if not names or any(n not in known for n in names) or "$" in text or "`" in text:
         return word
     return ShellWord(text, word.origin)
@@ -48,7 +53,7 @@ def _assignments(words: list[ShellWord]) -> tuple[list[tuple[str, ShellWord]], l
     and whether `exec` replaces the shell with it."""
     pairs, replaced = [], False
     for i, word in enumerate(words):
-        match = _ASSIGNMENT.fullmatch(word.text)
+        match = ASSIGNMENT.fullmatch(word.text)
         if match is not None:
             pairs.append((match.group(1), ShellWord(match.group(2), word.origin, word.expands)))
         elif word.text in ("export", "env", "exec"):
