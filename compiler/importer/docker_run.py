@@ -149,7 +149,7 @@ def parse_exec(words: list[ShellWord], base: Path, left: list[Leftover], started
                notes: list[str] | None = None) -> Launch | None:
     """A server started by `docker exec [OPTIONS] CONTAINER COMMAND` in a container ``started`` holds (by name, a
     `docker run -d --name C … sleep infinity`): that run's options and image, with the exec's variables, options
-    and command; None when the command is no `docker exec` of a server."""
+    and command; a lone shell (`docker exec -it C bash`, for a server typed into it) too; else None."""
     start = _docker_run_start(words, "exec")
     if start is None:
         return None
@@ -161,15 +161,17 @@ def parse_exec(words: list[ShellWord], base: Path, left: list[Leftover], started
     own.env[:0] = run.env if run is not None else []  # a shell's string reads the run's variables too
     own.command = list(words[i + 1:])
     unwrap_shell(own, left, notes)
-    if launcher_split(own.command) is None:
+    server = launcher_split(own.command) is not None
+    if not server and not (len(own.command) == 1 and is_shell(own.command[0])):
         return None
     if run is None:
-        left.append(Leftover(own.origin, f"docker exec {words[i].text}", "no docker run of this container comes "
-                             "before it in the source, so its image and options are unknown"))
+        if server:
+            left.append(Leftover(own.origin, f"docker exec {words[i].text}", "no docker run of this container "
+                                 "comes before it in the source, so its image and options are unknown"))
         return None
     ours = [o for o in own.options if o[0].text not in _ATTACH]  # -w, -u, --privileged: the exec's win
     options = [o for o in run.options if o[0].text not in {flag.text for flag, _ in ours}] + ours
-    if notes is not None:
+    if notes is not None and server:
         notes.append(f"{own.origin}: the server started with docker exec in the container of {run.origin}; "
                      "imported as that container's command, with its docker options and variables")
     return Launch(run.origin, options, run.image, own.command, own.env, [*run.words, *own.words], run.ssh)
@@ -256,7 +258,10 @@ def launches(text: str, file: str, base: Path, left: list[Leftover], notes: list
                 found.append(shell)
                 shell = None
             elif (executed := parse_exec(words, base, left, started, notes)) is not None:
-                found.append(executed)
+                if launcher_split(executed.command) is None:
+                    shell = executed  # `docker exec -it C bash`: the server is typed next
+                else:
+                    found.append(executed)
             continue
         if len(launch.command) == 1 and is_shell(launch.command[0]):
             shell = launch

@@ -339,7 +339,7 @@ def _launches(script: Path, calls: list[tuple[str, list[str]]], left: list[Lefto
             for known in (container_name(launch) or "", *_container_ids(host, argv)):
                 started[(host, known)] = launch
             continue
-        if launch is not None:
+        if launch is not None and launcher_split(launch.command) is not None:  # not a shell left for typing
             launch.ssh = host or None
             launches.append(launch)
     return launches

@@ -91,6 +91,17 @@ def test_a_server_started_with_docker_exec_takes_the_runs_options(capsys: pytest
     _same_as_traced(script, tmp_path / "exec.yaml")
 
 
+def test_a_server_typed_into_a_docker_exec_shell_is_that_containers(tmp_path: Path) -> None:
+    page = tmp_path / "runbook.md"
+    notes: list[str] = []
+    page.write_text(f"```\n{IDLE} sleep infinity\ndocker exec -it idle bash\n{SERVER}\n```\n")
+    (launch,) = launches(page.read_text(), str(page), tmp_path, [], notes)
+    assert launch.image is not None and (launch.image.text, [w.text for w in launch.command]) == (IMAGE,
+                                                                                                   SERVER.split())
+    assert notes[-1] == (f"{page}:4: the server command typed into the shell of the container started at {page}:2; "
+                         "imported as that container's command")
+
+
 def test_docker_exec_into_a_container_never_started_is_left_out(tmp_path: Path) -> None:
     left: list[Leftover] = []
     script = launcher(tmp_path, f"docker exec elsewhere {SERVER}\n{IDLE} sleep infinity\n")
