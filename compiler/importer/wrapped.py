@@ -24,8 +24,8 @@ def is_shell(word: Word) -> bool:
     return PurePosixPath(word.text).name in SHELLS
 
 
-def _script(command: list[Word]) -> Word | None:
-    """The -c string of `SHELL [OPTIONS] -c STRING` (-lc, -ec, -l -c, --login -c), else None."""
+def _script(command: list[Word]) -> int | None:
+    """Where the -c string of `SHELL [OPTIONS] -c STRING` (-lc, -ec, -l -c, --login -c) is, else None."""
     if not command or not is_shell(command[0]):
         return None
     for i, word in enumerate(command[1:], 1):
@@ -33,7 +33,7 @@ def _script(command: list[Word]) -> Word | None:
         if not text.startswith("-") or text == "-":
             return None
         if not text.startswith("--") and "c" in text[1:]:
-            return command[i + 1] if i + 1 < len(command) else None
+            return i + 1 if i + 1 < len(command) else None
     return None
 
 
@@ -85,9 +85,10 @@ def _server(words: list[list[ShellWord]], known: dict[str, str], env: list[tuple
 def unwrap_shell(launch: Launch, left: list[Leftover], notes: list[str] | None) -> bool:
     """Make a container command that is a shell running the server in its -c string that server's command; its
     assignments become the container's variables, any other command of the string is left out."""
-    script = _script(launch.command)
-    if script is None:
+    at = _script(launch.command)
+    if at is None:
         return False
+    script = launch.command[at]
     try:
         words = [[ShellWord(w.text, script.origin, w.expands) for w in found]
                  for found in commands(script.text, str(script.origin))]
@@ -108,10 +109,14 @@ def unwrap_shell(launch: Launch, left: list[Leftover], notes: list[str] | None) 
         when = "before the server" if number < index else "after the server ends"
         left.append(Leftover(script.origin, " ".join(w.text for w in others), f"the container's shell runs this "
                              f"{when}, and the profile's container runs only the server"))
-    shell = " ".join(w.text for w in launch.command[:launch.command.index(script)])
+    options = launch.command[1:at]
+    shell = " ".join(w.text for w in [launch.command[0], *options])
+    login = any(w.text == "--login" or (not w.text.startswith("--") and "l" in w.text[1:]) for w in options)
     launch.env.extend(env)
     launch.command = list(server)
     if notes is not None:
         notes.append(f"{script.origin}: the server command inside `{shell}`'s string; imported as the container's "
-                     "command" + (", the string's variables as the container's" if env else ""))
+                     "command" + (", the string's variables as the container's" if env else "") +
+                     ("; the login shell's profile files are not read (set what they export in engine.env)"
+                      if login else ""))
     return True

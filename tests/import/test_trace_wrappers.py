@@ -61,7 +61,8 @@ def test_a_server_inside_bash_lc_is_the_containers_command(capsys: pytest.Captur
     script, out = launcher(tmp_path, WRAPPED), tmp_path / "wrapped.yaml"
     data, err = _imported(capsys, script, out)
     assert (f"note: {script} [traced] call:1: the server command inside `bash -lc`'s string; imported as the "
-            "container's command, the string's variables as the container's") in err
+            "container's command, the string's variables as the container's; the login shell's profile files are not "
+            "read (set what they export in engine.env)") in err
     engine = data["engine"]
     assert isinstance(engine, dict)
     assert engine["env"] == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False",
