@@ -208,6 +208,21 @@ def test_bootstrap_interface_apart_from_the_rdma_devices(tmp_path: Path) -> None
         "(fleet.fabric.bootstrap_interface)"]
 
 
+def test_a_node_cabled_otherwise_is_judged_by_its_own_fabric(tmp_path: Path) -> None:
+    # spark-3 cabled port 1 to port 0 (nccl.preset none: the variables are the profile's own)
+    node = "fleet:\n  nodes:\n    - {name: spark-3, interface: enp1s0f1np1, rdma_devices: [rocep1s0f1]%s}\n"
+    own = ", env: {NCCL_SOCKET_IFNAME: enp1s0f1np1, GLOO_SOCKET_IFNAME: enp1s0f1np1, NCCL_IB_HCA: %s}"
+
+    def fabric_findings(body: str) -> list[str]:
+        return [f for f in _findings(tmp_path, body) if f.startswith(("SC415", "SC416"))]
+    assert fabric_findings(node % (own % "rocep1s0f1") + "nccl: {preset: none}\n") == []
+    assert fabric_findings(node % (own % "rocep1s0f0") + "nccl: {preset: none}\n") == [
+        "SC415 NCCL_IB_HCA=rocep1s0f0 names rocep1s0f0 outside fleet.nodes[3]'s RDMA devices rocep1s0f1"]
+    # a fleet-wide value reaches every node that sets none of its own
+    assert fabric_findings(node % "" + "nccl: {preset: none, extra: {NCCL_SOCKET_IFNAME: enp1s0f0np0}}\n") == [
+        "SC416 NCCL_SOCKET_IFNAME=enp1s0f0np0 is not the bootstrap interface enp1s0f1np1 (fleet.nodes[3].interface)"]
+
+
 def test_per_node_values(tmp_path: Path) -> None:
     body = ("fleet:\n  nodes:\n    - {name: spark-b, container_name: qwen3next_b.1, env: {NODE_IP: 198.51.100.2, "
             "OMPI_MCA_btl_tcp_if_include: enP7s7, NCCL_DEBUG: INFO}}\n")

@@ -10,6 +10,7 @@ from spark_compile.common.errors import InputError
 from spark_compile.importer.argv import launcher_split
 from spark_compile.importer.shell import ShellWord, commands
 from spark_compile.importer.source import Launch, Leftover, Origin, Word
+from spark_compile.importer.wrapped import ASSIGNMENT, REFERENCE, is_shell, unwrap_shell
 
 # docker run's options that take no value (docker 28's `docker run --help`); every other option takes one.
 SWITCHES = frozenset({
@@ -33,15 +34,15 @@ def read_source(path: Path) -> str:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def _docker_run_start(words: list[ShellWord]) -> int | None:
+def _docker_run_start(words: list[ShellWord], verb: str = "run") -> int | None:
     """Index of the first word after `docker run` / `docker container run` (behind sudo or env), or None."""
     texts = [w.text for w in words]
     for i, text in enumerate(texts):
         if Path(text).name != "docker":
             continue
-        if texts[i + 1:i + 2] == ["run"]:
+        if texts[i + 1:i + 2] == [verb]:
             return i + 2
-        if texts[i + 1:i + 3] == ["container", "run"]:
+        if texts[i + 1:i + 3] == ["container", verb]:
             return i + 3
     return None
 
@@ -109,12 +110,9 @@ def _env(launch: Launch, flag: str, value: Word, base: Path, left: list[Leftover
     launch.env.extend(parse_env_file(path, value.text, left))
 
 
-def parse_launch(words: list[ShellWord], base: Path, left: list[Leftover]) -> Launch | None:
-    """The launch of one `docker run` command, or None when the command is no `docker run`."""
-    start = _docker_run_start(words)
-    if start is None:
-        return None
-    launch, i = Launch(words[start - 1].origin, words=list(words[start - 1:])), start
+def _options(launch: Launch, words: list[ShellWord], start: int, base: Path, left: list[Leftover]) -> int:
+    """Read docker's options from ``start`` into ``launch`` (variables apart); the index of the first other word."""
+    i = start
     while i < len(words) and words[i].text.startswith("-") and words[i].text != "-":
         pairs, used = _split_option(words[i], words[i + 1:])
         for flag, value in pairs:
@@ -123,11 +121,65 @@ def parse_launch(words: list[ShellWord], base: Path, left: list[Leftover]) -> La
             else:
                 launch.options.append((flag, value))
         i += 1 + used
+    return i
+
+
+def parse_launch(words: list[ShellWord], base: Path, left: list[Leftover],
+                 notes: list[str] | None = None) -> Launch | None:
+    """The launch of one `docker run` command, or None when the command is no `docker run`; a shell running the
+    server in its -c string is read as that server (wrapped.py)."""
+    start = _docker_run_start(words)
+    if start is None:
+        return None
+    launch = Launch(words[start - 1].origin, words=list(words[start - 1:]))
+    i = _options(launch, words, start, base, left)
     if i >= len(words):
         raise InputError(f"{launch.origin}: docker run names no image")
     launch.image, launch.command = words[i], list(words[i + 1:])
     _entrypoint_first(launch)
+    unwrap_shell(launch, left, notes)
     return launch
+
+
+# How `docker exec` attaches to the container: nothing of what the container runs.
+_ATTACH = frozenset({"-d", "--detach", "-i", "--interactive", "-t", "--tty", "--detach-keys"})
+
+
+def parse_exec(words: list[ShellWord], base: Path, left: list[Leftover], started: dict[str, Launch],
+               notes: list[str] | None = None) -> Launch | None:
+    """A server started by `docker exec [OPTIONS] CONTAINER COMMAND` in a container ``started`` holds (by name, a
+    `docker run -d --name C … sleep infinity`): that run's options and image, with the exec's variables, options
+    and command; a lone shell (`docker exec -it C bash`, for a server typed into it) too; else None."""
+    start = _docker_run_start(words, "exec")
+    if start is None:
+        return None
+    own = Launch(words[start - 1].origin)
+    i = _options(own, words, start, base, left)
+    if i >= len(words):
+        raise InputError(f"{own.origin}: docker exec names no container")
+    run = started.get(words[i].text)
+    own.env[:0] = run.env if run is not None else []  # a shell's string reads the run's variables too
+    own.command = list(words[i + 1:])
+    unwrap_shell(own, left, notes)
+    server = launcher_split(own.command) is not None
+    if not server and not (len(own.command) == 1 and is_shell(own.command[0])):
+        return None
+    if run is None:
+        if server:
+            left.append(Leftover(own.origin, f"docker exec {words[i].text}", "no docker run of this container "
+                                 "comes before it in the source, so its image and options are unknown"))
+        return None
+    ours = [o for o in own.options if o[0].text not in _ATTACH]  # -w, -u, --privileged: the exec's win
+    options = [o for o in run.options if o[0].text not in {flag.text for flag, _ in ours}] + ours
+    if notes is not None and server:
+        notes.append(f"{own.origin}: the server started with docker exec in the container of {run.origin}; "
+                     "imported as that container's command, with its docker options and variables")
+    return Launch(run.origin, options, run.image, own.command, own.env, [*run.words, *own.words], run.ssh)
+
+
+def container_name(launch: Launch) -> str | None:
+    """The --name a docker run gives its container, or None."""
+    return next((v.text for f, v in reversed(launch.options) if f.text == "--name" and v is not None), None)
 
 
 def _entrypoint_first(launch: Launch) -> None:
@@ -140,7 +192,6 @@ def _entrypoint_first(launch: Launch) -> None:
 
 
 _FENCE = re.compile(r"\s*(```|~~~)")
-_SHELLS = frozenset({"bash", "sh", "/bin/bash", "/bin/sh"})
 
 
 def shell_blocks(text: str) -> str:
@@ -155,7 +206,7 @@ def shell_blocks(text: str) -> str:
 
 def _typed_inside(launch: Launch, words: list[ShellWord], notes: list[str] | None) -> bool:
     """A server command typed into the shell an interactive `docker run … bash` opened becomes its command."""
-    if [w.text for w in launch.command] not in ([s] for s in _SHELLS) or launcher_split(list(words)) is None:
+    if len(launch.command) != 1 or not is_shell(launch.command[0]) or launcher_split(list(words)) is None:
         return False
     launch.command = list(words)
     if notes is not None:
@@ -164,8 +215,6 @@ def _typed_inside(launch: Launch, words: list[ShellWord], notes: list[str] | Non
     return True
 
 
-_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)
-_REFERENCE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
 
 
 def _substituted(words: list[ShellWord], assigned: dict[str, str], notes: list[str] | None) -> list[ShellWord]:
@@ -173,17 +222,17 @@ def _substituted(words: list[ShellWord], assigned: dict[str, str], notes: list[s
     (`NAME=value`, `export NAME=value`) replaced by that value; an assignment is remembered (nothing is run)."""
     texts = [w.text for w in words]
     body = words[1:] if texts[:1] == ["export"] else words
-    pairs = [_ASSIGNMENT.fullmatch(w.text) for w in body]
+    pairs = [ASSIGNMENT.fullmatch(w.text) for w in body]
     if body and all(pairs):
         for word, pair in zip(body, pairs, strict=True):
             if pair is not None:
                 assigned[pair.group(1)] = "" if word.expands else pair.group(2)
         return words
-    if _docker_run_start(words) is None:
+    if _docker_run_start(words) is None and _docker_run_start(words, "exec") is None:
         return words  # only a container's words are read
     out = []
     for word in words:
-        match = _REFERENCE.fullmatch(word.text) if word.expands else None
+        match = REFERENCE.fullmatch(word.text) if word.expands else None
         value = assigned.get((match.group(1) or match.group(2)) if match else "")
         if match and value:
             out.append(ShellWord(value, word.origin))
@@ -200,18 +249,25 @@ def launches(text: str, file: str, base: Path, left: list[Leftover], notes: list
     found: list[Launch] = []
     shell: Launch | None = None
     assigned: dict[str, str] = {}
+    started: dict[str, Launch] = {}  # containers started without a server, by name: a docker exec may start one
     for written in commands(shell_blocks(text) if file.endswith(".md") else text, file):
         words = _substituted(written, assigned, notes)
-        launch = parse_launch(words, base, left)
+        launch = parse_launch(words, base, left, notes)
         if launch is None:
             if shell is not None and _typed_inside(shell, words, notes):
                 found.append(shell)
                 shell = None
+            elif (executed := parse_exec(words, base, left, started, notes)) is not None:
+                if launcher_split(executed.command) is None:
+                    shell = executed  # `docker exec -it C bash`: the server is typed next
+                else:
+                    found.append(executed)
             continue
-        if [w.text for w in launch.command] in ([s] for s in _SHELLS):
+        if len(launch.command) == 1 and is_shell(launch.command[0]):
             shell = launch
             continue
         if launcher_split(launch.command) is None:
+            started[container_name(launch) or ""] = launch
             if notes is not None:
                 notes.append(f"{launch.origin}: a docker run of {launch.image.text if launch.image else '?'} that "
                              "starts no SGLang server; not imported")

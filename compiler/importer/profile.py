@@ -209,6 +209,20 @@ def _compare_env(draft: Draft, head: Rank, other: Rank) -> None:
         if name not in theirs and name != "HOST_IP":
             draft.leave(origin, f"-e {name}", f"the head sets this and node {other.rank} does not; the profile's "
                         "environment is the same on every node")
+    _node_fabric(draft, other.rank, {n: (v, o) for n, v, o in other.launch.env if head_env.get(n) != v})
+
+
+def _node_fabric(draft: Draft, rank: int, differs: dict[str, tuple[str, Origin]]) -> None:
+    """A node cabled otherwise than the head (its own socket interface or HCAs): its fleet.nodes[] fabric keys,
+    which its unit waits for and the rules judge its variables by."""
+    at = ("fleet", "nodes", rank)
+    interface = differs.get("NCCL_SOCKET_IFNAME") or differs.get("GLOO_SOCKET_IFNAME")
+    if interface is not None and interface[0]:
+        mapping.put(draft, (*at, "interface"), f.IfName, interface[0], interface[1], "this node's socket interface")
+    hca = differs.get("NCCL_IB_HCA")
+    if hca is not None and hca[0] and not hca[0].startswith("^"):
+        mapping.put(draft, (*at, "rdma_devices"), list, [d.split(":")[0] for d in hca[0].split(",") if d], hca[1],
+                    "this node's NCCL_IB_HCA")
 
 
 def build(launches: list[Launch], request: Request) -> Draft:

@@ -25,7 +25,7 @@ def read_launches(sources: list[Path], request: Request, left: list[Leftover],
     found: list[Launch] = []
     if request.trace:  # `--trace SCRIPT ARG...`: one launcher, run with its arguments
         found = traced_launches(sources[0], request.hosts, request.env, left, notes, request.interface,
-                                request.rdma_devices, args=tuple(map(str, sources[1:])))
+                                request.rdma_devices, args=tuple(map(str, sources[1:])), fabric=request.fabric)
         sources = []
     for source in sources:
         text = read_source(source)

@@ -2,9 +2,13 @@
 
 Usage: ``spark-compile import --trace run.sh 0 --hosts A,B`` runs ``run.sh 0`` (the words after the script are its
 arguments) in a copy of its whole folder, seen at its real path, with ``--env NAME=VALUE`` (HOME too) in its
-environment. Stand-ins (standins/standin.sh) for docker, ssh (``--`` and per-host commands), curl (a healthy
-answer, so a readiness loop ends) and friends record each call. On failure or no recorded call the exit status
-and the last lines it printed are reported; at the time limit what was recorded so far is kept.
+environment: by its #! line, else python3 for a ``.py`` file, else bash. Stand-ins (standins/standin.sh) for
+docker, ssh (``--`` and per-host commands), curl (a healthy answer, so a readiness loop ends) and friends record
+each call, made from a shell or from Python's subprocess and os.system alike, by name or by path (each is bound
+over the host's tool of that name); ibdev2netdev, ip and /dev/infiniband show the fabric given, else a DGX
+Spark's own. A `docker exec` of a server into a container an earlier `docker run` started idle (named by its
+--name or by the id the stand-in printed) is that container's server. On failure or no recorded call the exit
+status and the last lines it printed are reported; at the time limit what was recorded so far is kept.
 
 Threat model: the launcher is hostile code. It must not write, read or signal anything of the host's, reach a
 socket or the network, outlive the import or exhaust the machine. Built by standins/sandbox.sh:
@@ -29,6 +33,7 @@ makes --trace refuse to run (never a weaker sandbox).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pwd
 import re
@@ -44,7 +49,8 @@ from pathlib import Path
 
 from spark_compile.common.errors import InputError, SandboxError, UsageError
 from spark_compile.importer.argv import launcher_split
-from spark_compile.importer.docker_run import parse_launch
+from spark_compile.importer.docker_run import container_name, parse_exec, parse_launch
+from spark_compile.importer.profile import SPARK_FABRIC
 from spark_compile.importer.shell import ShellWord
 from spark_compile.importer.source import Launch, Leftover, Origin
 
@@ -282,26 +288,65 @@ def _finish(process: subprocess.Popen[bytes], reader: _Reader) -> Traced:
     return traced
 
 
+def sandbox_fabric(script: Path, interface: str | None, devices: tuple[str, ...], fabric: str | None,
+                   notes: list[str]) -> tuple[str, tuple[str, ...]]:
+    """What the stand-ins (ibdev2netdev, ip, /dev/infiniband) show the launcher: the fabric given, else a DGX
+    Spark's own (its RDMA devices unless --fabric tcp), noted."""
+    if interface or devices:
+        return interface or "", devices
+    spark = SPARK_FABRIC.interface or ""
+    shown = () if fabric == "tcp" else SPARK_FABRIC.rdma_devices
+    notes.append(f"{script}: the sandbox showed the launcher a DGX Spark's own fabric: {spark}" +
+                 (f" and {','.join(shown)} (ibdev2netdev, ip, /dev/infiniband)" if shown else " (ip)") +
+                 "; give --interface and --rdma-devices when the nodes are cabled otherwise")
+    return spark, shown
+
+
 def traced_launches(script: Path, hosts: tuple[str, ...], env: dict[str, str], left: list[Leftover],
                     notes: list[str], interface: str | None = None, devices: tuple[str, ...] = (),
-                    args: tuple[str, ...] = ()) -> list[Launch]:
-    """The `docker run` lines a launcher records in the sandbox, each as a launch on the host it ran on."""
+                    args: tuple[str, ...] = (), fabric: str | None = None) -> list[Launch]:
+    """The `docker run` lines (and `docker exec`s of a server) a launcher records in the sandbox, each as a launch
+    on the host it ran on; the sandbox shows the fabric given, else a DGX Spark's (sandbox_fabric)."""
     if not script.is_file():
         raise InputError(f"{script}: not a regular file")
+    interface, devices = sandbox_fabric(script, interface, devices, fabric, notes)
     traced = run_traced(script, hosts, env, interface, devices, args=args)
     if traced.violations:
         raise SandboxError(f"{script}: stopped in the sandbox: " + "; ".join(traced.violations) +
                            " (nothing was written outside the sandbox; nothing was imported)")
     ran = "ran past its time limit" if traced.status is None else f"exited {traced.status}"
     notes.append(f"{script}: the traced run {ran} and made {len(traced.calls)} recorded call(s)")
-    launches = []
-    for number, (host, argv) in enumerate(traced.calls, 1):
-        origin = Origin(f"{script} [traced{' on ' + host if host else ''}] call", number)
-        words = [ShellWord(w, origin) for w in argv]
-        launch = parse_launch(words, script.parent, left)
-        if launch is not None and launcher_split(launch.command) is not None:
-            launch.ssh = host or None
-            launches.append(launch)
+    launches = _launches(script, traced.calls, left, notes)
     if not launches or traced.status not in (0, None):
         notes.append(f"{script}: the traced run {ran}; its last lines:\n{traced.output}")
     return launches
+
+
+def _launches(script: Path, calls: list[tuple[str, list[str]]], left: list[Leftover],
+              notes: list[str]) -> list[Launch]:
+    """The server launches among the recorded calls: a `docker run` of a server, or a `docker exec` of one in a
+    container an earlier `docker run` on the same host started idle."""
+    launches: list[Launch] = []
+    started: dict[tuple[str, str], Launch] = {}  # containers started without a server, by host and name
+    for number, (host, argv) in enumerate(calls, 1):
+        origin = Origin(f"{script} [traced{' on ' + host if host else ''}] call", number)
+        words = [ShellWord(w, origin) for w in argv]
+        launch = parse_launch(words, script.parent, left, notes)
+        if launch is None:
+            containers = {name: run for (on, name), run in started.items() if on == host}
+            launch = parse_exec(words, script.parent, left, containers, notes)
+        elif launcher_split(launch.command) is None:
+            for known in (container_name(launch) or "", *_container_ids(host, argv)):
+                started[(host, known)] = launch
+            continue
+        if launch is not None and launcher_split(launch.command) is not None:  # not a shell left for typing
+            launch.ssh = host or None
+            launches.append(launch)
+    return launches
+
+
+def _container_ids(host: str, argv: list[str]) -> tuple[str, str]:
+    """The id the stand-in docker printed for a `docker run` (the sha256 of its record) and its short form."""
+    record = b"".join(b"%d:%s" % (len(word.encode()), word.encode()) for word in (host, *argv))
+    full = hashlib.sha256(record).hexdigest()
+    return full, full[:12]

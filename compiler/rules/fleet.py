@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from spark_compile.capacity.budget import size_gib
 from spark_compile.common.engram_rows import ROW_BYTES
-from spark_compile.rules.registry import PLAN_ENGRAM_VARIABLES, Context, Hit, env_settings, gid_hint, rule
+from spark_compile.rules.registry import PLAN_ENGRAM_VARIABLES, Context, Hit, env_settings, gid_hint, nccl_values, rule
 from spark_compile.stages.engine_options import api_bind
 from spark_compile.stages.launch_plan import dotted
 
@@ -270,53 +270,6 @@ def engram_one_gpu(ctx: Context) -> Iterator[Hit]:
                   "needs one", "use one GPU per container, or a model without Engram tables")
 
 
-def _nccl_values(ctx: Context, name: str) -> Iterator[tuple[str, tuple[str | int, ...]]]:
-    """Each value the profile gives a NCCL/gloo variable by hand (nccl.extra, engine.env, a node's env), with
-    its path."""
-    if name in ctx.profile.nccl.extra:
-        yield str(ctx.profile.nccl.extra[name]), ("nccl", "extra", name)
-    for path, own, value in env_settings(ctx):
-        if own == name:
-            yield str(value), path
-
-
-@rule("SC415", "error", "NCCL_IB_HCA within the fleet's RDMA devices",
-      "NCCL matches HCA names as prefixes and ignores ones it cannot find; an HCA outside "
-      "fleet.fabric.rdma_devices silently moves traffic off the fabric.",
-      "nccl: {extra: {NCCL_IB_HCA: mlx5_0}}", "fleet: {fabric: {rdma_devices: [rocep1s0f0, roceP2p1s0f0]}}")
-def hca_subset(ctx: Context) -> Iterator[Hit]:
-    devices = ctx.profile.fleet.fabric.rdma_devices if ctx.profile.fleet.fabric else []
-    for value, path in _nccl_values(ctx, "NCCL_IB_HCA"):
-        names = [entry.split(":")[0] for entry in value.lstrip("^=").split(",") if entry]
-        unknown = [n for n in names if n not in devices]
-        if not unknown and not value.startswith("^"):
-            continue
-        yield Hit(path, f"NCCL_IB_HCA={value} names {', '.join(unknown) or 'an exclude list'} outside the "
-                  f"fleet's RDMA devices {', '.join(devices) or '(none)'}",
-                  "drop the override: the plan sets NCCL_IB_HCA from fleet.fabric.rdma_devices")
-
-
-@rule("SC416", "error", "socket interfaces are the bootstrap interface",
-      "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME must both name the bootstrap interface, "
-      "fleet.fabric.bootstrap_interface (else fleet.fabric.interface): NCCL and gloo on two different networks "
-      "bootstrap apart and torch.distributed init hangs. To bootstrap on the management NIC while data moves over "
-      "the RDMA devices, set bootstrap_interface.",
-      "nccl: {extra: {GLOO_SOCKET_IFNAME: eth0}}",
-      "fleet: {fabric: {interface: enp1s0f0np0, bootstrap_interface: eth0}}")
-def socket_ifname(ctx: Context) -> Iterator[Hit]:
-    fabric = ctx.profile.fleet.fabric
-    if fabric is None:
-        return
-    interface = fabric.bootstrap_interface or fabric.interface
-    key = "bootstrap_interface" if fabric.bootstrap_interface else "interface"
-    for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
-        for value, path in _nccl_values(ctx, name):
-            if value.lstrip("=") == interface:
-                continue
-            yield Hit(path, f"{name}={value} is not the bootstrap interface {interface} (fleet.fabric.{key})",
-                      "drop the override and set fleet.fabric.bootstrap_interface: the plan writes both from it")
-
-
 @rule("SC417", "error", "GID index only from the fleet",
       "NCCL_IB_GID_INDEX and B12X_ROCE_GID_INDEX must be the same index, never empty; they come from "
       "fleet.fabric.gid_index (probe or a number), never from a hand-set variable. With nccl.preset none the "
@@ -324,10 +277,10 @@ def socket_ifname(ctx: Context) -> Iterator[Hit]:
       "is a number and agrees with the fleet's pinned one and with the overlay's b12x runtime.",
       "nccl: {extra: {NCCL_IB_GID_INDEX: ''}}", "fleet: {fabric: {gid_index: probe}}")
 def gid_from_fleet(ctx: Context) -> Iterator[Hit]:
-    for value, path in _nccl_values(ctx, "B12X_ROCE_GID_INDEX"):
+    for value, path in nccl_values(ctx, "B12X_ROCE_GID_INDEX"):
         yield Hit(path, f"B12X_ROCE_GID_INDEX is set by hand ({value!r}); it must equal the other GID variable and "
                   "come from the fleet", gid_hint(ctx, path, value), at_key=True)
-    for value, path in _nccl_values(ctx, "NCCL_IB_GID_INDEX"):
+    for value, path in nccl_values(ctx, "NCCL_IB_GID_INDEX"):
         if ctx.profile.nccl.preset != "none" or not value.isdigit():
             yield Hit(path, f"NCCL_IB_GID_INDEX is set by hand ({value!r}); it must equal the other GID variable "
                       "and come from the fleet", gid_hint(ctx, path, value), at_key=True)

@@ -166,6 +166,17 @@ def env_settings(ctx: Context) -> Iterator[tuple[Path, str, object]]:
         for name, value in node.env.items():
             yield ("fleet", "nodes", index, "env", name), name, value
 
+
+def nccl_values(ctx: Context, name: str) -> Iterator[tuple[str, Path]]:
+    """Each value the profile gives a NCCL/gloo variable by hand (nccl.extra, engine.env, a node's env), with
+    its path."""
+    if name in ctx.profile.nccl.extra:
+        yield str(ctx.profile.nccl.extra[name]), ("nccl", "extra", name)
+    for path, own, value in env_settings(ctx):
+        if own == name:
+            yield str(value), path
+
+
 # Set per rank by the plan from model.engram, never by hand (SC408 says so; SC214 leaves them to it).
 PLAN_ENGRAM_VARIABLES = ("SPARK_ENGRAM_DIR", "SPARK_ENGRAM_ROWS")
 

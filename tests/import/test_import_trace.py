@@ -48,11 +48,23 @@ def test_traced_nodes_and_hosts() -> None:
     assert ("--device", "/dev/infiniband") in [(f.text, v.text if v else "") for f, v in found[1].launch.options]
 
 
-def test_no_rdma_devices_no_infiniband() -> None:
+def test_a_tcp_fabric_shows_no_infiniband() -> None:
     (head,) = [r for r in ranks(traced_launches(FIXTURES / "start.sh", tuple(HOSTS.split(",")),
-                                                {"HEAD_IP": "192.0.2.31", "IFACE": "eth0", "HCAS": ""}, [], []))
+                                                {"HEAD_IP": "192.0.2.31", "IFACE": "eth0", "HCAS": ""}, [], [],
+                                                fabric="tcp"))
                if r.rank == 0]
     assert "--device" not in [f.text for f, _ in head.launch.options]
+
+
+def test_no_fabric_given_shows_a_spark_of_its_own() -> None:
+    notes: list[str] = []
+    found = ranks(traced_launches(FIXTURES / "start.sh", tuple(HOSTS.split(",")), {}, [], notes))
+    env = {name: value for name, value, _ in found[1].launch.env}
+    assert (env["NCCL_SOCKET_IFNAME"], env["NCCL_IB_HCA"]) == ("enp1s0f0np0", "rocep1s0f0,roceP2p1s0f0")
+    assert ("--device", "/dev/infiniband") in [(f.text, v.text if v else "") for f, v in found[1].launch.options]
+    assert notes[0] == (f"{FIXTURES}/start.sh: the sandbox showed the launcher a DGX Spark's own fabric: enp1s0f0np0 "
+                        "and rocep1s0f0,roceP2p1s0f0 (ibdev2netdev, ip, /dev/infiniband); give --interface and "
+                        "--rdma-devices when the nodes are cabled otherwise")
 
 
 def test_traced_round_trip(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -96,3 +108,34 @@ def test_a_launcher_runs_with_its_own_interpreter() -> None:
     (launch,) = traced_launches(FIXTURES / "start.py", ("192.0.2.1",), {}, [], [])
     assert [w.text for w in launch.command][-2:] == ["--port", "8000"]
     assert launch.image is not None and launch.image.text == "lmsysorg/sglang:v0.5.23"
+
+
+CABLED = """#!/bin/bash
+# Two Sparks cabled port 1 to port 0: the head's fabric port is enp1s0f0np0, the worker's enp1s0f1np1.
+run() {  # run RANK INTERFACE HCA
+  docker run -d --name gptoss --gpus all --network host --ipc host --device /dev/infiniband --cap-add IPC_LOCK \\
+    --ulimit memlock=-1 -e "NCCL_SOCKET_IFNAME=$2" -e "GLOO_SOCKET_IFNAME=$2" -e "NCCL_IB_HCA=$3" \\
+    -e NCCL_IB_DISABLE=0 -e PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False lmsysorg/sglang:v0.5.23 \\
+    python3 -m sglang.launch_server --model-path openai/gpt-oss-120b --tp-size 2 --nnodes 2 --node-rank "$1" \\
+    --dist-init-addr 192.0.2.31:20000 --host 0.0.0.0
+}
+ssh ops@192.0.2.32 "$(declare -f run); run 1 enp1s0f1np1 rocep1s0f1"
+run 0 enp1s0f0np0 rocep1s0f0
+"""
+
+
+def test_a_node_cabled_otherwise_gets_its_own_fabric_keys(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "cabled").mkdir()
+    script, out = tmp_path / "cabled" / "start.sh", tmp_path / "cabled.yaml"
+    script.write_text(CABLED)
+    assert main(["import", "--trace", str(script), "--hosts", HOSTS, "-o", str(out)]) == 0, capsys.readouterr().err
+    nodes = yaml.safe_load(out.read_text())["fleet"]["nodes"]
+    assert [(n.get("interface"), n.get("rdma_devices")) for n in nodes] == [(None, None),
+                                                                          ("enp1s0f1np1", ["rocep1s0f1"])]
+    planned = compiled(out)
+    assert [f.rule for f in planned.findings] == ["SC312", "SC445"]  # no SC415/SC416: judged by its own fabric
+    assert [r.unit.after_device for r in planned.plan.ranks] == [
+        "sys-subsystem-net-devices-enp1s0f0np0.device", "sys-subsystem-net-devices-enp1s0f1np1.device"]
+    for rank in ranks(traced_launches(script, tuple(HOSTS.split(",")), {}, [], [])):
+        sides = compare(rank.launch, planned, rank.rank)
+        assert (sides.engine[0], sides.env[0], dict(sides.docker[0])) == ({}, {}, {}), rank.rank

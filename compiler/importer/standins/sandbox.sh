@@ -22,6 +22,15 @@ if [[ $mode == seal ]]; then
     done
     for dir in usr etc; do mount --rbind "/$dir" "$root/$dir" && mount -o remount,bind,ro "$root/$dir" || exit 97; done
     cp -r "$stage/bin/." "$root/spark-trace/bin/" || exit 97
+    # A launcher that calls a tool by its path (/usr/bin/ssh, subprocess.run(["/usr/bin/docker", ...])) reaches the
+    # stand-in too; the init's own timer is /usr/bin/sleep.
+    for tool in "$root"/spark-trace/bin/*; do
+        [[ ${tool##*/} == sleep ]] && continue
+        for dir in usr/bin usr/sbin usr/local/bin usr/local/sbin; do
+            [[ -f $root/$dir/${tool##*/} && ! -L $root/$dir/${tool##*/} ]] || continue
+            mount --bind "$tool" "$root/$dir/${tool##*/}" && mount -o remount,bind,ro "$root/$dir/${tool##*/}" || exit 97
+        done
+    done
     mount -t tmpfs -o size=16m,mode=755 sandbox-calls "$root/spark-trace/rw" || exit 97
     mkdir "$root/spark-trace/rw/calls" "$root/spark-trace/rw/state" || exit 97
     mount -t tmpfs -o size=256m,mode=1777 sandbox-tmp "$root/tmp" || exit 97
@@ -57,6 +66,8 @@ mapfile -d '' -t vars < /spark-trace/env
 cd "$folder" || exit 97
 if [[ $(/usr/bin/head -c 2 "./$script") == '#!' ]] && /usr/bin/chmod u+x "./$script"; then
     /usr/bin/env -i "${vars[@]}" "./$script" "$@" 9>&- < /dev/null &  # its own interpreter
+elif [[ $script == *.py ]]; then  # a Python launcher without a #! line: python3 found on the launcher's PATH
+    /usr/bin/env -i "${vars[@]}" python3 "./$script" "$@" 9>&- < /dev/null &
 else
     /usr/bin/env -i "${vars[@]}" /bin/bash "./$script" "$@" 9>&- < /dev/null &
 fi

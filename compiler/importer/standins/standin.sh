@@ -4,8 +4,9 @@
 # length-prefixed) and answers like an idle machine; it never starts a container or reaches a host.
 export LC_ALL=C
 tool=${0##*/}
+rec=""
 record() {
-    local rec="" word
+    local word
     for word in "${SPARK_TRACE_HOST:-}" "$tool" "$@"; do rec+="${#word}:${word}"; done
     printf '%s' "$rec" > "$SPARK_TRACE/calls/${EPOCHREALTIME/./}-$$-$RANDOM"
 }
@@ -26,7 +27,9 @@ case "$tool" in
                     prev=$word
                 done
                 [[ -n $name ]] && printf '%s\n' "$name" >> "$SPARK_TRACE/state/containers"
-                printf '%064d\n' 0 ;;
+                # The container's id: the sha256 of this call's record, so import knows which run a
+                # `docker exec ID` means.
+                printf '%s' "$rec" | /usr/bin/sha256sum | /usr/bin/cut -c1-64 ;;
             ps) [[ -f $SPARK_TRACE/state/containers ]] && cat "$SPARK_TRACE/state/containers" ;;
             inspect) echo running ;;
         esac
@@ -52,8 +55,13 @@ case "$tool" in
         IFS=, read -ra hcas <<< "${SPARK_TRACE_HCAS:-}"
         for hca in "${hcas[@]}"; do printf 'hca_id:\t%s\n' "$hca"; done ;;
     ip)
-        host=${SPARK_TRACE_HOST:-$SPARK_TRACE_HEAD}
-        if [[ -n ${SPARK_TRACE_IFACE:-} && " $* " == *" ${SPARK_TRACE_IFACE} "* ]]; then
+        # `ip addr show [DEV]`: the loopback when no device is named, the fabric interface with the host's address.
+        host=${SPARK_TRACE_HOST:-$SPARK_TRACE_HEAD} dev=""
+        for word in "$@"; do
+            case "$word" in -*|a|addr|address|show|list|dev) ;; *) dev=$word ;; esac
+        done
+        [[ -z $dev ]] && printf '1: lo    inet 127.0.0.1/8 scope host lo\n'
+        if [[ -n ${SPARK_TRACE_IFACE:-} && ( -z $dev || $dev == "$SPARK_TRACE_IFACE" ) ]]; then
             printf '2: %s    inet %s/24 scope global %s\n' "$SPARK_TRACE_IFACE" "${host##*@}" "$SPARK_TRACE_IFACE"
         fi ;;
     hostname)
