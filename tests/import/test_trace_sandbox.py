@@ -120,10 +120,13 @@ def test_the_launcher_outlives_ctrl_c(tmp_path: Path) -> None:
     request = f'{{"script": "{script}", "env": {{}}, "limit": 50, "args": []}}'
     child = subprocess.Popen([sys.executable, str(HELPER), request], stdout=subprocess.PIPE,
                              env={"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path)})
-    for _ in range(2000):  # until both sleeps run (bounded: the sandbox starts in well under that many polls)
-        if len(_host_processes_with(MARK)) == 2:
+    # Until both sleeps run, or the helper ends without them (bounded: a sandbox starts in well under that many
+    # polls of 10 ms, even at load 16).
+    for _ in range(20000):
+        if len(_host_processes_with(MARK)) == 2 or child.poll() is not None:
             break
-        os.sched_yield() if _ % 2 else subprocess.run(["sleep", "0.01"], check=True)
+        subprocess.run(["sleep", "0.01"], check=True)
+    assert child.poll() is None, child.communicate()[0]
     assert len(_host_processes_with(MARK)) == 2
     child.send_signal(signal.SIGINT)
     child.wait()
