@@ -23,7 +23,6 @@ LARGE_DEVICE_MB = 60 * 1024
 # at tp >= 4). Above the last: 16384 and 512.
 TIERS = ((20 * 1024, 2048, 8, 8), (35 * 1024, 4096, 48, 160), (60 * 1024, 4096, 32, 160),
          (90 * 1024, 8192, 256, 512), (160 * 1024, 8192, 256, 512))
-MLA_PREFILL_CAP = 8192  # MLA captures prefill graphs up to 8192 tokens (handle_gpu_memory_settings)
 MLA_PREFILL_RESERVE_MB = 1.5 * 1024  # reserve_for_graph_mb: "MLA backend overhead is much higher"
 
 
@@ -79,7 +78,7 @@ class MemoryInputs:
     attn_dp: int  # attention-DP ranks (--dp-size with --enable-dp-attention), else 1
     decode_graphs: bool
     prefill_graphs: bool  # after SGLang's own turning-off (pipeline parallelism, DeepSeek-V4)
-    mla: bool  # attention_arch MLA: prefill graphs capped at 8192 tokens, a flat reserve
+    mla: bool  # attention_arch MLA: a flat prefill graph reserve, whatever it captures
     llama2: bool  # "llama-2" in the model path: prefill graphs capped at 4096 tokens
 
 
