@@ -19,8 +19,8 @@ from spark_compile.stages.model_paths import container_path
 DSV4 = "DeepseekV4ForCausalLM"
 RESERVE_FLOOR_MB = 10 * 1024  # the floor on devices above 60 GiB
 LARGE_DEVICE_MB = 60 * 1024
-# handle_gpu_memory_settings' tiers: (GPU memory below, MiB; chunked_prefill_size; decode max_bs at tp < 4,
-# at tp >= 4). Above the last: 16384 and 512.
+# handle_gpu_memory_settings' tiers (arg_groups/memory_hook.py): (GPU memory below, MiB; chunked_prefill_size;
+# decode max_bs at tp < 4, at tp >= 4). Above the last: 16384 and 512.
 TIERS = ((20 * 1024, 2048, 8, 8), (35 * 1024, 4096, 48, 160), (60 * 1024, 4096, 32, 160),
          (90 * 1024, 8192, 256, 512), (160 * 1024, 8192, 256, 512))
 MLA_PREFILL_RESERVE_MB = 1.5 * 1024  # reserve_for_graph_mb: "MLA backend overhead is much higher"
@@ -125,6 +125,7 @@ def memory_defaults(m: MemoryInputs) -> MemoryDefaults:
     if m.decode_bs:
         decode_max_bs = max(m.decode_bs)
     graphs = _graph_reserve(m, chunk, decode_max_bs)
+    # memory_hook.py's reserved_mem: constant metadata, 1.5 MiB per activation token, 1/8 GiB per TP x PP rank.
     reserved = 512 + max(chunk, 2048) * 1.5 + m.tp * m.pp / 8 * 1024 + graphs
     floor = f", at least {RESERVE_FLOOR_MB} MB" if m.gpu_mb > LARGE_DEVICE_MB else ""
     reserved = max(reserved, RESERVE_FLOOR_MB) if floor else reserved
