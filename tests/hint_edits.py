@@ -64,7 +64,7 @@ class Profile:
 
     def key(self, text: str, at: Path_) -> Path_:
         """A key a hint names: dotted from the top, or one word relative to the finding's path (itself, a
-        sibling, a child), or the one written key of that name."""
+        sibling, a child), or the one written key of that name, else a new sibling (a child of a section)."""
         from spark_compile.spec.model import Profile as Model
 
         if text == "it":
@@ -75,7 +75,10 @@ class Profile:
             if candidate is not None and self.has(candidate):
                 return candidate
         written = [p for p in self.resolved.origins if p and p[-1] == text]
-        return written[0] if len(written) == 1 else (*at[:-1], text)
+        if len(written) == 1:
+            return written[0]
+        # A finding on a section (its key was deleted, so it is placed there) names a key inside it.
+        return (*at, text) if isinstance(self.value(at), dict) else (*at[:-1], text)
 
 
 def _dotted(text: str) -> Path_:

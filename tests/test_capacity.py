@@ -109,9 +109,11 @@ def test_an_unset_fraction_is_derived_as_sglang_does(tmp_path: Path) -> None:
     reference = os.path.relpath(REFERENCE_PROFILE, tmp_path)
     text = f"extends: {reference}\nengine:\n  limits:\n    mem_fraction_static: !delete\n"
     rank = budget(tmp_path, text).ranks[0]
-    # GB10's 124621 MB is above 60 GiB: the 10 GiB floor outweighs 512 + 1.5 x 2048 + 4/8 x 1024 + 2 x 16 MB.
+    # GB10's 124621 MB is above 60 GiB: the 10 GiB floor outweighs 512 + 1.5 x 2048 + 4/8 x 1024 + 2 x 16 MB
+    # (DeepSeek-V4 captures no prefill graphs).
     assert rank.terms["fraction"] == Term(0.918, "unset: SGLang derives it (handle_gpu_memory_settings)",
-                                          "derived as SGLang does: (124621 MB - 10240 MB reserved) / 124621 MB")
+                                          "(124621 MB - 10240 MB reserved) / 124621 MB; reserved: 512 + 1.5 x 2048 "
+                                          "tokens + 4 x 128 MB (TP x PP) + 32 MB graphs, at least 10240 MB")
 
 
 def test_plan_json_names_the_kv_figures_as_sglang_does() -> None:

@@ -45,7 +45,7 @@ def test_a_470_gb_bf16_checkpoint_on_one_spark_is_refused_with_the_tp_that_fits(
         "SC440 rank 0 (spark-a) loads 437.8 GiB weights + 0.0 GiB draft = 437.8 GiB, more than the 111.7 GiB free "
         "before the load (113.0 - 0.00 NCCL - 1.3 head share)\n"
         "  hint: spread the model over 8 nodes: add nodes to fleet.nodes and set engine.parallel.tp: 8 (the least "
-        "power-of-two TP whose share fits mem_fraction_static 0.918)"]
+        "power-of-two TP whose share fits mem_fraction_static 0.888)"]
     assert verdict(capacity).startswith("does not fit: rank 0 (spark-a) loads 437.8 GiB")
 
 

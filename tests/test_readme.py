@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_compile.capacity.budget import DSV4
+from spark_compile.capacity.preload import DSV4
 from spark_compile.pipeline import planned, run
 from spark_compile.spec.catalog import available_engine_catalogs, engine_catalog, env_catalog, image_builds
 from spark_compile.spec.hardware import FAMILIES, HARDWARE, ModelFamily

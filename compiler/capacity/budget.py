@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from spark_compile.capacity.kv_predict import CapacityInputs, Kv, context_length, engine_reads, predict_kv
-from spark_compile.capacity.preload import derived_fraction, mem_available
+from spark_compile.capacity.preload import DSV4, cuda_total_gib, mem_available, memory_defaults, memory_inputs
 from spark_compile.capacity.weights import GIB, Split, estimate_dsv4, text_config
 from spark_compile.capacity.weights_config import EstimateError, bytes_per_rank
 from spark_compile.spec.checks import docker_size_bytes
@@ -24,7 +24,6 @@ from spark_compile.stages.launch_plan import LaunchPlan, RankPlan
 
 HEAD_SHARE_GIB = 1.3  # HTTP server, tokenizer and detokenizer on rank 0 (an operator's published TP4 notes)
 INDEXER_TRANSIENT_BYTES = 14  # DSV4 sparse indexer's prefill peak per (chunk token x prefix token), published
-DSV4 = "DeepseekV4ForCausalLM"
 # What SGLang's load of DeepSeek-V4.1-Flash took beyond its checkpoint's bytes: the published TP4/EP4 boot's
 # 77 + 2.5 GiB (`Load weight end` mem usage) against this estimate's 69.5 + 1.8 GiB for the same placement
 # (MXFP4 experts repacked for FlashInfer's runner, dequantized copies); the load delta, not the file size.
@@ -78,10 +77,11 @@ def docker_gib(size: str | None) -> float | None:
 
 def _cuda_total(profile: Profile) -> Term:
     hw = HARDWARE[profile.hardware]
-    if hw.cuda_total_gib is not None:
-        return Term(hw.cuda_total_gib, f"hardware catalog {hw.name}: what CUDA reports as the GPU's total")
-    return Term(hw.gpu_memory_gb * 1e9 / GIB, f"estimate: hardware catalog {hw.name} lists {hw.gpu_memory_gb} GB "
-                "and no CUDA-reported total", f"{hw.gpu_memory_gb} GB / 2^30")
+    gib, reported = cuda_total_gib(profile)
+    if reported:
+        return Term(gib, f"hardware catalog {hw.name}: what CUDA reports as the GPU's total")
+    return Term(gib, f"estimate: hardware catalog {hw.name} lists {hw.gpu_memory_gb} GB and no CUDA-reported "
+                "total", f"{hw.gpu_memory_gb} GB / 2^30")
 
 
 def _pin(values: list[float] | None, rank: int, name: str) -> Term | None:
@@ -217,13 +217,14 @@ def _engram(profile: Profile, inputs: CapacityInputs, plan_rank: RankPlan) -> tu
 
 
 def _transient(profile: Profile, context: int | None) -> Term:
-    chunk = engine_reads(profile).chunked_prefill_size
+    reads = engine_reads(profile)
     if profile.model.architecture != DSV4:
         return Term(None, f"no prefill transient model for {profile.model.architecture}")
-    if chunk is None or context is None:
-        return Term(None, "unknown: chunked_prefill_size or the context length is left to SGLang")
-    return Term(INDEXER_TRANSIENT_BYTES * chunk * context / GIB, "DSV4 sparse indexer's prefill peak (published)",
-                f"14 B x chunk {chunk} x prefix {context}")
+    if context is None:
+        return Term(None, "unknown: the context length is not known here")
+    chunk = f"chunk {reads.chunked_prefill_size}" + (" (unset: SGLang's for the GPU)" if reads.chunk_defaulted else "")
+    return Term(INDEXER_TRANSIENT_BYTES * reads.chunked_prefill_size * context / GIB,
+                "DSV4 sparse indexer's prefill peak (published)", f"14 B x {chunk} x prefix {context}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,24 +236,17 @@ class Fleetwide:
     after_load: float | None  # None when a rank's weights are unknown here
 
 
-def _graph_max_bs(profile: Profile) -> int | None:
-    graphs, cap = profile.engine.cuda_graph, profile.engine.limits.max_running_requests
-    if graphs.batch_sizes:
-        return max(graphs.batch_sizes)
-    return cap if graphs.max_bs_decode == "max_running_requests" else graphs.max_bs_decode
-
-
-def _fraction(profile: Profile, terms: dict[str, Term]) -> Term:
+def _fraction(profile: Profile, inputs: CapacityInputs) -> Term:
     written = engine_reads(profile).mem_fraction_static
     if written is not None:
         return Term(written, "engine.limits.mem_fraction_static")
-    fraction, formula = derived_fraction(profile, terms["cuda_total"].gib or 0.0,
-                                         engine_reads(profile).chunked_prefill_size, _graph_max_bs(profile))
-    return Term(fraction, "unset: SGLang derives it (handle_gpu_memory_settings)", formula)
+    t = text_config(inputs.config) if inputs.config is not None else None
+    derived = memory_defaults(memory_inputs(profile, t))
+    return Term(derived.fraction, "unset: SGLang derives it (handle_gpu_memory_settings)", derived.formula)
 
 
-def _static(profile: Profile, terms: dict[str, Term], fleet: Fleetwide) -> None:
-    terms["fraction"] = fraction = _fraction(profile, terms)
+def _static(profile: Profile, inputs: CapacityInputs, terms: dict[str, Term], fleet: Fleetwide) -> None:
+    terms["fraction"] = fraction = _fraction(profile, inputs)
     pre, f = fleet.pre_load, fraction.gib or 0.0
     terms["pre_load_min"] = Term(pre, f"the minimum over ranks of the pre-load free memory ({fleet.pre_source}): "
                                  "SGLang sizes every rank from it")
@@ -323,7 +317,7 @@ def rank_capacity(profile: Profile, plan_rank: RankPlan, inputs: CapacityInputs,
         "weights": weights, "draft": draft,
     }
     terms["mem_available"], terms["pre_load"] = _pre_load(profile, plan_rank)
-    _static(profile, terms, fleet)
+    _static(profile, inputs, terms, fleet)
     terms["available"] = _available(profile, terms, rank, fleet)
     available = terms["available"].gib
     kv = None if available is None else predict_kv(profile, inputs, available, context)

@@ -10,11 +10,10 @@ from typing import Any
 from spark_compile.capacity.kv_dsv4 import Dsv4Inputs, Dsv4Pool, Speculation, UnmodelledError, dsv4_pool
 from spark_compile.capacity.kv_model import layout
 from spark_compile.capacity.kv_pools import size_pool
+from spark_compile.capacity.preload import DSV4, cuda_total_gib, tier
 from spark_compile.capacity.weights import GIB, Split, text_config
 from spark_compile.spec.hardware import FAMILIES, HARDWARE
 from spark_compile.spec.model import Profile
-
-DSV4 = "DeepseekV4ForCausalLM"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +52,15 @@ class EngineReads:
     page_size: int | None
     max_total_tokens: int | None
     mem_fraction_static: float | None
-    chunked_prefill_size: int | None
+    chunked_prefill_size: int  # as written, else the one SGLang picks for the GPU
+    chunk_defaulted: bool
     max_running_requests: int | None
     context_length: int | None
 
 
 def engine_reads(profile: Profile) -> EngineReads:
     """Speculation as SGLang resolves it (DSPARK: one step, top-1, block + 1 draft tokens), the page size
-    (the one SGLang forces for the family, else engine.page_size), and the limits."""
+    (the one SGLang forces for the family, else engine.page_size), and the limits (an unset chunk: the GPU's)."""
     eng, family = profile.engine, FAMILIES.get(profile.model.architecture)
     spec, limits = eng.speculative, eng.limits
     algorithm = None if spec.algorithm == "none" else spec.algorithm
@@ -70,8 +70,10 @@ def engine_reads(profile: Profile) -> EngineReads:
     elif algorithm is not None and spec.num_draft_tokens is not None:
         speculation = Speculation(spec.num_draft_tokens, spec.num_steps or 1, spec.eagle_topk or 1)
     page_size = family.page_size if family and family.page_size else eng.page_size
+    chunk = limits.chunked_prefill_size or tier(cuda_total_gib(profile)[0] * 1024, eng.parallel.tp or 1)[0]
     return EngineReads(algorithm, speculation, page_size, limits.max_total_tokens, limits.mem_fraction_static,
-                       limits.chunked_prefill_size, limits.max_running_requests, limits.context_length)
+                       chunk, limits.chunked_prefill_size is None, limits.max_running_requests,
+                       limits.context_length)
 
 
 def context_length(profile: Profile, inputs: CapacityInputs) -> int | None:
@@ -89,8 +91,6 @@ def _dsv4_inputs(profile: Profile, inputs: CapacityInputs, context: int) -> Dsv4
     reads = engine_reads(profile)
     if reads.algorithm is not None and reads.speculation is None:
         raise UnmodelledError(f"{reads.algorithm}'s draft-token count is left to SGLang")
-    if reads.chunked_prefill_size is None:
-        raise UnmodelledError("chunked_prefill_size is unset: SGLang picks it for the GPU at start")
     if profile.engine.args.get("enable-encoder-swa-bounded-replay"):
         raise UnmodelledError("encoder SWA bounded replay sizes per-request windows this model does not follow")
     t = text_config(inputs.config or {})
