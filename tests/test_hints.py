@@ -34,7 +34,6 @@ NOT_CONCRETE = {
              "key: which parent it meant is the operator's",
     "SC202": "which speculative algorithm (or none) is a deployment choice",
     "SC215": "which characters the value may hold; the value is the operator's",
-    "SC223": "add model.engram (its checkpoint paths are the operator's) or remove every overlay flag",
     "SC227": "the checkpoint's block size or config.json, which only the checkpoint knows",
     "SC241": "the draft model's directory or hub id is the operator's",
     "SC242": "a tp that divides the heads needs as many GPUs: a fleet change",

@@ -30,9 +30,9 @@ COLLECTION_TAGS = {_CORE + "map", _CORE + "seq"}
 _INT_12 = re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+")
 _FLOAT_12 = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
                        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
+_DECIMAL = re.compile(r"[-+]?[0-9]+(?:\.[0-9]*)?")  # 017 and 8_210 (without '_') read as decimal digits
 # Characters YAML reads as line breaks but grep, git diff and editors show inside a line (a lone CR, not
 # the CR of a CRLF: a terminal shows the rest of the line over its start, hiding what YAML reads as a key).
-_DECIMAL = re.compile(r"[-+]?[0-9]+(?:\.[0-9]*)?")  # 017 and 8_210 (without '_') read as decimal digits
 _HIDDEN_BREAK = re.compile(r"[\x85\u2028\u2029]|\r(?!\n)")
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # searched in every text value
 
