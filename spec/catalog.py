@@ -216,7 +216,10 @@ class EnvCatalog:
         return self.by_name.get(name)
 
     def suggest(self, name: str) -> list[str]:
-        return close_matches(name, list(self.by_name))
+        """Close names, compared without the SGLANG_ every name shares: with it, any two names of a few words
+        look alike (SGLANG_USE_MY_KERNEL would suggest SGLANG_USE_SGL_FA3_KERNEL)."""
+        bare = {_unprefixed(known): known for known in self.by_name}
+        return [bare[close] for close in close_matches(_unprefixed(name), list(bare))]
 
     def check_value(self, name: str, value: str) -> str | None:
         var = self.by_name.get(name)
@@ -236,6 +239,13 @@ class EnvCatalog:
         except ValueError:
             return f"{name} takes {expected}; {fallback}."
         return None
+
+
+_SGLANG = "SGLANG_"
+
+
+def _unprefixed(name: str) -> str:
+    return name[len(_SGLANG):] if name[:len(_SGLANG)].upper() == _SGLANG else name
 
 
 def parse_env_catalog(document: Mapping[str, Any]) -> EnvCatalog:

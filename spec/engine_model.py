@@ -220,6 +220,11 @@ class Engine(Section):
         "sglang-0.5.23",
         description="Flag catalog (spec/catalogs) this image's SGLang is checked against.",
     )
+    image_build: Word | None = Field(
+        None,
+        description="The SGLang build engine.image holds (an engine catalog's name), as checked on the image: for "
+        "a digest spec/catalogs/image-builds.json does not list; another build than engine.catalog is SC318.",
+    )
     container_name: ContainerName = Field(
         description="docker --name of the container on every node (a node's container_name overrides it).",
     )

@@ -3,7 +3,10 @@ writes only the edit (set a key, remove it with !delete, rename it). Used by tes
 
 The hint grammar read here is the one the rules write: `set K: V`, `set K to V`, `add K: V`, `remove K`,
 `drop the override`, `use V`, `write V`, `did you mean 'V'?`, `move it to K: V`, several joined by " and ",
-alternatives by ", or " (the first concrete one is applied)."""
+alternatives by ", or " (the first concrete one is applied).
+
+A file that does not load cannot be extended: its hint is applied to the file's own text at the finding
+(`text_edit`: `write V`, `remove the tag`, `delete the character`, `delete one of them`, `save the file as UTF-8`)."""
 
 from __future__ import annotations
 
@@ -264,3 +267,30 @@ def checked(path: Path, text: str) -> list[Any]:
         return list(validate(resolve(child, reader=reader)).findings)
     except LoadError as failed:
         return [failed.finding]
+
+
+
+# The loader's hints, each an edit of the finding's line (None: the line deleted).
+TextEdit = Callable[[str, int, "re.Match[str]"], "str | None"]
+TEXT_GRAMMAR: list[tuple[str, TextEdit]] = [
+    (r"write ('[^']*'|[-+]?[0-9][0-9.]*)(?:$|[\s,:])",  # the scalar at the finding replaced by the value
+     lambda line, col, m: line[:col] + re.sub(r"^[^\s,}\]#]+", lambda _: m[1], line[col:], count=1)),
+    (r"remove the tag\b", lambda line, col, m: line[:col] + re.sub(r"^!\S*\s*", "", line[col:], count=1)),
+    (r"delete the character\b", lambda line, col, m: line[:col] + line[col + 1:]),
+    (r".*\bdelete one of them$", lambda line, col, m: None),  # the repeated key's line
+]
+
+
+def text_edit(path: Path, finding: Any) -> str | None:
+    """The text of ``path`` (a file that does not load) with the hint of ``finding`` applied at its position,
+    or None when the hint is no edit of the text."""
+    data = path.read_bytes()
+    if re.match(r"save the file as UTF-8$", finding.hint):
+        return data.decode("latin-1")  # an editor's re-save: every byte is a character in latin-1
+    lines = data.decode("utf-8").split("\n")  # line feeds only: a lone CR is a character of its line
+    at, col = finding.position.line - 1, finding.position.column - 1
+    for pattern, build in TEXT_GRAMMAR:
+        if found := re.match(pattern, finding.hint):
+            new = build(lines[at], col, found)
+            return "\n".join([*lines[:at], *([] if new is None else [new]), *lines[at + 1:]])
+    return None

@@ -166,7 +166,7 @@ def test_files_unit_and_watchdog(tmp_path: Path) -> None:
     assert both(directory) == (1, (
         'rank 0: watchdog timer sglang-dsv41-4spark-watchdog.timer is "inactive", plan says "active" '
         "(operations.watchdog.enabled)\n"
-        "rank 0: watchdog lock /home/spark/sgl-logs/watchdog.lock is absent, "
+        "rank 0: watchdog lock /home/spark/sgl-logs/sglang-dsv41-4spark-watchdog.lock is absent, "
         "plan says present (operations.watchdog.enabled; launch.sh start writes it)\n"
         "rank 3: file /etc/spark-compile/dsv41-4spark/overlay.env is sha256 000000000000, plan says sha256 "
         f"{EXPECTED['ranks'][3]['files'][3]['sha256'][:12]} (generated 3-spark-3/overlay.env)\n"

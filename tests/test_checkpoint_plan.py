@@ -13,13 +13,13 @@ import pytest
 from test_safetensors_header import write_shard
 
 from spark_compile.capacity.inputs import capacity_inputs
+from spark_compile.common.findings import dotted
 from spark_compile.engine.check import config_json
 from spark_compile.engine.probe import NotRunError
 from spark_compile.pipeline import Planned, Rejected, run
 from spark_compile.rules.registry import Context
 from spark_compile.spec.engine_values import DRAFT_PATH
 from spark_compile.stages.checkpoint import ModelFiles, NodeCheckpoint, committed_config, config_file
-from spark_compile.stages.launch_plan import dotted
 
 from conftest import REFERENCE_PROFILE, ROOT
 

@@ -73,9 +73,14 @@ def test_missing_file_is_a_usage_error() -> None:
 
 
 def test_directory_is_refused_cleanly() -> None:
-    result = run_cli("check", "spec")
+    """Only check reads a folder (every profile below it, as the drift hook does); a profile argument does not."""
+    result = run_cli("plan", "spec")
     assert result.returncode == 2
     assert result.stderr == "spark-compile: error: spec: is a directory, expected a profile file\n"
+    assert run_cli("check", "--format", "summary", "spec/profiles/examples").stdout.startswith("0 errors, ")
+    empty = run_cli("check", "generated/fleet_scripts")
+    assert (empty.returncode, empty.stderr) == (2, "spark-compile: error: no profile (*.yaml) under the folder "
+                                                   "generated/fleet_scripts\n")
 
 
 def test_bad_command_line() -> None:

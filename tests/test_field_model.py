@@ -51,7 +51,7 @@ def _host_config(rank: Any) -> dict[str, Any]:
 
 
 def _options(rank: Any, flag: str) -> list[tuple[tuple[str, ...], str]]:
-    from spark_compile.stages.launch_plan import dotted
+    from spark_compile.common.findings import dotted
 
     return [(o.values, dotted(o.source)) for o in rank.docker_options if o.flag == flag]
 

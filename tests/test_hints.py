@@ -1,7 +1,8 @@
 """Every hint leads to a valid profile: for every registered rule, each concrete hint (one that names the key to
 set, remove or rename, and the value) is applied to the negative profile that raises it, as an operator would
-apply it (here: a child profile that extends the negative one and writes only the edit), and the profile is
-checked again: the finding is gone and no new error appears. A rule with no concrete hint is listed below
+apply it (here: a child profile that extends the negative one and writes only the edit; for a file that does
+not load, which nothing can extend, the edit of its own text at the finding), and the profile is checked again:
+the finding is gone and no new error appears. A rule with no concrete hint is listed below
 with the reason, so a new rule without a concrete hint (or a negative profile) fails the test.
 
 The hints are read as edits by tests/hint_edits.py (its grammar is the one the rules write)."""
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hint_edits import Profile, checked, child_text, suggestion
+from hint_edits import Profile, checked, child_text, suggestion, text_edit
 from test_fixes import NEGATIVE
 
 from spark_compile.spec.sglang_facts import SPECULATIVE_ALIASES
@@ -27,17 +28,12 @@ from conftest import REFERENCE_PROFILE, REFERENCE_WARNINGS, ROOT, run_cli
 # (tests/test_fixes.py), which a person wrote for the case.
 NOT_CONCRETE = {
     "SC103": "a required key's own value (a node's ssh target, its home) is the operator's",
-    "SC104": "the file's text: which of two duplicate keys to keep (only an edit of the text applies it)",
-    "SC105": "the file's YAML syntax (only an edit of the text applies it)",
-    "SC106": "the file's YAML shape (only an edit of the text applies it)",
-    "SC107": "the file's encoding (only an edit of the bytes applies it)",
-    "SC108": "the file's anchors (only an edit of the text applies it)",
-    "SC112": "the extends chain (only an edit of the file that names its parent applies it)",
-    "SC113": "a hidden line break in the file's text (only an edit of the text applies it)",
-    "SC114": "a YAML 1.1 number form in the text (only an edit of the text applies it)",
+    "SC106": "the whole file's shape: its name and every other key are the operator's (it does not load)",
+    "SC108": "writing out what the aliases expand to is no edit at the finding (the file does not load)",
+    "SC112": "dropping the extends: that closes the loop leaves a file extending nothing, without every required "
+             "key: which parent it meant is the operator's",
     "SC202": "which speculative algorithm (or none) is a deployment choice",
     "SC215": "which characters the value may hold; the value is the operator's",
-    "SC223": "add model.engram (its checkpoint paths are the operator's) or remove every overlay flag",
     "SC227": "the checkpoint's block size or config.json, which only the checkpoint knows",
     "SC241": "the draft model's directory or hub id is the operator's",
     "SC242": "a tp that divides the heads needs as many GPUs: a fleet change",
@@ -45,15 +41,12 @@ NOT_CONCRETE = {
     "SC258": "SGLang divides whatever chunk is written: the warning says what each rank prefills",
     "SC312": "the image's digest, which only the registry knows (docker buildx imagetools inspect)",
     "SC330": "whether the image's own build takes the value is the image's (its source's catalog says)",
-    "SC318": "the operator's image-builds table names the build (tests/test_image_builds.py raises it)",
-    "SC319": "the build a digest holds is the operator's entry (tests/test_image_builds.py raises it)",
+    "SC319": "raised only with an operator's image table: tests/test_image_builds.py applies its hint",
     "SC402": "a node's name is the operator's",
     "SC403": "a node's fabric IP is the operator's",
     "SC404": "a node's ssh target is the operator's",
     "SC405": "a node's address (or the subnet) is the operator's",
     "SC407": "the Engram tables' row counts come from the checkpoint",
-    "SC409": "how much memory to leave the host is the operator's",
-    "SC413": "which CUDA architectures the image's kernels need",
     "SC414": "one GPU per container, or another model: a deployment change",
     "SC421": "where to mount instead is the operator's",
     "SC425": "the unit of the stack this release replaces is the operator's",
@@ -108,8 +101,9 @@ def _applied(path: Path, finding: Any) -> tuple[str, list[Any], list[Any]] | Non
 
     try:
         profile = Profile(path)
-    except LoadError:  # the file does not load: its hint is about its text (NOT_CONCRETE says so)
-        return None
+    except LoadError:  # the file does not load, so no profile can extend it: the hint edits its own text
+        edited = text_edit(path, finding)
+        return None if edited is None else (edited, findings(path, edited), findings(path))
     edits = suggestion(profile, finding)
     if edits is None:
         return None
@@ -160,6 +154,24 @@ def test_one_root_cause_is_one_finding_with_a_hint_for_the_right_tp(tmp_path: Pa
                       "message": "tp 6 does not fit 4 node(s) x 1 GPU(s) of dgx-spark-gb10: expected tp 4",
                       "hint": "set engine.parallel.tp: 4 (nodes x GPUs per node), or change the node list",
                       "via": []}]
+
+
+def test_an_unknown_sglang_variable_is_not_matched_on_the_prefix_every_variable_shares(tmp_path: Path) -> None:
+    """SGLANG_USE_MY_KERNEL shares only SGLANG_USE_ with SGLANG_USE_SGL_FA3_KERNEL: no suggestion, but the two
+    one-step edits, each of which checks clean."""
+    shutil.copy(REFERENCE_PROFILE, tmp_path / "base.yaml")
+    shutil.copy(REFERENCE_PROFILE.parent / "dsv41-flash.config.json", tmp_path / "dsv41-flash.config.json")
+    (tmp_path / "patched.yaml").write_text("extends: base.yaml\nengine:\n  env: {SGLANG_USE_MY_KERNEL: '1'}\n")
+    found = json.loads(run_cli("check", "--format", "json", "patched.yaml", cwd=tmp_path).stdout)["findings"]
+    assert [(f["rule"], f["hint"]) for f in found if f["rule"] not in REFERENCE_WARNINGS] == [("SC307", (
+        "remove SGLANG_USE_MY_KERNEL: this SGLang build ignores it, or add SGLANG_USE_MY_KERNEL to "
+        "engine.catalog_extra.env if the image's own build reads it"))]
+    child = "extends: patched.yaml\nengine:\n  "
+    (tmp_path / "removed.yaml").write_text(f"{child}env:\n    SGLANG_USE_MY_KERNEL: !delete\n")
+    (tmp_path / "extra.yaml").write_text(f"{child}catalog_extra: {{env: [SGLANG_USE_MY_KERNEL]}}\n")
+    for edited in ("removed.yaml", "extra.yaml"):
+        after = json.loads(run_cli("check", "--format", "json", edited, cwd=tmp_path).stdout)["findings"]
+        assert [f["rule"] for f in after if f["rule"] not in REFERENCE_WARNINGS] == []
 
 
 def test_every_message_names_a_node_by_its_name(raised: Any) -> None:

@@ -77,13 +77,26 @@ def test_a_refused_file_gets_its_whole_finding(text: str, expected: tuple[str, i
     assert _finding(text).source_line == expected[5]  # compare=False on the field: checked on its own
 
 
-@pytest.mark.parametrize("number", ["017", "-017", "1_000", "0b101", "1:30", "1_0.5"])
-def test_yaml_1_1_number_forms_are_refused_not_converted(number: str) -> None:
+@pytest.mark.parametrize(("number", "plain"), [("017", "17 (YAML 1.1 reads 017 as 15: write that if it was meant)"),
+                                               ("-017", "-17 (YAML 1.1 reads -017 as -15: write that if it was meant)"),
+                                               ("1_000", "1000"), ("0b101", "5"), ("1:30", "90"), ("1_0.5", "10.5")])
+def test_yaml_1_1_number_forms_are_refused_not_converted(number: str, plain: str) -> None:
+    """A key the profile does not have (here `port` at the top) may mean either form: the hint gives both."""
     assert _finding(f"port: {number}\n") == _whole(
         "SC114", 1, 7, f"{number} is a YAML 1.1 number form (leading 0 = octal, '_' separators, ':' base 60, 0b "
         "binary) whose value surprises readers",
-        "write the number in plain decimal digits (no leading 0, '_', ':' or 0b prefix); quote "
-        f"it ('{number}') only where the key takes text, as an integer field refuses a string", f"port: {number}")
+        f"write {plain}, in plain decimal digits (no leading 0, '_', ':' or 0b), or '{number}' quoted if text is "
+        "meant", f"port: {number}")
+
+
+@pytest.mark.parametrize(("text", "hint"), [
+    ("engine:\n  port: 017\n", "write 17 (YAML 1.1 reads 017 as 15: write that if it was meant), in plain decimal "
+                                "digits (no leading 0, '_', ':' or 0b)"),
+    ("description: 0_1\n", "write '0_1': quoted, as the key takes text"),
+])
+def test_the_yaml_1_1_hint_gives_the_form_the_key_takes(text: str, hint: str) -> None:
+    """An integer field refuses a quoted number, a text field a number: the hint names only the form that fits."""
+    assert _finding(text).hint == hint
 
 
 def test_numbers_both_yamls_agree_on_are_read() -> None:

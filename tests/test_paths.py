@@ -1,4 +1,4 @@
-"""One printer of profile paths (stages/launch_plan.dotted): `fleet.nodes[0].env.X`, in every message that names a
+"""One printer of profile paths (common/findings.dotted): `fleet.nodes[0].env.X`, in every message that names a
 key, whichever module prints it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_compile.importer import fields
-from spark_compile.stages.launch_plan import dotted
+from spark_compile.common.findings import dotted
+from spark_compile.stages import model_keys
 
 from conftest import REFERENCE_PROFILE, ROOT, run_cli
 
@@ -39,4 +39,4 @@ def test_a_literal_secret_in_a_list_is_named_by_its_index(tmp_path: Path) -> Non
 
 
 def test_the_importer_names_a_key_the_same_way() -> None:
-    assert fields.problem(("fleet", "nodes", 0, "nosuch"), 1) == "the profile has no key fleet.nodes[0].nosuch"
+    assert model_keys.problem(("fleet", "nodes", 0, "nosuch"), 1) == "the profile has no key fleet.nodes[0].nosuch"

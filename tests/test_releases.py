@@ -233,6 +233,31 @@ def test_drift_names_edited_missing_and_extra_files(tmp_path: Path) -> None:
     )
 
 
+def test_drift_over_a_folder_checks_every_profile_below_it_and_names_only_the_stale(tmp_path: Path) -> None:
+    """A folder stands for every *.yaml below it (the drift hook's args): a release file nobody listed is
+    checked; a folder spark-compile wrote (its k8s/*.yaml) and a hidden file are not profiles."""
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    for name in ("dsv41-4spark.yaml", "dsv41-flash.config.json"):
+        shutil.copy(ROOT / "spec" / "profiles" / name, profiles / name)
+    (profiles / "k8s.yaml").write_text("extends: dsv41-4spark.yaml\nname: dsv41-k8s\nkubernetes: {}\n")
+    for profile in ("profiles/dsv41-4spark.yaml", "profiles/k8s.yaml"):
+        assert run_cli(profile, cwd=tmp_path).returncode == 0
+    assert list((profiles / "generated" / "dsv41-k8s" / "k8s").glob("*.yaml"))
+    (profiles / ".pre-commit-config.yaml").write_text("repos: []\n")
+    current = run_cli("check", "--generated", "--format", "summary", "profiles", cwd=tmp_path)
+    assert current.returncode == 0 and " in 2 profiles " in current.stdout, current.stdout + current.stderr
+    (profiles / "release-1.8.yaml").write_text("extends: dsv41-4spark.yaml\nname: dsv41-1-8\n")
+    result = run_cli("check", "--generated", "--format", "summary", "profiles", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.startswith("0 errors, ") and " in 3 profiles " in result.stdout, result.stdout
+    assert "profiles/generated/dsv41-1-8/plan.json: missing (the profile produces it)\n" in result.stdout
+    assert result.stdout.endswith(" stale; run `spark-compile` on profiles/release-1.8.yaml and commit the "
+                                  "result\n"), result.stdout
+    empty = run_cli("check", "--generated", "profiles/generated", cwd=tmp_path)
+    assert (empty.returncode, empty.stdout) == (2, "") and "no profile (*.yaml) under the folder" in empty.stderr
+
+
 def test_repository_generated_output_is_current() -> None:
     result = run_cli("check", "--generated", "spec/profiles/dsv41-4spark.yaml")
     assert result.returncode == 0, result.stdout

@@ -91,12 +91,15 @@ def check_drift(profiles: list[tuple[Path, Planned]], out: Path | None) -> int:
         lines += _schema_line(root)
         compiler = f"spark-compile {__version__}"
         lines += tree_lines(root / SCRIPTS_DIR, scripts_folder(), compiler, compiler)
+    stale = []
     for profile, planned in profiles:
-        lines += drift_lines(profile, planned, out or default_out(profile))
+        own = drift_lines(profile, planned, out or default_out(profile))
+        stale += [profile] if own else []
+        lines += own
     for line in lines:
         sys.stdout.write(line + "\n")
     if lines:
-        names = " ".join(str(p) for p, _ in profiles)
+        names = " ".join(str(p) for p in stale or [p for p, _ in profiles])  # the shared files: any of them
         sys.stdout.write(f"drift: {len(lines)} file{'s' * (len(lines) != 1)} stale; run `spark-compile` on "
                          f"{names} and commit the result\n")
         return EXIT_FINDINGS

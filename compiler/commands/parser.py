@@ -71,7 +71,8 @@ def _add_compile(sub: argparse._SubParsersAction[Parser]) -> None:
 
 def _add_check(sub: argparse._SubParsersAction[Parser]) -> None:
     check = _command(sub, "check", run.cmd_check, "validate profiles; with --generated also compare committed output")
-    check.add_argument("profiles", nargs="+", type=Path)
+    check.add_argument("profiles", nargs="+", type=Path,
+                       help="a profile, or a folder: every *.yaml below it (compiled output folders left out)")
     check.add_argument("--format", choices=("text", "json", "github", "summary"), default="text",
                        help="summary: only the counts line (a hook beside one that prints the findings)")
     _root(check)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from argparse import Namespace
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ from spark_compile.rules import load_all
 from spark_compile.rules.capacity import CAPACITY_RULES
 from spark_compile.spec.suggest import did_you_mean
 from spark_compile.stages.report import render as render_report
+from spark_compile.stages.write import MANIFEST
 from spark_compile.targets.sparkrun import run_export
 
 MAX_ERROR = 1000  # characters of an error line: a 5,000-character path is cut, not echoed whole
@@ -60,11 +62,32 @@ def _with_engine_findings(outcomes: list[Outcome], python: str | None) -> list[l
     return per_profile
 
 
+def profile_files(paths: Sequence[Path]) -> list[Path]:
+    """The profiles ``paths`` name: a file itself, a folder every ``*.yaml`` below it (a new release file
+    too), but those in a folder spark-compile wrote (its MANIFEST.json: compiled k8s/*.yaml are output) and
+    in hidden folders; folder links are not followed."""
+    found: list[Path] = []
+    for path in paths:
+        if not path.is_dir() or path.is_symlink():
+            found.append(path)
+            continue
+        below = []
+        for top, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (Path(top, d) / MANIFEST).exists())
+            below += [Path(top, name) for name in sorted(files) if name.endswith(".yaml") and name[0] != "."]
+        if not below:
+            raise UsageError(f"no profile (*.yaml) under the folder {terminal_text(str(path))}")
+        found += below
+    return found
+
+
 def cmd_check(args: Namespace) -> int:
-    """Validate every profile named; print all findings; exit 1 on errors (or warnings with --strict)."""
+    """Validate every profile named (or below a folder named); print all findings; exit 1 on errors (or
+    warnings with --strict)."""
     outcomes: list[Outcome] = []
     unreadable = 0
-    for path in args.profiles:
+    paths = profile_files(args.profiles)
+    for path in paths:
         try:
             outcomes.append(run(path, targets=args.target, root=args.root))
         except InputError as exc:  # report it and go on: every other file still gets its findings
@@ -79,7 +102,7 @@ def cmd_check(args: Namespace) -> int:
     if unreadable:
         return EXIT_USAGE
     if args.generated and status == EXIT_OK:
-        status = check_drift([(p, o) for p, o in zip(args.profiles, outcomes, strict=True)
+        status = check_drift([(p, o) for p, o in zip(paths, outcomes, strict=True)
                               if isinstance(o, Planned)], args.out)
     return status
 

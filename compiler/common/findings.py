@@ -38,3 +38,11 @@ class Finding:
 def has_errors(findings: list[Finding], *, strict: bool = False) -> bool:
     """True when the findings should fail a check (warnings only count under strict)."""
     return any(f.severity == "error" or strict for f in findings)
+
+
+def dotted(path: tuple[str | int, ...]) -> str:
+    """``fleet.nodes[0].name`` for a profile path: the one way a path is printed (findings, plans, reports)."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"

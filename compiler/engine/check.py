@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spark_compile.common.findings import Finding
+from spark_compile.common.findings import Finding, dotted
 from spark_compile.engine.pool import available_bytes, pool_notes
 from spark_compile.engine.probe import NotRunError, run_probe_jobs
 from spark_compile.pipeline import Planned
@@ -29,7 +29,6 @@ from spark_compile.spec.generators.catalog_extract import default_engine_python
 from spark_compile.spec.hardware import HARDWARE
 from spark_compile.spec.sglang_facts import DEPRECATED_TOOL_CALL_PARSERS, DP_ATTENTION_FLAGS, SPECULATIVE_ALIASES
 from spark_compile.stages.checkpoint import ConfigError, committed_path, is_regular, read_config
-from spark_compile.stages.launch_plan import dotted
 from spark_compile.stages.load import YamlPath
 from spark_compile.stages.model_paths import container_path
 from spark_compile.stages.validate import locate

@@ -11,10 +11,11 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from spark_compile.common.findings import dotted
 from spark_compile.fleet.data import UNIT_DIR, cut_on_node, secret_names, secret_values
 from spark_compile.spec.checks import docker_size_bytes
 from spark_compile.spec.model import Profile
-from spark_compile.stages.launch_plan import LaunchPlan, Option, RankPlan, dotted
+from spark_compile.stages.launch_plan import LaunchPlan, Option, RankPlan
 from spark_compile.stages.render import Artifact
 
 AUDIT_FILE = "fleet/audit.json"
@@ -158,7 +159,7 @@ def audit_plan(plan: LaunchPlan, profile: Profile, files: Sequence[Artifact]) ->
         "format": 1, "profile": plan.profile, "release": plan.release, "container": plan.container_name,
         "unit": plan.unit_name, "image": {"ref": plan.image, "digest": digest, "source": "engine.image"},
         "watchdog": {"enabled": profile.operations.watchdog.enabled, "source": "operations.watchdog.enabled",
-                     "timer": f"{plan.fleet.watchdog_unit}.timer", "lock": f"{plan.fleet.log_dir}/watchdog.lock"},
+                     "timer": f"{plan.fleet.watchdog_unit}.timer", "lock": plan.fleet.watchdog_lock},
         "secret_name": secret_names(profile), "secret_value": secret_values(), "ranks": ranks,
         # Settings the plan does not make, on every rank (a profile may ask for some: privileged, cpuset...).
         "unset": [{"path": ["HostConfig", name], "value": None, "source": ""} for name in UNSET

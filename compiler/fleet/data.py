@@ -261,7 +261,7 @@ def _watchdog(plan: LaunchPlan, profile: Profile) -> list[str]:
     return [
         _var("log_dir", log_dir), _var("postmortem_dir", f"{log_dir}/postmortem"),
         _var("watchdog_enabled", int(watchdog.enabled)),
-        _var("watchdog_lock", f"{log_dir}/watchdog.lock"), _var("watchdog_state", f"{log_dir}/watchdog.state"),
+        _var("watchdog_lock", plan.fleet.watchdog_lock), _var("watchdog_state", plan.fleet.watchdog_state),
         _var("watchdog_log", f"{log_dir}/watchdog.log"),
         _var("watchdog_service", f"{base}.service"), _var("watchdog_timer", f"{base}.timer"),
         _var("watchdog_interval", watchdog.interval_seconds), _var("fail_threshold", watchdog.fail_threshold),

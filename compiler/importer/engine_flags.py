@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from spark_compile.importer import fields
 from spark_compile.importer.argv import EngineOption, older_only
 from spark_compile.importer.draft import Draft, Scalar
+from spark_compile.stages import model_keys
 
 
 def chat_kwargs(draft: Draft, option: EngineOption) -> bool:
@@ -20,7 +20,7 @@ def chat_kwargs(draft: Draft, option: EngineOption) -> bool:
         return False
     thinking = kwargs.get("thinking")
     rest = {k: v for k, v in kwargs.items() if not (k == "thinking" and isinstance(thinking, bool))}
-    if rest and fields.problem(("engine", "chat", "template_kwargs"), rest):
+    if rest and model_keys.problem(("engine", "chat", "template_kwargs"), rest):
         return False
     if isinstance(thinking, bool):
         draft.set(("engine", "chat", "thinking"), thinking, option.origin)

@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from spark_compile.common.errors import InputError
+from spark_compile.common.findings import dotted
 from spark_compile.common.quoting import terminal_text
-from spark_compile.importer import fields
 from spark_compile.importer.argv import (
     EngineCommand,
     EngineOption,
@@ -38,7 +38,7 @@ from spark_compile.importer.tables import (
     SUPERVISION,
 )
 from spark_compile.spec import fields as f
-from spark_compile.stages.launch_plan import dotted
+from spark_compile.stages import model_keys
 
 DEFAULT_LAUNCHER = ["python3", "-m", "sglang.launch_server"]
 _ARG_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
@@ -92,11 +92,11 @@ def put(draft: Draft, path: tuple[str | int, ...], kind: Any, text: str | list[s
     except ValueError:
         draft.leave(where, what, f"{text!r} is not a number, which {dotted(path)} needs")
         return False
-    problem = fields.problem(path, value)
+    problem = model_keys.problem(path, value)
     if problem:
         draft.leave(where, what, f"{dotted(path)} refuses it: {problem}")
         return False
-    if not fields.is_default(path, value):
+    if not model_keys.is_default(path, value):
         draft.set(path, value, origin)
     return True
 
@@ -139,7 +139,7 @@ def _raw_arg(draft: Draft, option: EngineOption) -> None:
         value = option.values[0]
     else:
         value = [_number(v) for v in option.values]
-    problem = fields.problem(("engine", "args", name), value)
+    problem = model_keys.problem(("engine", "args", name), value)
     if problem:
         draft.leave(option.origin, what, f"engine.args refuses it: {problem}")
         return
@@ -195,17 +195,17 @@ def _engine_option(draft: Draft, option: EngineOption, mounts: dict[str, tuple[s
     _note_default(draft, option)
     if flag == "--model-path":
         model_path(draft, option, mounts)
-    elif flag == "--speculative-draft-model-path" and fields.exists(("engine", "speculative", "draft")):
+    elif flag == "--speculative-draft-model-path" and model_keys.exists(("engine", "speculative", "draft")):
         draft_path(draft, option, mounts)
-    elif flag in ENGINE_SWITCHES and not values and fields.exists(ENGINE_SWITCHES[flag]):
+    elif flag in ENGINE_SWITCHES and not values and model_keys.exists(ENGINE_SWITCHES[flag]):
         draft.set(ENGINE_SWITCHES[flag], True, option.origin)
-    elif flag in ENGINE_OFF and not values and fields.exists(ENGINE_OFF[flag]):
+    elif flag in ENGINE_OFF and not values and model_keys.exists(ENGINE_OFF[flag]):
         draft.set(ENGINE_OFF[flag], False, option.origin)
     elif flag == "--default-chat-template-kwargs" and chat_kwargs(draft, option):
         return
-    elif flag in ENGINE_LISTS and values and all(v.isdigit() for v in values) and fields.exists(ENGINE_LISTS[flag]):
+    elif flag in ENGINE_LISTS and values and all(v.isdigit() for v in values) and model_keys.exists(ENGINE_LISTS[flag]):
         draft.set(ENGINE_LISTS[flag], [int(v) for v in values], option.origin)
-    elif flag in ENGINE_FIELDS and len(values) == 1 and fields.exists(ENGINE_FIELDS[flag][0]):
+    elif flag in ENGINE_FIELDS and len(values) == 1 and model_keys.exists(ENGINE_FIELDS[flag][0]):
         path, kind = ENGINE_FIELDS[flag]
         put(draft, path, kind, values[0], option.origin, what)
     else:
@@ -219,15 +219,15 @@ def _source(draft: Draft, at: tuple[str, ...], option: EngineOption, mounts: dic
     cannot say it."""
     path = option.values[0] if option.values else ""
     if not path.startswith("/"):
-        if not fields.exists((*at, "hub_id")):
+        if not model_keys.exists((*at, "hub_id")):
             return False
-        hub, gguf = path.rsplit(":", 1) if ":" in path and fields.exists((*at, "gguf")) else (path, None)
+        hub, gguf = path.rsplit(":", 1) if ":" in path and model_keys.exists((*at, "gguf")) else (path, None)
         put(draft, (*at, "hub_id"), str, hub, option.origin, f"{option.flag} {path}")  # reports a refused id
         if gguf is not None:
             put(draft, (*at, "gguf"), str, gguf, option.origin, f"{option.flag} {path}")
         return True
     match = _SNAPSHOT_PATH.fullmatch(path)
-    if match is None and not fields.exists((*at, "hub_id")):
+    if match is None and not model_keys.exists((*at, "hub_id")):
         return False  # a plain directory: only the HF cache form exists in this model
     repo_dir, snapshot = (match.group(1), match.group(2)) if match else (path.rstrip("/"), None)
     mount = next(((t, m) for t, m in sorted(mounts.items(), key=lambda i: -len(i[0]))
@@ -251,14 +251,14 @@ def _source(draft: Draft, at: tuple[str, ...], option: EngineOption, mounts: dic
 
 def model_path(draft: Draft, option: EngineOption, mounts: dict[str, tuple[str, bool, Origin]]) -> None:
     """--model-path: model.repo/container_repo/snapshot, or model.hub_id."""
-    if not _source(draft, ("model",), option, mounts, str(fields.default(("model", "container_repo")))):
+    if not _source(draft, ("model",), option, mounts, str(model_keys.default(("model", "container_repo")))):
         draft.leave(option.origin, " ".join(w.text for w in option.words), _path_why(option, ("model",)))
 
 
 def draft_path(draft: Draft, option: EngineOption, mounts: dict[str, tuple[str, bool, Origin]]) -> None:
     """--speculative-draft-model-path: engine.speculative.draft, like the model."""
     at = ("engine", "speculative", "draft")
-    if not _source(draft, at, option, mounts, str(fields.default((*at, "container_repo")))):
+    if not _source(draft, at, option, mounts, str(model_keys.default((*at, "container_repo")))):
         draft.leave(option.origin, " ".join(w.text for w in option.words), _path_why(option, at))
 
 
@@ -267,7 +267,7 @@ def _path_why(option: EngineOption, at: tuple[str, ...]) -> str:
     key = dotted(at)
     if not path.startswith("/"):
         return f"the path is a hub id, which {key} cannot hold"
-    if fields.exists((*at, "hub_id")) or _SNAPSHOT_PATH.fullmatch(path):
+    if model_keys.exists((*at, "hub_id")) or _SNAPSHOT_PATH.fullmatch(path):
         return f"{path} lies in no directory the container mounts (-v), so {key}.repo cannot be its host side"
     return f"the path is a plain directory; {key} holds <container_repo>/snapshots/<snapshot> of a mounted repo"
 
@@ -293,7 +293,7 @@ def docker(draft: Draft, launch: Launch, mounts: dict[str, tuple[str, bool, Orig
         what = flag.text + ("" if value is None else f" {value.text}")
         if value is not None and isinstance(value, ShellWord) and value.expands:
             draft.leave(flag.origin, what, f"{value.text!r} is expanded by the shell (import with --trace)")
-        elif flag.text in DOCKER_SWITCHES and value is None and fields.exists(DOCKER_SWITCHES[flag.text]):
+        elif flag.text in DOCKER_SWITCHES and value is None and model_keys.exists(DOCKER_SWITCHES[flag.text]):
             draft.set(DOCKER_SWITCHES[flag.text], True, flag.origin)
         elif flag.text in SUPERVISION:
             draft.notes.append(f"{flag.origin}: {flag.text} replaced: {SUPERVISION[flag.text]}")
@@ -302,10 +302,10 @@ def docker(draft: Draft, launch: Launch, mounts: dict[str, tuple[str, bool, Orig
         elif flag.text == "--gpus" and value is not None and _gpus_unquoted(value.text):
             draft.leave(flag.origin, what, "docker reads an unquoted device list as separate fields (device 0 and a "
                         "count of 1, which its daemon refuses); quote it: --gpus '\"device=0,1\"'")
-        elif flag.text in DOCKER_FIELDS and value is not None and fields.exists(DOCKER_FIELDS[flag.text][0]):
+        elif flag.text in DOCKER_FIELDS and value is not None and model_keys.exists(DOCKER_FIELDS[flag.text][0]):
             path, kind = DOCKER_FIELDS[flag.text]
             put(draft, path, kind, value.text.strip('"') if flag.text == "--gpus" else value.text, flag.origin, what)
-        elif flag.text in DOCKER_LISTS and value is not None and fields.exists(DOCKER_LISTS[flag.text]):
+        elif flag.text in DOCKER_LISTS and value is not None and model_keys.exists(DOCKER_LISTS[flag.text]):
             lists.setdefault(DOCKER_LISTS[flag.text], []).append(value.text)
         elif flag.text == "--ulimit" and value is not None:
             name, _, limit = value.text.partition("=")
@@ -344,7 +344,7 @@ def rdma_access(draft: Draft) -> None:
     the model has container.rdma_access): the source's own three are then left to it, or access is turned off
     when the source lacks one."""
     kind = draft.values.get(("fleet", "fabric", "kind"), ("tcp", ""))[0]
-    if not fields.exists(("container", "rdma_access")) or kind not in ("roce", "infiniband"):
+    if not model_keys.exists(("container", "rdma_access")) or kind not in ("roce", "infiniband"):
         return
     memlock = draft.values.get(("container", "ulimits", "memlock"), ("", ""))[0]
     present = [item in draft.values.get(path, ([], ""))[0] for path, item in RDMA_ACCESS]  # type: ignore[operator]

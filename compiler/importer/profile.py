@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from pydantic_core import PydanticUndefined
 
 from spark_compile.common.errors import UsageError
-from spark_compile.importer import fields, mapping
+from spark_compile.importer import mapping
 from spark_compile.importer.draft import Draft
 from spark_compile.importer.mapping import Rank
 from spark_compile.importer.source import Launch, Origin
 from spark_compile.importer.tables import EMPTY_IS_UNSET, FABRIC_ENV, hub_architecture
 from spark_compile.spec import fields as f
 from spark_compile.spec.secret_patterns import secret_name
+from spark_compile.stages import model_keys
 
 HARDWARE = "dgx-spark-gb10"
 _PER_NODE = ("--node-rank",)
@@ -184,7 +185,7 @@ def _compare(draft: Draft, head: Rank, other: Rank) -> None:
         if (flag.text, given.text if given else None) in head_opts:
             continue
         at = ("fleet", "nodes", other.rank, "container_name")
-        if flag.text == "--name" and given is not None and fields.exists(at):
+        if flag.text == "--name" and given is not None and model_keys.exists(at):
             mapping.put(draft, at, str, given.text, flag.origin, f"--name {given.text}")
             continue
         what = flag.text + ("" if given is None else f" {given.text}")
@@ -195,7 +196,7 @@ def _compare(draft: Draft, head: Rank, other: Rank) -> None:
 def _compare_env(draft: Draft, head: Rank, other: Rank) -> None:
     head_env = {n: v for n, v, _ in head.launch.env}
     theirs = {n: v for n, v, _ in other.launch.env}
-    per_node = fields.exists(("fleet", "nodes", 0, "env"))
+    per_node = model_keys.exists(("fleet", "nodes", 0, "env"))
     for name, value, origin in other.launch.env:
         if head_env.get(name) == value or name == "HOST_IP":
             continue
@@ -246,7 +247,8 @@ def build(launches: list[Launch], request: Request) -> Draft:
                     "(config.json `architectures[0]`) and its model is no hub id import knows; give --architecture")
     mounts = mapping.volumes(head.launch)
     mapping.engine(draft, head.engine, mounts)
-    if ("model", "served_name") not in draft.values and fields.default(("model", "served_name")) is PydanticUndefined:
+    served = ("model", "served_name")
+    if served not in draft.values and model_keys.default(served) is PydanticUndefined:
         _served_name(draft, head)  # the model requires a served name
     if head.launch.image is not None:
         mapping.put(draft, ("engine", "image"), f.ImageRef, head.launch.image.text, head.launch.image.origin,
@@ -254,7 +256,7 @@ def build(launches: list[Launch], request: Request) -> Draft:
     mapping.docker(draft, head.launch, mounts)
     if ("engine", "container_name") not in draft.values and request.container_name:
         draft.set(("engine", "container_name"), request.container_name, "assumed: the source names no container")
-    if request.description and not fields.problem(("description",), request.description):
+    if request.description and not model_keys.problem(("description",), request.description):
         draft.set(("description",), request.description, "from the recipe's metadata.description")
     environment(draft, head.launch, head_ip)
     if head.launch.own_container:  # sparkrun's own containers get RDMA access by its detection, as the plan's do

@@ -18,13 +18,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from spark_compile.common.errors import EXIT_FINDINGS, EXIT_OK, InputError, RejectedError
+from spark_compile.common.findings import dotted
 from spark_compile.common.secrets import redact
 from spark_compile.pipeline import Planned, planned, run
 from spark_compile.review.artifact_diff import UNSET, ProfileChange, ProfileDiff, Renamer, Side, compare
 from spark_compile.review.diff_format import FORMATS, md
 from spark_compile.review.diff_sources import changed_inputs, known_sources, source
 from spark_compile.review.diff_stale import stale_mentions
-from spark_compile.stages.launch_plan import dotted
 from spark_compile.stages.load import MAX_BYTES, Document, LoadError, decode, load_file, oversized, parse_text
 from spark_compile.stages.report import render
 from spark_compile.stages.resolve import BlobReader, Resolved

@@ -7,9 +7,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from spark_compile.common.findings import dotted
 from spark_compile.fleet.data import DERIVED_FROM
 from spark_compile.review.artifact_diff import UNSET, Change, Grouped, ProfileChange
-from spark_compile.stages.launch_plan import LaunchPlan, ProfilePath, dotted, field_name
+from spark_compile.stages.launch_plan import LaunchPlan, ProfilePath, field_name
 
 Known = dict[int, dict[str, ProfilePath]]
 _WORD_EDGE = "`|'\"(),;:."

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from spark_compile.common.findings import dotted
 from spark_compile.review.artifact_diff import ProfileChange
-from spark_compile.stages.launch_plan import dotted
 from spark_compile.stages.resolve import Resolved
 
 # The profile's free-text fields (spec/model.py's FreeText).

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_compile.common.errors import EXIT_OK
+from spark_compile.common.findings import dotted
 from spark_compile.overlay.registry import FLAGS_BY_NAME
 from spark_compile.pipeline import Planned
 from spark_compile.review.artifact_diff import ProfileDiff
@@ -33,7 +34,7 @@ from spark_compile.review.page_values import (
 )
 from spark_compile.spec.catalog import CatalogNotFound, engine_catalog, nccl_catalog
 from spark_compile.spec.hardware import HARDWARE
-from spark_compile.stages.launch_plan import LaunchPlan, ProfilePath, dotted
+from spark_compile.stages.launch_plan import LaunchPlan, ProfilePath
 from spark_compile.stages.render import environment
 from spark_compile.stages.write import write_file
 

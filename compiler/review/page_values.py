@@ -8,12 +8,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from spark_compile.common.findings import Finding
+from spark_compile.common.findings import Finding, dotted
 from spark_compile.pipeline import Planned
 from spark_compile.review.artifact_diff import UNSET, ProfileChange
 from spark_compile.review.diff import _flatten as leaves
 from spark_compile.review.diff_format import show
-from spark_compile.stages.launch_plan import LaunchPlan, dotted
+from spark_compile.stages.launch_plan import LaunchPlan
 
 # The page's sections in order: (id, title, the profile's top-level keys shown there). Keys no section
 # names land in the last one, so every value (and every change) has its place.

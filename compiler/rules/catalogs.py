@@ -201,8 +201,9 @@ def unknown_sglang_env(ctx: Context) -> Iterator[Hit]:
     suggest = _budgeted(catalog.suggest)
     for path, name, _ in settings:
         if catalog.lookup(name) is None:
+            fix = _suggestion(suggest(name)) or f"remove {name}: this SGLang build ignores it"
             yield Hit(path, f"{catalog_name(ctx)} does not read {name}",
-                      _suggestion(suggest(name)) or f"remove {name}: this SGLang build ignores it",
+                      f"{fix}, or add {name} to engine.catalog_extra.env if the image's own build reads it",
                       at_key=True)
 
 

@@ -6,9 +6,10 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel
 
+from spark_compile.common.findings import dotted
 from spark_compile.rules.capacity import PINS
 from spark_compile.rules.registry import Context, Hit, Path, rule
-from spark_compile.stages.launch_plan import Mount, dotted
+from spark_compile.stages.launch_plan import Mount
 from spark_compile.stages.plan import RDMA_DEVICE, rdma_access
 
 RDMA_KINDS = ("roce", "infiniband")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from spark_compile.common.findings import dotted
 from spark_compile.overlay.registry import FLAGS_BY_NAME
 from spark_compile.rules.registry import PLAN_ENGRAM_VARIABLES, Context, Hit, rule
 from spark_compile.rules.sglang_model import divisors, ep_choices, moe_runner, tp_misses_fleet
 from spark_compile.spec.envfile import env_value_problem
 from spark_compile.spec.sglang_facts import SPECULATIVE_ALIASES, SPECULATIVE_BY_MODEL_TYPE, STEP_ALGORITHMS
 from spark_compile.stages.engine_options import TYPED_FLAG_SYNONYMS, TYPED_FLAGS
-from spark_compile.stages.launch_plan import dotted, field_name
+from spark_compile.stages.launch_plan import field_name
 from spark_compile.stages.model_paths import served_id
 
 # SGLang's get_context_length limit is lifted by this variable (model_config.py); the rule then defers.

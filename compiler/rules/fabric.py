@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from spark_compile.common.findings import dotted
 from spark_compile.rules.registry import Context, Hit, Path, nccl_values, rule
 from spark_compile.spec.model import Fabric
 from spark_compile.stages.envsets import node_fabric
-from spark_compile.stages.launch_plan import dotted
 
 
 def _ranks(ctx: Context, name: str, path: Path) -> list[int]:

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 from spark_compile.capacity.budget import size_gib
 from spark_compile.common.engram_rows import ROW_BYTES
+from spark_compile.common.findings import dotted
 from spark_compile.rules.registry import PLAN_ENGRAM_VARIABLES, Context, Hit, env_settings, gid_hint, nccl_values, rule
 from spark_compile.stages.engine_options import api_bind
-from spark_compile.stages.launch_plan import dotted
 
 
 def _duplicates(ctx: Context, field: str, what: str) -> Iterator[Hit]:
@@ -165,7 +165,9 @@ def memory_fits(ctx: Context) -> Iterator[Hit]:
     box = ctx.profile.container
     if box.memory and size_gib(box.memory) >= hw.memory_gb:
         yield Hit(("container", "memory"),
-                  f"memory limit {box.memory} is not below {hw.name}'s {hw.memory_gb} GB", "leave room for the host")
+                  f"memory limit {box.memory} is not below {hw.name}'s {hw.memory_gb} GB",
+                  f"set container.memory: {hw.memory_gb * 7 // 8}g (an eighth left to the host; keep "
+                  "container.memory_swap at or above it)")
 
 
 def _quarter(size: str) -> str:
@@ -243,9 +245,10 @@ def arch_lists(ctx: Context) -> Iterator[Hit]:
     major, minor = ctx.hardware.sm
     for path, name, value in env_settings(ctx):
         if re.fullmatch(_ARCH_ENV, name) and not _covers(str(value), major, minor):
+            joined = f"{value}{';' if ';' in str(value) else ' '}{major}.{minor}".strip(" ;")
             yield Hit(path,
                       f"{name}={value} does not cover SM {major}.{minor} of {ctx.profile.hardware}",
-                      f"add {major}.{minor} or the family {major}.0f")
+                      f"write '{joined}' (the SM added; or the family {major}.0f)")
 
 
 def _covers(value: str, major: int, minor: int) -> bool:

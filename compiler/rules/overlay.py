@@ -110,7 +110,7 @@ def master_switch(ctx: Context) -> Iterator[Hit]:
     for flag in FLAGS:
         if _is_set(ctx, flag):
             yield Hit(("overlay", flag.key), f"{flag.name} is set but the overlay is off (model.engram unset)",
-                      "add model.engram or remove the overlay flags", at_key=True)
+                      "remove overlay (every flag goes with it), or add model.engram", at_key=True)
             return
 
 

@@ -16,12 +16,13 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from spark_compile.capacity.budget import Capacity
+from spark_compile.common.findings import dotted
 from spark_compile.spec.catalog import CatalogNotFound, EngineCatalog, EnvCatalog, engine_catalog, env_catalog
 from spark_compile.spec.checkpoint import Checkpoint
 from spark_compile.spec.hardware import FAMILIES, HARDWARE, Hardware, ModelFamily
 from spark_compile.spec.model import Profile
 from spark_compile.stages.checkpoint import committed_checkpoint, committed_draft
-from spark_compile.stages.launch_plan import LaunchPlan, dotted
+from spark_compile.stages.launch_plan import LaunchPlan
 from spark_compile.stages.resolve import Resolved
 from spark_compile.targets import k8s
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from spark_compile.common.findings import dotted
 from spark_compile.rules.registry import Context, Hit, rule
 from spark_compile.spec.secret_patterns import looks_secret
-from spark_compile.stages.launch_plan import dotted
 
 
 def _named(path: tuple[str | int, ...], value: str, siblings: Any) -> tuple[str, str]:

@@ -10,6 +10,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from spark_compile.common.findings import dotted
 from spark_compile.stages.checkpoint import CheckpointPlan
 
 ProfilePath = tuple[str | int, ...]
@@ -188,6 +189,10 @@ class FleetPlan:
     install_dir: str  # where `launch.sh install` puts fleet/ on the head
     log_dir: str  # the head's log folder (watchdog log, state, postmortems)
     watchdog_unit: str  # sglang-x-watchdog: the watchdog's .service and .timer share the name
+    # The watchdog's lock and state, named after its unit: a release window's candidate shares the head and
+    # the log folder, and its watchdog must never see production's lock as its own.
+    watchdog_lock: str
+    watchdog_state: str
     gpu_wait_seconds: int  # the longest preflight waits for the GPU to be free
     api: ApiPlace
 
@@ -226,14 +231,6 @@ class LaunchPlan:
                 d.flag: {"default": d.default, "set_with": dotted(d.field)} for d in self.engine_defaults}},
             "ranks": [_rank_json(rank) for rank in self.ranks],
         }
-
-
-def dotted(path: ProfilePath) -> str:
-    """``fleet.nodes[0].name`` for a profile path: the one way a path is printed (findings, plans, reports)."""
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "(top level)"
 
 
 def field_name(path: ProfilePath) -> str:

@@ -15,6 +15,7 @@ import yaml
 
 from spark_compile.common.errors import InputError
 from spark_compile.common.findings import Finding, Position
+from spark_compile.stages import model_keys
 
 MAX_BYTES = 1 << 20  # a profile is a few KB; a megabyte is a mistake or an attack
 MAX_NODES = 100_000  # YAML nodes visited, aliases counted each time: stops alias bombs
@@ -29,6 +30,7 @@ COLLECTION_TAGS = {_CORE + "map", _CORE + "seq"}
 _INT_12 = re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+")
 _FLOAT_12 = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
                        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
+_DECIMAL = re.compile(r"[-+]?[0-9]+(?:\.[0-9]*)?")  # 017 and 8_210 (without '_') read as decimal digits
 # Characters YAML reads as line breaks but grep, git diff and editors show inside a line (a lone CR, not
 # the CR of a CRLF: a terminal shows the rest of the line over its start, hiding what YAML reads as a key).
 _HIDDEN_BREAK = re.compile(r"[\x85\u2028\u2029]|\r(?!\n)")
@@ -136,7 +138,7 @@ class _Builder:
             self.doc.edits += 1
             return Delete(self.scalar(node) if isinstance(node, yaml.ScalarNode) else "")
         if isinstance(node, yaml.ScalarNode):
-            return self.scalar(node)
+            return self.scalar(node, path)
         if node.tag == REPLACE_TAG and isinstance(node, yaml.MappingNode):
             self.doc.edits += 1
             self.open.add(id(node))
@@ -167,15 +169,16 @@ class _Builder:
                            f"in a keyed list, the item of a name) and {REPLACE_TAG} (on a mapping, to replace the "
                            "inherited one whole)")
 
-    def scalar(self, node: yaml.Node) -> Any:
-        """A plain value: text, a YAML 1.2 number, true/false or null; anything else is a finding."""
+    def scalar(self, node: yaml.Node, path: YamlPath | None = None) -> Any:
+        """A plain value (at ``path``; None for a key): text, a YAML 1.2 number, true/false or null; anything
+        else is a finding."""
         if node.tag not in SCALAR_TAGS and node.tag != DELETE_TAG:
             raise self._tag_error(node)
         text = str(node.value)
         if node.tag == DELETE_TAG or node.tag == _CORE + "str":
             return self._text(node, text)
         if node.tag in (_CORE + "int", _CORE + "float"):
-            self._number(node, text)
+            self._number(node, text, path)
         try:
             return self.constructor.construct_object(node)
         except (yaml.YAMLError, ValueError, TypeError) as exc:
@@ -189,7 +192,7 @@ class _Builder:
                               "which no consumer of a profile value takes", "remove it")
         return text
 
-    def _number(self, node: yaml.Node, text: str) -> None:
+    def _number(self, node: yaml.Node, text: str, path: YamlPath | None) -> None:
         digits = sum(c.isdigit() for c in text)
         if digits > MAX_DIGITS:
             raise self._error("SC109", node, f"a number of {digits} digits; profile numbers have at most "
@@ -198,8 +201,21 @@ class _Builder:
         if not pattern.fullmatch(text):
             raise self._error("SC114", node, f"{text[:40]} is a YAML 1.1 number form (leading 0 = octal, "
                               "'_' separators, ':' base 60, 0b binary) whose value surprises readers",
-                              "write the number in plain decimal digits (no leading 0, '_', ':' or 0b prefix); quote "
-                              f"it ('{text[:40]}') only where the key takes text, as an integer field refuses a string")
+                              self._plain_form(node, text, path))
+
+    def _plain_form(self, node: yaml.Node, text: str, path: YamlPath | None) -> str:
+        """The SC114 hint: the form the key at ``path`` takes (a number in plain decimal, or quoted text)."""
+        read = self.constructor.construct_object(node)  # what YAML 1.1 reads: 017 is 15
+        digits = text.replace("_", "")
+        plain = (int(digits, 10) if node.tag == _CORE + "int" else float(digits)) if _DECIMAL.fullmatch(digits) \
+            else read
+        also = f" (YAML 1.1 reads {text[:40]} as {read}: write that if it was meant)" if plain != read else ""
+        number = path is not None and model_keys.problem(path, plain) is None
+        quoted = path is not None and model_keys.problem(path, text) is None
+        if quoted and not number:
+            return f"write '{text[:40]}': quoted, as the key takes text"
+        written = f"write {plain}{also}, in plain decimal digits (no leading 0, '_', ':' or 0b)"
+        return written + ("" if number and not quoted else f", or '{text[:40]}' quoted if text is meant")
 
     def _mapping(self, node: yaml.MappingNode, path: YamlPath) -> dict[str | int, Any]:
         result: dict[str | int, Any] = {}

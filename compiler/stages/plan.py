@@ -198,10 +198,11 @@ def api_place(profile: Profile) -> ApiPlace:
 
 def fleet_plan(profile: Profile, install: str) -> FleetPlan:
     """The fleet's derived values (FleetPlan)."""
-    head = profile.fleet.nodes[0]
+    log_dir = home_path(profile.fleet.nodes[0].home, profile.operations.log_dir)
+    watchdog = unit_name(profile).removesuffix(".service").rstrip("@") + "-watchdog"
     return FleetPlan(
-        install_dir=f"{install}/{FLEET_DIR}", log_dir=home_path(head.home, profile.operations.log_dir),
-        watchdog_unit=unit_name(profile).removesuffix(".service").rstrip("@") + "-watchdog",
+        install_dir=f"{install}/{FLEET_DIR}", log_dir=log_dir, watchdog_unit=watchdog,
+        watchdog_lock=f"{log_dir}/{watchdog}.lock", watchdog_state=f"{log_dir}/{watchdog}.state",
         gpu_wait_seconds=gpu_wait_seconds(profile), api=api_place(profile))
 
 

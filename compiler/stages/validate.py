@@ -7,10 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from spark_compile.common.findings import Finding
+from spark_compile.common.findings import Finding, dotted
 from spark_compile.spec.model import Profile
 from spark_compile.spec.suggest import did_you_mean
-from spark_compile.stages.launch_plan import dotted
 from spark_compile.stages.resolve import Resolved
 
 _RANGE_TEXT = {

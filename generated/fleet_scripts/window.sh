@@ -85,10 +85,12 @@ print(value)' "$window_candidate/$1" "${@:2}"
 }
 
 # window_shared: one line per thing the candidate shares with production (its name, unit, folders, watchdog
-# units): installing it would overwrite production's, and the restore would start the candidate again.
+# units, lock and state): installing it would overwrite production's, the restore would start the candidate
+# again, and the candidate's watchdog would act on production's lock.
 window_shared() {
     local key ours theirs
-    for key in profile unit install_dir fleet_install_dir watchdog_service watchdog_timer; do
+    for key in profile unit install_dir fleet_install_dir watchdog_service watchdog_timer watchdog_lock \
+        watchdog_state; do
         ours=${!key}
         # shellcheck disable=SC1091  # the candidate's own fleet.env, read in a subshell
         theirs=$(source "$window_candidate/fleet/fleet.env" && printf '%s' "${!key}")

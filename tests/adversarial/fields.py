@@ -122,6 +122,7 @@ FIELDS: dict[str, Callable[[str], Body]] = {
     "model.engram.tables.<key>": lambda v: {"model": {"engram": {"tables": {v: 10}}}},
     "engine.image": _at("engine", "image"),
     "engine.catalog": _at("engine", "catalog"),
+    "engine.image_build": _at("engine", "image_build"),
     "engine.container_name": _at("engine", "container_name"),
     "engine.launcher.[]": lambda v: {"engine": {"launcher": ["python3", "-m", "sglang.launch_server", v]}},
     "engine.host": _at("engine", "host"),

@@ -1,6 +1,7 @@
 """An infra repository's first day, through pre-commit's own installer and git's own commit: the README's
 `.pre-commit-config.yaml` example as pasted (only `repo:`/`rev:` pointed at a snapshot of this checkout), a first
-commit, a bad edit refused, a release change accepted, and a Kubernetes profile whose k8s/*.yaml are output."""
+commit, a bad edit refused, a release change accepted, and a Kubernetes profile whose k8s/*.yaml are output; a new
+release file the configuration does not name, refused by the drift hook until its committed output is current."""
 
 from __future__ import annotations
 
@@ -102,13 +103,41 @@ def test_infra_repo_walk(tmp_path: Path, hook_repo: HookRepo) -> None:
     assert code == 0, out
     assert "engine.limits.max_running_requests: 16 → 24" in out
 
+    # The drift hook names the folder: the new profile is checked without a change to the configuration, and
+    # its compiled k8s/*.yaml are output, not profiles.
     (infra.repo / "profiles" / "k8s.yaml").write_text(
         "extends: dsv41-4spark.yaml\nname: dsv41-k8s\nkubernetes: {}\n")
-    infra.config.write_text(infra.config.read_text().replace(
-        "args: [profiles/dsv41-4spark.yaml]", "args: [profiles/dsv41-4spark.yaml, profiles/k8s.yaml]"))
     infra.compile("profiles/k8s.yaml")
     assert list((infra.repo / "profiles" / "generated" / "dsv41-k8s" / "k8s").glob("*.yaml"))
     code, out = infra.commit("a Kubernetes target")
     assert code == 0, out
     assert ("profiles/k8s.yaml: new profile, against the profile it extends (profiles/dsv41-4spark.yaml at HEAD)\n"
             in out)
+
+
+def test_a_new_release_file_with_stale_output_is_refused_by_name(tmp_path: Path, hook_repo: HookRepo) -> None:
+    """The README's drift hook covers every profile of the folder, not a list: a release added beside the
+    committed profile is refused while its output is missing, then while it is stale, and accepted once
+    compiled."""
+    infra = Infra(tmp_path, hook_repo)
+    infra.compile(PROFILE)
+    code, out = infra.commit("first release")
+    assert code == 0, out
+    release, name = "profiles/dsv41-4spark-1.8.yaml", "dsv41-4spark-1-8"
+    text = f"extends: dsv41-4spark.yaml\nname: {name}\nrelease: candidate-1.8\n"
+    (infra.repo / release).write_text(text + "engine:\n  limits: {max_running_requests: 20}\n")
+    code, out = infra.commit("release 1.8, never compiled")
+    assert code != 0 and re.search(r"spark-compile drift\.+Failed", out), out
+    assert f"profiles/generated/{name}/plan.json: missing (the profile produces it)\n" in out, out
+    assert f"run `spark-compile` on {release} and commit the result" in out and f"on {PROFILE}" not in out
+
+    infra.compile(release)
+    (infra.repo / release).write_text(text + "engine:\n  limits: {max_running_requests: 24}\n")
+    code, out = infra.commit("release 1.8, edited after compiling")
+    assert code != 0 and re.search(r"spark-compile drift\.+Failed", out), out
+    assert f"profiles/generated/{name}/plan.json: differs from what {release} produces\n" in out, out
+    assert f"run `spark-compile` on {release} and commit the result" in out
+
+    infra.compile(release)
+    code, out = infra.commit("release 1.8")
+    assert code == 0 and re.search(r"spark-compile drift\.+Passed", out), out

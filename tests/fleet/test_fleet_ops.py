@@ -289,7 +289,7 @@ def test_smoke_passes_then_fails_on_wrong_answers(bed: FleetBed) -> None:
 
 
 def test_arm_enables_the_watchdog_only_after_the_smoke_checks_pass(bed: FleetBed) -> None:
-    lock = bed.node_fs(0) / "logs" / "watchdog.lock"
+    lock = bed.node_fs(0) / "logs" / "sglang-fleet-test-watchdog.lock"
     lock.unlink()  # as if started with --no-wait: nothing armed yet
     bed.set_control(0, wrong=True)
     try:
@@ -340,7 +340,7 @@ def test_watchdog_relaunches_an_exited_head_resets_after_a_healthy_spell_then_gi
         stop = bed.launch("stop")
         assert stop.returncode == 0, stop.stdout + stop.stderr
         assert re.search(r"watchdog on rank 0 \(spark-0\) was armed: disarmed", stop.stdout)
-        assert not (bed.node_fs(0) / "logs" / "watchdog.lock").exists()
+        assert not (bed.node_fs(0) / "logs" / "sglang-fleet-test-watchdog.lock").exists()
         assert unit_actions(bed)[-4:] == ["0:stop", "1:stop", "2:stop", "3:stop"]
         wait_for(log, r"standing down: no lock", 15)
     finally:

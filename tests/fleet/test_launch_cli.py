@@ -91,7 +91,7 @@ def test_start_dry_run_is_the_dry_run_and_shows_the_smoke_gate_before_the_watchd
         f"5. The smoke checks: python3 {smoke} against http://192.0.2.11:8210; any failure stops here\n"
         "   (exit 5) with the watchdog NOT enabled (launch.sh arm once they pass).\n"
         "6. Only when every smoke check passed: enable the watchdog on spark-0 (lock /home/spark/sgl-logs/"
-        "watchdog.lock):\n"
+        "sglang-dsv41-4spark-watchdog.lock):\n"
         "   sglang-dsv41-4spark-watchdog.timer checks every 60 s and arms after its first fully passing check.\n")
     assert not (deploy / "logs").exists()
 
@@ -108,6 +108,8 @@ def test_a_same_named_candidate_is_refused_with_the_rename_that_fixes_it(deploy:
             "  fleet_install_dir /etc/spark-compile/dsv41-4spark/fleet\n"
             "  watchdog_service sglang-dsv41-4spark-watchdog.service\n"
             "  watchdog_timer sglang-dsv41-4spark-watchdog.timer\n"
+            "  watchdog_lock /home/spark/sgl-logs/sglang-dsv41-4spark-watchdog.lock\n"
+            "  watchdog_state /home/spark/sgl-logs/sglang-dsv41-4spark-watchdog.state\n"
             "  compile the candidate under its own name (add 'name: dsv41-4spark-window' to its profile, beside "
             "its engine.port), install it into a folder of its own (python3 fleet_scripts/install.py "
             "dsv41-4spark-window DEST) and run launch.sh window DEST\n")

@@ -109,7 +109,7 @@ def assert_production_restored(bed: FleetBed) -> None:
     assert health.stdout == "200"
     assert not pointer(bed).exists()
     # launch.sh start enabled the production watchdog again.
-    assert (bed.node_fs(0) / "logs" / "watchdog.lock").exists()
+    assert (bed.node_fs(0) / "logs" / "sglang-fleet-test-watchdog.lock").exists()
 
 
 def candidate_on_test_port(bed: FleetBed) -> bool:
@@ -300,3 +300,22 @@ def test_the_same_release_renamed_as_the_refusal_says_runs_its_window(bed: Fleet
     assert found["result"] == ("PASS" if gate == "passes" else "FAIL") and found["production_restored"] is True
     assert_production_restored(bed)
     assert all(bed.unit_state(rank, "sglang-fleet-test-window.service") != "active" for rank in range(NODES))
+
+
+def test_the_candidates_watchdog_never_acts_on_the_production_watchdog_lock(bed: FleetBed) -> None:
+    """The window installs the candidate with its watchdog timer, and the restore arms production's watchdog.
+    The candidate's watchdog, run on the head as its timer runs it, must not take that for its own enabling
+    (it would then probe its own stopped API and relaunch the candidate over production)."""
+    result = window(bed)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (bed.tmp / "nodes" / "r0" / "systemd" / "sglang-fleet-cand-watchdog.timer").exists()
+    lock = bed.node_fs(0) / "logs" / "sglang-fleet-test-watchdog.lock"
+    armed, before = lock.read_text(), [bed.unit_pid(rank) for rank in range(NODES)]
+    script = bed.tmp / "fs" / "etc" / "fleet-cand" / "fleet" / "watchdog.sh"
+    for _ in range(3):  # more than one check: a head found exited is relaunched at the next one
+        check = bed.on_head(["bash", str(script), "check"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        out, _ = check.communicate(timeout=120)
+        assert (check.returncode, out) == (0, "")  # no lock of its own: it stands idle, says nothing
+    assert [bed.unit_pid(rank) for rank in range(NODES)] == before and lock.read_text() == armed
+    assert not (bed.node_fs(0) / "logs" / "sglang-fleet-cand-watchdog.state").exists()
+    assert_production_restored(bed)

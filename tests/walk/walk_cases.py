@@ -278,6 +278,7 @@ CASES: dict[str, Case] = {
     ),
     "engine.image": set_at("example.com/walk/sglang:walk-1", "engine", "image"),
     "engine.catalog": set_at("sglang-0.5.10.post1", "engine", "catalog", needle="--cuda-graph-max-bs", base=SINGLE),
+    "engine.image_build": replace(set_at("sglang-0.5.10.post1", "engine", "image_build"), reader="check"),  # SC318
     "engine.container_name": set_at("walkedname", "engine", "container_name"),
     "engine.launcher.[]": set_at(
         ["python3", "-X", "utf8", "-m", "sglang.launch_server"], "engine", "launcher", needle="-X utf8"

@@ -1,5 +1,6 @@
-"""The profile model read as a map of keys: whether a key exists and its default. The mapper asks here before
-it sets a typed key, so a key the model does not have (yet) falls back to the raw escape hatch by itself."""
+"""The profile model read as a map of keys: whether a key exists, its default, whether a value fits it. The
+importer's mapper asks here before it sets a typed key, so a key the model does not have (yet) falls back to the
+raw escape hatch by itself; the loader asks which plain form of a YAML 1.1 number its key takes."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from spark_compile.common.findings import dotted
 from spark_compile.spec.model import Profile
-from spark_compile.stages.launch_plan import dotted
 
 Path = tuple[str | int, ...]
 
