@@ -40,6 +40,17 @@ def handle(server_args):
         return
     if cfg.quantization == "after_unknown_return" and not get_platform().is_sm100:
         raise ValueError("left out: the early return above is not understood")
+
+
+def one_family(server_args):
+    cfg = resolving_view(server_args)
+    if cfg.attention_backend == "family_only":
+        assert is_sm100_supported(), "family_only needs SM100"
+
+
+def caller(server_args, model_arch):
+    if model_arch in ["XForCausalLM"]:
+        one_family(server_args)
 '''
 CHOICES = 'MXFP8_MOE_RUNNER_BACKEND_CHOICES = ["cutlass", "flashinfer_trtllm"]\n'
 OVERRIDES = 'def f(view):\n    mxfp8_default = "triton" if is_gfx95 else "flashinfer_trtllm"\n'
@@ -64,7 +75,10 @@ def test_facts_of_a_tree(tmp_path: Path) -> None:
         ((("quantization", "q_blackwell"),), (10, 11, 12), "q_blackwell needs {...} on Blackwell"),
         ((("kv_cache_dtype", "kv_either"),), (10, 12), "SM100 or SM120"),
         ((("attention_backend", "mega"),), (10,), "mega needs SM100"),
+        ((("attention_backend", "family_only"),), (10,), "family_only needs SM100"),
     }
+    assert [r.get("architectures") for r in facts["requirements"] if r["message"] == "family_only needs SM100"] \
+        == [["XForCausalLM"]]
     assert facts["rewrites"] == [{"site": "srt/arg_groups/hook.py:handle", "majors": [12], "set":
                                   ["moe_runner_backend", "cutlass"],
                                   "when": [["quantization", "q_fp4"], ["moe_runner_backend", "auto"]]}]

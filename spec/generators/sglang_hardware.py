@@ -180,6 +180,30 @@ def _families(node: ast.FunctionDef) -> tuple[bool, list[str]]:
     return True, names
 
 
+def _called_for(trees: list[ast.Module]) -> dict[str, list[str]]:
+    """Functions called inside `if model_arch in [...]` (or `== "..."`): the architectures they run for (a
+    judgement of one then holds for those only; one also called elsewhere is narrowed, never widened)."""
+    out: dict[str, list[str]] = {}
+    for tree in trees:
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.If):
+                continue
+            test = node.test
+            if not (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "model_arch"
+                    and isinstance(test.ops[0], (ast.In, ast.Eq))):
+                continue
+            try:
+                value = ast.literal_eval(test.comparators[0])
+            except ValueError:
+                continue
+            names = [value] if isinstance(value, str) else [str(v) for v in value]
+            for call in (c for stmt in node.body for c in ast.walk(stmt) if isinstance(c, ast.Call)):
+                func = call.func
+                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                out.setdefault(name, []).extend(n for n in names if n not in out.get(name, []))
+    return out
+
+
 def quantization_runners(package: Path) -> dict[str, Any]:
     """MXFP8's MoE runners: the allowed list (choices.py) and the one SGLang runs instead of another on CUDA."""
     allowed: list[str] = []
@@ -209,12 +233,14 @@ def hardware_facts(package: Path, dests: set[str]) -> dict[str, Any]:
     for part in SCOPE:
         path = package / part
         files += sorted(path.rglob("*.py")) if path.is_dir() else [path] if path.is_file() else []
-    for file in files:
-        rel = file.relative_to(package).as_posix()
-        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+    trees = {file.relative_to(package).as_posix(): ast.parse(file.read_text(encoding="utf-8")) for file in files}
+    called_for = _called_for(list(trees.values()))
+    for rel, tree in trees.items():
+        for node in ast.walk(tree):
             if not isinstance(node, ast.FunctionDef):
                 continue
             every, architectures = _families(node)
+            architectures = architectures or called_for.get(node.name, [])
             if not every or ("model_overrides" in rel and not architectures):
                 continue
             reader = _Reader(f"{rel}:{node.name}", gates, dests)
