@@ -131,10 +131,10 @@ class EngineFlag:
 @dataclass(frozen=True, slots=True, eq=False)
 class GpuGate:
     """A setting the engine ties to GPU generations (spec/generators/sglang_hardware.py): refused outside
-    ``majors``, or, with ``sets``, replaced by another value on ``majors``."""
+    ``majors`` (a requirement) or on them (a refusal), or, with ``sets``, replaced by another value on them."""
 
     site: str  # sglang/…:function that judges it
-    when: tuple[tuple[str, Any], ...]  # (dest, value): the settings that must all hold
+    when: tuple[tuple[str, Any, bool], ...]  # (dest, value, equal): all must hold; "a|b": a, else b (`a or b`)
     majors: tuple[int, ...]  # compute-capability majors
     message: str  # the engine's own words, f-string holes as {...}
     architectures: tuple[str, ...] = ()  # only for these model architectures; () = any
@@ -146,6 +146,7 @@ class GpuFacts:
     """What one engine build decides by GPU generation, and the MoE runners a quantization forces."""
 
     requirements: tuple[GpuGate, ...] = ()
+    refusals: tuple[GpuGate, ...] = ()
     rewrites: tuple[GpuGate, ...] = ()
     runners: Mapping[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)  # quant -> (allowed, forced)
 
@@ -214,15 +215,17 @@ def parse_engine_catalog(document: Mapping[str, Any]) -> EngineCatalog:
 
 def _gate(data: Mapping[str, Any]) -> GpuGate:
     sets = data.get("set")
-    return GpuGate(data["site"], tuple((str(d), v) for d, v in data["when"]), tuple(data["majors"]),
+    when = tuple((str(c[0]), c[-1], len(c) == 2) for c in data["when"])  # [dest, v] or [dest, "!=", v]
+    return GpuGate(data["site"], when, tuple(data["majors"]),
                    data.get("message", ""), tuple(data.get("architectures", ())),
                    (str(sets[0]), sets[1]) if sets else None)
 
 
 def _gpu_facts(data: Mapping[str, Any]) -> GpuFacts:
     runners = {str(q): (tuple(r["allowed"]), str(r["forced"])) for q, r in data.get("quantization_runners", {}).items()}
-    return GpuFacts(tuple(map(_gate, data.get("requirements", ()))), tuple(map(_gate, data.get("rewrites", ()))),
-                    runners)
+    requirements, refusals, rewrites = (tuple(map(_gate, data.get(kind, ())))
+                                        for kind in ("requirements", "refusals", "rewrites"))
+    return GpuFacts(requirements, refusals, rewrites, runners)
 
 
 # What EnvBool.parse in sglang/srt/environ.py accepts after lower-casing; it does not strip spaces.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from spark_compile.spec.catalog import engine_catalog
 from spark_compile.spec.generators.sglang_hardware import hardware_facts
@@ -14,6 +15,7 @@ COMMON = """
 is_sm100_supported = lru_cache(maxsize=1)(partial(_check_cuda_device_version, device_capability_majors=[10]))
 is_blackwell = lru_cache(maxsize=1)(partial(_check_cuda_device_version, device_capability_majors=[10, 11, 12]))
 is_sm120_supported = lru_cache(maxsize=1)(partial(_check_cuda_device_version, device_capability_majors=[12]))
+is_sm90_supported = lru_cache(maxsize=1)(partial(_check_cuda_device_version, device_capability_majors=[9]))
 """
 PLATFORM = """
 _PLATFORM_PROBES: Dict[str, str] = {"is_sm100": "is_sm100_supported", "is_sm120": "is_sm120_supported",
@@ -36,6 +38,9 @@ def handle(server_args):
         runner = "cutlass"
     if some_model_check(cfg) and not get_platform().is_sm100:
         raise ValueError("a condition this reader does not understand: left out")
+    backend = cfg.decode_backend or cfg.attention_backend
+    if backend == "fi" and cfg.kv_cache_dtype != "bf16" and torch.cuda.get_device_capability()[0] >= 10:
+        raise ValueError("fi on SM100+ needs bf16")
     if cfg.speculative_algorithm not in ("EAGLE",):
         return
     if cfg.quantization == "after_unknown_return" and not get_platform().is_sm100:
@@ -54,7 +59,7 @@ def caller(server_args, model_arch):
 '''
 CHOICES = 'MXFP8_MOE_RUNNER_BACKEND_CHOICES = ["cutlass", "flashinfer_trtllm"]\n'
 OVERRIDES = 'def f(view):\n    mxfp8_default = "triton" if is_gfx95 else "flashinfer_trtllm"\n'
-DESTS = {"moe_runner_backend", "quantization", "kv_cache_dtype", "attention_backend", "device",
+DESTS = {"decode_backend", "moe_runner_backend", "quantization", "kv_cache_dtype", "attention_backend", "device",
          "speculative_algorithm"}
 
 
@@ -79,6 +84,8 @@ def test_facts_of_a_tree(tmp_path: Path) -> None:
     }
     assert [r.get("architectures") for r in facts["requirements"] if r["message"] == "family_only needs SM100"] \
         == [["XForCausalLM"]]
+    assert [(r["when"], r["majors"]) for r in facts["refusals"]] == [
+        ([["decode_backend|attention_backend", "fi"], ["kv_cache_dtype", "!=", "bf16"]], [10, 11, 12])]
     assert facts["rewrites"] == [{"site": "srt/arg_groups/hook.py:handle", "majors": [12], "set":
                                   ["moe_runner_backend", "cutlass"],
                                   "when": [["quantization", "q_fp4"], ["moe_runner_backend", "auto"]]}]
@@ -93,12 +100,17 @@ def test_a_tree_without_the_probes_has_no_facts(tmp_path: Path) -> None:
 
 def test_committed_facts_are_sglangs_on_gb10() -> None:
     """SGLang 0.5.23 refuses nvfp4_online on SM121 and keeps an NVFP4 KV cache and an MXFP8 one (SM120 family,
-    Blackwell), and picks flashinfer_cutlass for an NVFP4 checkpoint there."""
+    Blackwell), refuses FlashInfer's linear-attention decode "on SM100+" (12 included) without a bfloat16 SSM
+    state, and picks flashinfer_cutlass for an NVFP4 checkpoint there."""
     gpu = engine_catalog("sglang-0.5.23").gpu
-    refused = {gate.when: gate.majors for gate in gpu.requirements if 12 not in gate.majors}
-    assert refused[(("quantization", "nvfp4_online"),)] == (10,)
-    assert (("kv_cache_dtype", "nvfp4"),) not in refused and (("kv_cache_dtype", "mxfp8"),) not in refused
-    assert refused[(("kv_cache_dtype", "nvfp4"), ("prefill_kv_cache_dequant_dtype", "nvfp4"))] == (10,)
+    refused: dict[tuple[tuple[str, Any, bool], ...], tuple[int, ...]] = {
+        gate.when: gate.majors for gate in gpu.requirements if 12 not in gate.majors}
+    assert refused[(("quantization", "nvfp4_online", True),)] == (10,)
+    assert (("kv_cache_dtype", "nvfp4", True),) not in refused and (("kv_cache_dtype", "mxfp8", True),) not in refused
+    assert refused[(("kv_cache_dtype", "nvfp4", True), ("prefill_kv_cache_dequant_dtype", "nvfp4", True))] == (10,)
+    decode = (("linear_attn_decode_backend|linear_attn_backend", "flashinfer", True),
+              ("mamba_ssm_dtype", "bfloat16", False))
+    assert [g.majors for g in gpu.refusals if g.when == decode] == [(10, 11, 12)]
     assert [(g.sets, g.majors) for g in gpu.rewrites] == [(("moe_runner_backend", "flashinfer_cutlass"), (11, 12))]
     assert gpu.runners["mxfp8"][1] == "flashinfer_trtllm"
     assert engine_catalog("sglang-0.5.10.post1").gpu.requirements == ()  # a frozen catalog: no facts recorded

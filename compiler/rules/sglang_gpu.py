@@ -10,6 +10,7 @@ from typing import Any
 from spark_compile.rules.registry import Context, Hit, rule
 from spark_compile.rules.sglang_model import run_quantization
 from spark_compile.spec.catalog import GpuGate
+from spark_compile.stages.engine_options import TYPED_FLAGS
 from spark_compile.stages.launch_plan import ProfilePath
 
 Written = tuple[Any, ProfilePath]
@@ -31,40 +32,67 @@ def written(ctx: Context, dest: str) -> Written | None:
     return None
 
 
-def holds(ctx: Context, gate: GpuGate) -> ProfilePath | None:
-    """Where the profile writes a setting ``gate`` judges, when every setting it reads has the value it names
-    (written, or SGLang's default); None otherwise."""
+def _value(ctx: Context, dest: str) -> tuple[Any, str, ProfilePath | None] | None:
+    """What SGLang reads for ``dest`` ("a|b": a, else b), which setting that is, and where the profile wrote it
+    (None: SGLang's default); None when the catalog has no such flag."""
+    build, defaults = ctx.engine_catalog, []
+    for name in dest.split("|"):
+        found = written(ctx, name)
+        if found is not None and found[0] not in (None, ""):
+            return found[0], name, found[1]
+        flag = build.by_dest(name) if build is not None else None
+        if flag is None:
+            return None
+        defaults.append(flag.default)
+    return next((d for d in defaults if d), defaults[-1]), dest.split("|", maxsplit=1)[0], None
+
+
+def holds(ctx: Context, gate: GpuGate) -> tuple[ProfilePath, str] | None:
+    """Where the profile writes a setting ``gate`` judges and what it judges, when every setting it reads has
+    (or, where it says so, has not) the value it names, written or SGLang's default; None otherwise."""
     if gate.architectures and ctx.profile.model.architecture not in gate.architectures:
         return None
-    build, at = ctx.engine_catalog, None
-    for dest, value in gate.when:
-        found = written(ctx, dest)
-        if found is None:
-            flag = build.by_dest(dest) if build is not None else None
-            if flag is None or flag.default != value:
-                return None
-        elif found[0] is value if isinstance(value, bool) else str(found[0]) == str(value):
-            at = at or found[1]
-        else:
+    at, shown = None, []
+    for dest, value, equal in gate.when:
+        got = _value(ctx, dest)
+        if got is None:
             return None
-    return at
+        bare = isinstance(value, bool) or value is None or got[0] is None
+        if (got[0] is value if bare else str(got[0]) == str(value)) != equal:
+            return None
+        at = at or got[2]
+        shown.append(f"{got[1]} {'' if equal else 'other than '}{value}")
+    return (at, " with ".join(shown)) if at is not None else None
 
 
 @rule("SC259", "error", "a setting the GPU generation serves",
       "SGLang refuses some settings outside the GPU generations their kernels exist for (e.g. --quantization "
-      "nvfp4_online and the FlashInfer MegaMOE all-to-all only on SM100, GB10 being SM121): the catalog records "
-      "each with SGLang's message, read from its source.",
+      "nvfp4_online and the FlashInfer MegaMOE all-to-all only on SM100, GB10 being SM121), and some on them (the "
+      "FlashInfer linear-attention decode on SM100+ without a bfloat16 SSM state): the catalog records each with "
+      "SGLang's message, read from its source.",
       "model: {quantization: nvfp4_online}", "model: {quantization: modelopt_fp4}   # or leave it unset")
 def gpu_generation(ctx: Context) -> Iterator[Hit]:
     build, major = ctx.engine_catalog, ctx.hardware.sm[0]
-    for gate in build.gpu.requirements if build is not None else ():
-        at = holds(ctx, gate)
-        if at is None or major in gate.majors:
+    gates = [(g, False) for g in build.gpu.requirements] + [(g, True) for g in build.gpu.refusals] if build else []
+    for gate, refused_on in gates:
+        found = holds(ctx, gate)
+        if found is None or (major in gate.majors) != refused_on:
             continue
-        settings = " with ".join(f"{d} {v}" for d, v in gate.when)
-        yield Hit(at, f"{ctx.profile.hardware} is SM{major}{ctx.hardware.sm[1]}: SGLang refuses {settings} "
-                  f"outside SM{'/SM'.join(f'{m}x' for m in gate.majors)}: {gate.message}",
-                  "remove it (SGLang picks what this GPU runs)")
+        majors = "/".join(f"SM{m}x" for m in gate.majors)
+        yield Hit(found[0], f"{ctx.profile.hardware} is SM{major}{ctx.hardware.sm[1]}: SGLang refuses {found[1]} "
+                  f"{'on' if refused_on else 'outside'} {majors}: {gate.message}", _hint(ctx, gate))
+
+
+def _hint(ctx: Context, gate: GpuGate) -> str:
+    """The setting a refusal asks for ("... requires --x v") where it names one, else the written one removed."""
+    build = ctx.engine_catalog
+    for dest, value, equal in gate.when:
+        flag = build.by_dest(dest) if build is not None and not equal else None
+        field = TYPED_FLAGS.get(flag.option) if flag is not None else None
+        if flag is not None:
+            where = ".".join(map(str, field)) if field else f"engine.args.{flag.option.removeprefix('--')}"
+            return f"set {where}: {value}"
+    return "remove it (SGLang picks what this GPU runs)"
 
 
 @rule("SC260", "warning", "a MoE runner the quantization allows",

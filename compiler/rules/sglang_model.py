@@ -74,7 +74,7 @@ def moe_runner(ctx: Context) -> tuple[str, str]:
     build = ctx.engine_catalog
     for gate in build.gpu.rewrites if build is not None else ():
         if gate.sets and gate.sets[0] == "moe_runner_backend" and ctx.hardware.sm[0] in gate.majors \
-                and all(dest in values and values[dest] == value for dest, value in gate.when):
+                and all(dest in values and (values[dest] == value) == equal for dest, value, equal in gate.when):
             return str(gate.sets[1]), f"SGLang's choice for {values['quantization']} on {ctx.profile.hardware}"
     return written, "engine.backends.moe_runner"
 

@@ -3,6 +3,8 @@
 Stored in the flag catalog (its ``hardware`` object, spec/generators/catalog_extract.py) and read by SC259:
 - ``requirements``: a setting SGLang refuses at start on a GPU outside some compute-capability majors (``if cfg.X
   == "v" ... if not get_platform().is_sm100: raise``, or ``assert ... is_sm100_supported()``);
+- ``refusals``: one SGLang refuses on some majors (``if ... and torch.cuda.get_device_capability()[0] >= 10:
+  raise``: "SM100+", which GB10's 12 is);
 - ``rewrites``: a setting SGLang replaces on some majors (``if ... and get_platform().is_sm120: name = "v"``);
 - ``quantization_runners``: the MoE runners a quantization allows and the one it forces instead of another.
 A judgement whose conditions are not all plain settings compared with constants is left out (a rule repeating
@@ -19,7 +21,7 @@ SCOPE = ("srt/arg_groups", "srt/server_args.py")
 GATES_PY = "srt/utils/common.py"  # is_sm100_supported = ...partial(_check_cuda_device_version, majors=[10])
 PLATFORM_PY = "srt/runtime_context.py"  # _PLATFORM_PROBES: get_platform().is_sm100 -> is_sm100_supported
 VIEWS = {"cfg", "view", "server_args", "resolved_view", "resolving_view"}  # what SGLang reads settings through
-Cond = tuple[str, Any]
+Cond = tuple[str, Any, bool]  # (setting, value, equal): "a|b" for `cfg.a or cfg.b`
 
 
 def gate_majors(package: Path) -> dict[str, tuple[int, ...]]:
@@ -37,7 +39,8 @@ def gate_majors(package: Path) -> dict[str, tuple[int, ...]]:
                 and node.target.id == "_PLATFORM_PROBES":
             probes = ast.literal_eval(node.value)
             majors.update({attr: majors[probe] for attr, probe in probes.items() if probe in majors})
-    return majors
+    every = tuple(sorted({m for ms in majors.values() for m in ms}))
+    return {**majors, "is_cuda": every}  # every GPU a profile's hardware names is an NVIDIA one
 
 
 class _Reader:
@@ -47,7 +50,9 @@ class _Reader:
         self.where, self.gates, self.dests = where, gates, dests
         self.aliases: dict[str, str] = {}
         self.requirements: list[dict[str, Any]] = []
+        self.refusals: list[dict[str, Any]] = []
         self.rewrites: list[dict[str, Any]] = []
+        self.every = gates["is_cuda"]
 
     def gate(self, node: ast.expr) -> tuple[int, ...] | None:
         """The majors a probe expression (or an `or` of probes) accepts."""
@@ -59,24 +64,34 @@ class _Reader:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call) \
                 and isinstance(node.value.func, ast.Name) and node.value.func.id == "get_platform":
             return self.gates.get(node.attr)
+        if isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.GtE) and isinstance(
+                node.comparators[0], ast.Constant) and isinstance(least := node.comparators[0].value, int):
+            left = ast.unparse(node.left)  # "sm >= 100" (device_sm) or "major >= 10" (capability): SM121 passes
+            if left == "torch.cuda.get_device_capability()[0]":
+                return tuple(m for m in self.every if m >= least)
+            if left == "get_platform().device_sm":
+                return tuple(m for m in self.every if m * 10 >= least)
         return None
 
     def setting(self, node: ast.expr) -> str | None:
         if isinstance(node, ast.Name):
             return self.aliases.get(node.id)
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            parts = [self.setting(v) for v in node.values]
+            return "|".join(p for p in parts if p) if all(parts) else None
         if isinstance(node, ast.Attribute) and node.attr in self.dests:
             owner = node.value.func if isinstance(node.value, ast.Call) else node.value
             return node.attr if isinstance(owner, ast.Name) and owner.id in VIEWS else None
         return None
 
     def cond(self, node: ast.expr) -> Cond | None:
-        """`X.dest == "v"` or a bare `X.dest` (true), else None."""
-        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq) \
+        """`X.dest == "v"`, `X.dest != "v"` or a bare `X.dest` (true), else None."""
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) \
                 and isinstance(node.comparators[0], ast.Constant):
             dest = self.setting(node.left)
-            return (dest, node.comparators[0].value) if dest else None
+            return (dest, node.comparators[0].value, isinstance(node.ops[0], ast.Eq)) if dest else None
         dest = self.setting(node)
-        return (dest, True) if dest else None
+        return (dest, True, True) if dest else None
 
     def split(self, test: ast.expr) -> tuple[list[Cond], list[tuple[int, ...]], list[tuple[int, ...]], bool]:
         """(conditions, negated gates, gates, whether every conjunct was understood)."""
@@ -124,6 +139,8 @@ class _Reader:
         raises = next((s for s in stmt.body if isinstance(s, ast.Raise)), None)
         if clear and negated and raises is not None and inner:
             self.requirements.append(self.fact(inner, negated, _raised(raises)))
+        if clear and gates and not negated and raises is not None and inner:
+            self.refusals.append(self.fact(inner, gates, _raised(raises)))  # refused on these majors
         if clear and gates and not negated:
             for sub in stmt.body:
                 if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.value, ast.Constant) \
@@ -141,7 +158,8 @@ class _Reader:
 
     def fact(self, conds: list[Cond], gates: list[tuple[int, ...]], msg: ast.expr | None) -> dict[str, Any]:
         majors = sorted(set.intersection(*(set(g) for g in gates)))
-        return {"site": self.where, "when": [list(c) for c in conds], "majors": majors,
+        return {"site": self.where, "when": [[d, v] if equal else [d, "!=", v] for d, v, equal in conds],
+                "majors": majors,
                 "message": _text(msg)}
 
 
@@ -149,7 +167,7 @@ def _negated(test: ast.expr, reader: _Reader) -> Cond | None:
     """`X.dest != "v"` read as what holds after `if ...: return`: the setting is "v"."""
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotEq) \
             and isinstance(test.comparators[0], ast.Constant) and (dest := reader.setting(test.left)):
-        return dest, test.comparators[0].value
+        return dest, test.comparators[0].value, True
     return None
 
 
@@ -228,6 +246,7 @@ def hardware_facts(package: Path, dests: set[str]) -> dict[str, Any]:
         return {}
     gates = gate_majors(package)
     requirements: list[dict[str, Any]] = []
+    refusals: list[dict[str, Any]] = []
     rewrites: list[dict[str, Any]] = []
     files: list[Path] = []
     for part in SCOPE:
@@ -245,8 +264,10 @@ def hardware_facts(package: Path, dests: set[str]) -> dict[str, Any]:
                 continue
             reader = _Reader(f"{rel}:{node.name}", gates, dests)
             reader.block(node.body, [])
-            for fact in (*reader.requirements, *reader.rewrites):
+            for fact in (*reader.requirements, *reader.refusals, *reader.rewrites):
                 fact.update({"architectures": architectures} if architectures else {})
-            requirements += reader.requirements
+            requirements += [r for r in reader.requirements if tuple(r["majors"]) != gates["is_cuda"]]  # CUDA only
+            refusals += reader.refusals
             rewrites += reader.rewrites
-    return {"requirements": requirements, "rewrites": rewrites, "quantization_runners": quantization_runners(package)}
+    return {"requirements": requirements, "refusals": refusals, "rewrites": rewrites,
+            "quantization_runners": quantization_runners(package)}

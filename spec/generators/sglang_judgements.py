@@ -41,6 +41,7 @@ STATIC: dict[str, tuple[str, ...]] = {
     "srt/arg_groups/kv_cache_hook.py:handle_mxfp8_kv_cache_compatibility": ("SC259",),
     "srt/arg_groups/kv_cache_hook.py:handle_cache_compatibility": ("SC261",),
     "srt/arg_groups/mamba_hook.py:handle_mamba_backend": ("SC259",),
+    "srt/arg_groups/attention_hook.py:handle_linear_attn_backend": ("SC259",),
     "srt/arg_groups/speculative_hook.py:_handle_ngram": ("SC262",),
     "srt/arg_groups/kv_cache_hook.py:handle_kv4_compatibility": ("SC245",),
     "srt/arg_groups/overrides.py:_attention_backend_fa3_fp8_fallback": ("SC245",),
