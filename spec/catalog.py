@@ -128,6 +128,29 @@ class EngineFlag:
         return None
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class GpuGate:
+    """A setting the engine ties to GPU generations (spec/generators/sglang_hardware.py): refused outside
+    ``majors`` (a requirement) or on them (a refusal), or, with ``sets``, replaced by another value on them."""
+
+    site: str  # sglang/…:function that judges it
+    when: tuple[tuple[str, Any, bool], ...]  # (dest, value, equal): all must hold; "a|b": a, else b (`a or b`)
+    majors: tuple[int, ...]  # compute-capability majors
+    message: str  # the engine's own words, f-string holes as {...}
+    architectures: tuple[str, ...] = ()  # only for these model architectures; () = any
+    sets: tuple[str, Any] | None = None  # a rewrite: (dest, the value the engine runs)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuFacts:
+    """What one engine build decides by GPU generation, and the MoE runners a quantization forces."""
+
+    requirements: tuple[GpuGate, ...] = ()
+    refusals: tuple[GpuGate, ...] = ()
+    rewrites: tuple[GpuGate, ...] = ()
+    runners: Mapping[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)  # quant -> (allowed, forced)
+
+
 @dataclass(frozen=True, eq=False)  # no slots: cached_property keeps its value in the instance's __dict__
 class EngineCatalog:
     """Every flag one engine release accepts, indexed by option string."""
@@ -136,6 +159,7 @@ class EngineCatalog:
     package: str
     version: str
     by_option: Mapping[str, EngineFlag] = field(repr=False)
+    gpu: GpuFacts = field(default_factory=GpuFacts)  # none recorded: the catalog predates the hardware facts
 
     @functools.cached_property
     def flags(self) -> tuple[EngineFlag, ...]:
@@ -160,6 +184,9 @@ class EngineCatalog:
     def suggest(self, option: str) -> list[str]:
         return close_matches(option, list(self.by_option))
 
+    def by_dest(self, dest: str) -> EngineFlag | None:
+        return next((flag for flag in self.flags if flag.dest == dest), None)
+
     def knows(self, argv: Sequence[str]) -> bool:
         """Every option (``--x``) in ``argv`` is one of this build's."""
         return all(token in self.by_option for token in argv if token.startswith("--"))
@@ -182,7 +209,23 @@ def parse_engine_catalog(document: Mapping[str, Any]) -> EngineCatalog:
     for data in document["flags"]:
         flag = EngineFlag(**{**data, "options": tuple(data["options"]), "choices": as_tuple(data["choices"])})
         by_option.update(dict.fromkeys(flag.options, flag))
-    return EngineCatalog(document["catalog"], document["package"], document["version"], by_option)
+    return EngineCatalog(document["catalog"], document["package"], document["version"], by_option,
+                         _gpu_facts(document.get("hardware") or {}))
+
+
+def _gate(data: Mapping[str, Any]) -> GpuGate:
+    sets = data.get("set")
+    when = tuple((str(c[0]), c[-1], len(c) == 2) for c in data["when"])  # [dest, v] or [dest, "!=", v]
+    return GpuGate(data["site"], when, tuple(data["majors"]),
+                   data.get("message", ""), tuple(data.get("architectures", ())),
+                   (str(sets[0]), sets[1]) if sets else None)
+
+
+def _gpu_facts(data: Mapping[str, Any]) -> GpuFacts:
+    runners = {str(q): (tuple(r["allowed"]), str(r["forced"])) for q, r in data.get("quantization_runners", {}).items()}
+    requirements, refusals, rewrites = (tuple(map(_gate, data.get(kind, ())))
+                                        for kind in ("requirements", "refusals", "rewrites"))
+    return GpuFacts(requirements, refusals, rewrites, runners)
 
 
 # What EnvBool.parse in sglang/srt/environ.py accepts after lower-casing; it does not strip spaces.

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from spark_compile.spec.engine_model import Draft
 from spark_compile.spec.model import Profile
-from spark_compile.spec.sglang_facts import DRAFT_MTP_ARCHITECTURES, MTP_DRAFT_ARCHITECTURES
+from spark_compile.spec.sglang_facts import DRAFT_MTP_ARCHITECTURES, MTP_DRAFT_ARCHITECTURES, STEP_ALGORITHMS
 
 YamlPath = tuple[str | int, ...]
 DRAFT_PATH: YamlPath = ("engine", "speculative", "draft")
@@ -55,8 +55,13 @@ def quantization(profile: Profile) -> Setting | None:
 
 
 def own_mtp_draft(architecture: str, algorithm: str) -> bool:
-    """SGLang drafts EAGLE or NEXTN with the target's own MTP layers for this architecture (no draft model)."""
-    return algorithm in ("EAGLE", "NEXTN") and architecture in (*MTP_DRAFT_ARCHITECTURES, *DRAFT_MTP_ARCHITECTURES)
+    """SGLang drafts with the target's own MTP layers for this architecture (no draft model): EAGLE or NEXTN, or
+    any algorithm of _handle_eagle_family where it makes the target the draft and the draft worker loads only
+    the checkpoint's MTP layers (ModelConfig._config_draft_model)."""
+    if algorithm in ("EAGLE", "NEXTN"):
+        return architecture in (*MTP_DRAFT_ARCHITECTURES, *DRAFT_MTP_ARCHITECTURES)
+    return algorithm in STEP_ALGORITHMS and architecture in MTP_DRAFT_ARCHITECTURES \
+        and architecture in DRAFT_MTP_ARCHITECTURES
 
 
 def draft_quantization(profile: Profile) -> Setting | None:

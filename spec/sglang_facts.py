@@ -35,9 +35,6 @@ EP_ONE_OR_TP_RUNNERS = ("flashinfer_cutlass", "flashinfer_cutedsl")
 # FP8/MXFP8 weights asserts ep_size == 1.
 FLASHINFER_CUTLASS_QUANTIZATIONS = ("modelopt_fp4", "modelopt_fp8", "modelopt_mixed", None)
 CUTLASS_EP_ONE_QUANTIZATIONS = ("fp8", "mxfp8")
-# arg_groups/overrides.py _moe_runner_backend_quant_constraints: `auto` becomes flashinfer_cutlass for
-# modelopt_fp4 on SM110/SM120-class GPUs (GB10 is 12.1), where the trtllm-gen MoE kernels do not exist.
-FP4_AUTO_RUNNER = ("modelopt_fp4", (11, 12), "flashinfer_cutlass")
 
 # arg_groups/speculative_hook.py _handle_eagle_family: with --speculative-eagle-topk 1 the draft-token count is
 # set to num_steps + 1 whatever was written. These algorithms need a trained draft model: without
@@ -94,6 +91,9 @@ GB10_DEFAULT_MHA_BACKEND = "flashinfer"
 # num_steps, eagle_topk and num_draft_tokens are theirs; it asserts top-k and draft tokens are unset when
 # num_steps is (SGLang then chooses all three).
 STEP_ALGORITHMS = (*EAGLE_FAMILY, "STANDALONE")
+# The same hook and _handle_ngram turn --enable-mixed-chunk off for the algorithms whose
+# SpeculativeAlgorithm.supports_mixed_chunk() is false (spec_info.py: only EAGLE, EAGLE3, DFLASH and DSPARK resume).
+NO_MIXED_CHUNK_ALGORITHMS = ("STANDALONE", "NGRAM")
 # The same hook: top-k above 1 is refused with trtllm_mha, and with a KV page above 1 outside these backends.
 TOPK_ONE_BACKENDS = ("trtllm_mha",)
 PAGE_TREE_BACKENDS = ("flashinfer", "fa3", "triton")

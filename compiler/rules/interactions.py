@@ -1,6 +1,7 @@
-"""SC254-SC258: pairs of settings SGLang 0.5.23 judges together in _handle_eagle_family and the data-parallel
-hooks (speculative steps against top-k, draft tokens and the attention backend; a standalone draft against
-attention DP; attention DP against the prefill chunk), judged from the profile without running SGLang.
+"""SC254-SC258, SC261-SC262: pairs of settings SGLang 0.5.23 judges together in _handle_eagle_family, the
+data-parallel and KV cache hooks (speculative steps against top-k, draft tokens and the attention backend; a
+standalone draft against attention DP and mixed chunked prefill; attention DP against the prefill chunk; the
+hierarchical cache against disable-radix-cache), judged from the profile without running SGLang.
 """
 
 from __future__ import annotations
@@ -8,8 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from spark_compile.rules.registry import Context, Hit, rule
+from spark_compile.rules.sglang_gpu import written
 from spark_compile.rules.sglang_model import attention_backend
-from spark_compile.spec.sglang_facts import PAGE_TREE_BACKENDS, STEP_ALGORITHMS, TOPK_ONE_BACKENDS
+from spark_compile.spec.sglang_facts import (
+    NO_MIXED_CHUNK_ALGORITHMS,
+    PAGE_TREE_BACKENDS,
+    STEP_ALGORITHMS,
+    TOPK_ONE_BACKENDS,
+)
 
 
 @rule("SC254", "error", "num_steps with top-k or draft tokens",
@@ -94,3 +101,28 @@ def chunk_per_dp_rank(ctx: Context) -> Iterator[Hit]:
                   f"with attention DP over dp {dp} SGLang runs chunked_prefill_size {chunk} as {chunk // dp} per "
                   "attention-DP rank", f"the value is the total over the ranks: {chunk} tokens per rank is "
                   f"chunked_prefill_size {chunk * dp}")
+
+
+@rule("SC261", "error", "the hierarchical cache keeps the radix cache",
+      "SGLang refuses --enable-hierarchical-cache with --disable-radix-cache (kv_cache_hook: the two are mutually "
+      "exclusive): the hierarchical cache is the radix cache extended into host memory.",
+      "engine: {args: {enable-hierarchical-cache: true, disable-radix-cache: true}}",
+      "engine: {args: {enable-hierarchical-cache: true}}")
+def hicache_radix(ctx: Context) -> Iterator[Hit]:
+    hicache, radix_off = written(ctx, "enable_hierarchical_cache"), written(ctx, "disable_radix_cache")
+    if hicache and radix_off and hicache[0] is True and radix_off[0] is True:
+        yield Hit(radix_off[1], "SGLang refuses disable-radix-cache with enable-hierarchical-cache: the two are "
+                  "mutually exclusive", "remove engine.args.disable-radix-cache (the hierarchical cache needs the "
+                  "radix cache)")
+
+
+@rule("SC262", "warning", "mixed chunked prefill the draft keeps",
+      "SGLang turns --enable-mixed-chunk off for STANDALONE and NGRAM speculative decoding (_handle_eagle_family, "
+      "_handle_ngram: their workers have no resume path for a mixed step), with a log line.",
+      "engine: {speculative: {algorithm: STANDALONE}, args: {enable-mixed-chunk: true}}",
+      "engine: {speculative: {algorithm: STANDALONE}}")
+def mixed_chunk_draft(ctx: Context) -> Iterator[Hit]:
+    algorithm, mixed = ctx.profile.engine.speculative.algorithm, written(ctx, "enable_mixed_chunk")
+    if algorithm in NO_MIXED_CHUNK_ALGORITHMS and mixed and mixed[0] is True:
+        yield Hit(mixed[1], f"SGLang runs {algorithm} speculative decoding without mixed chunked prefill: it turns "
+                  "enable-mixed-chunk off", "remove engine.args.enable-mixed-chunk (the draft keeps running)")

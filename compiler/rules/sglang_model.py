@@ -25,7 +25,6 @@ from spark_compile.spec.sglang_facts import (
     EAGLE_FAMILY,
     EP_ONE_OR_TP_RUNNERS,
     FLASHINFER_CUTLASS_QUANTIZATIONS,
-    FP4_AUTO_RUNNER,
     GB10_DEFAULT_MHA_BACKEND,
     KV4_MHA_BACKENDS,
     KV4_MLA_BACKENDS,
@@ -68,12 +67,15 @@ def _keeps(cp: Checkpoint | None, written: str) -> bool:
 
 
 def moe_runner(ctx: Context) -> tuple[str, str]:
-    """(the MoE runner SGLang uses, why): the written one, or SGLang's choice for `auto`."""
+    """(the MoE runner SGLang uses, why): the written one, or the one the catalog's hardware facts say SGLang
+    picks on this GPU for the quantization (an NVFP4 checkpoint on GB10: flashinfer_cutlass)."""
     written = ctx.profile.engine.backends.moe_runner or "auto"
-    quant, majors, chosen = FP4_AUTO_RUNNER
-    sm_major = ctx.hardware.sm[0]
-    if written == "auto" and run_quantization(ctx) == quant and sm_major in majors:
-        return chosen, f"SGLang's choice for {quant} on {ctx.profile.hardware}"
+    values = {"moe_runner_backend": written, "quantization": run_quantization(ctx)}
+    build = ctx.engine_catalog
+    for gate in build.gpu.rewrites if build is not None else ():
+        if gate.sets and gate.sets[0] == "moe_runner_backend" and ctx.hardware.sm[0] in gate.majors \
+                and all(dest in values and (values[dest] == value) == equal for dest, value, equal in gate.when):
+            return str(gate.sets[1]), f"SGLang's choice for {values['quantization']} on {ctx.profile.hardware}"
     return written, "engine.backends.moe_runner"
 
 
@@ -104,7 +106,9 @@ def eagle_chain_tokens(ctx: Context) -> Iterator[Hit]:
       "EAGLE3 and STANDALONE draft with a separate model, and so do EAGLE and NEXTN for an architecture with no "
       "MTP draft layers of its own; without --speculative-draft-model-path SGLang loads the whole target as the "
       "draft at boot (ModelConfig.from_server_args), silently. For an architecture SGLang drafts with its own MTP "
-      "layers (_handle_eagle_family, ModelConfig._config_draft_model) EAGLE and NEXTN need no draft model.",
+      "layers (_handle_eagle_family, ModelConfig._config_draft_model) EAGLE and NEXTN need no draft model, nor "
+      "does any drafting algorithm where SGLang makes the target its own draft and loads only its MTP layers "
+      "(GLM-4.5).",
       "speculative: {algorithm: EAGLE3}", "speculative: {algorithm: EAGLE3, draft: {repo: /srv/models/draft}}")
 def needs_draft(ctx: Context) -> Iterator[Hit]:
     algorithm = ctx.profile.engine.speculative.algorithm

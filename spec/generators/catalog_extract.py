@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_compile.spec.generators.sglang_environ import env_entries_static
+from spark_compile.spec.generators.sglang_hardware import hardware_facts
 from spark_compile.spec.generators.sglang_probe import FORMAT
 from spark_compile.spec.generators.sglang_source import SourceError, find_package, source_catalog
 
@@ -99,8 +100,27 @@ def _validate(result: object) -> tuple[Catalog, Catalog]:
 
 
 def extract_sglang_catalog(python: str) -> tuple[Catalog, Catalog]:
-    """Run the probe with ``python`` (an interpreter that imports sglang); return (flags, env) catalogs."""
-    return _validate(_run_probe([python, "-I", str(PROBE)]))
+    """Run the probe with ``python`` (an interpreter that imports sglang); return (flags, env) catalogs, the
+    flags with the hardware facts read from that install's source."""
+    flags, env = _validate(_run_probe([python, "-I", str(PROBE)]))
+    return with_hardware(flags, package_of(python)), env
+
+
+def with_hardware(flags: Catalog, package: Path) -> Catalog:
+    """The flag catalog with its ``hardware`` object (spec/generators/sglang_hardware.py), when the tree has one."""
+    facts = hardware_facts(package, {str(flag["dest"]) for flag in flags["flags"]})
+    return {**flags, "hardware": facts} if facts else flags
+
+
+def package_of(python: str) -> Path:
+    """The sglang package directory of an interpreter, found without importing sglang."""
+    code = "import importlib.util; print(importlib.util.find_spec('sglang').submodule_search_locations[0])"
+    try:
+        proc = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, check=True, timeout=60,
+                              env=_probe_env())
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise CatalogError(f"cannot find the sglang package of {python}: {exc}") from None
+    return Path(proc.stdout.strip())
 
 
 def _run_probe(command: list[str]) -> Any:
@@ -214,7 +234,7 @@ def extract_from_source(root: Path, name: str | None) -> tuple[Catalog, Catalog]
     """Catalogs of an SGLang source tree, by parsing it here: server_args.py for the flags, environ.py and
     the srt/ sources for the environment variables. Nothing of the tree is imported or run."""
     try:
-        flags = source_catalog(root, name)
+        flags = with_hardware(source_catalog(root, name), find_package(root))
         variables = env_entries_static(find_package(root) / "srt")
     except (SourceError, OSError, SyntaxError) as exc:
         raise CatalogError(str(exc)) from None

@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from spark_compile.spec.generators.catalog_extract import default_catalog_dir
+from spark_compile.spec.generators.catalog_extract import default_catalog_dir, package_of
 
 SCOPE = ("srt/arg_groups", "srt/server_args.py", "srt/configs/model_config.py")
 REGISTERING = {"_register_for", "register_post_process", "register_model_override_predicate"}
@@ -28,14 +27,22 @@ MAX_READS = 8
 
 # Judgements a static rule repeats (site -> rule ids); the engine check runs every resolution site anyway.
 STATIC: dict[str, tuple[str, ...]] = {
-    "srt/arg_groups/speculative_hook.py:_handle_eagle_family": ("SC205", "SC240", "SC241", "SC254", "SC255", "SC256"),
+    "srt/arg_groups/speculative_hook.py:_handle_eagle_family": ("SC205", "SC240", "SC241", "SC254", "SC255", "SC256",
+                                                             "SC262"),
     "srt/arg_groups/parallel_hook.py:handle_data_parallelism": ("SC257", "SC258"),
     "srt/arg_groups/speculative_hook.py:_handle_dspark": ("SC203", "SC204", "SC205"),
-    "srt/arg_groups/deepseek_v4_hook.py:apply_deepseek_v4_defaults": ("SC202", "SC207", "SC219"),
+    "srt/arg_groups/deepseek_v4_hook.py:apply_deepseek_v4_defaults": ("SC202", "SC207", "SC219", "SC259"),
     "srt/arg_groups/model_overrides/deepseek_v4.py:_deepseek_v4_overrides": ("SC217", "SC218"),
     "srt/arg_groups/serving_hook.py:handle_deprecated_args": ("SC246", "SC305"),
     "srt/arg_groups/moe_hook.py:handle_moe_kernel_config": ("SC243", "SC248"),
-    "srt/arg_groups/overrides.py:_moe_runner_backend_quant_constraints": ("SC243",),
+    "srt/arg_groups/overrides.py:_moe_runner_backend_quant_constraints": ("SC243", "SC259", "SC260"),
+    "srt/arg_groups/moe_hook.py:handle_a2a_moe": ("SC259",),
+    "srt/arg_groups/kv_cache_hook.py:handle_nvfp4_prefill_kv_dequant_dtype": ("SC259",),
+    "srt/arg_groups/kv_cache_hook.py:handle_mxfp8_kv_cache_compatibility": ("SC259",),
+    "srt/arg_groups/kv_cache_hook.py:handle_cache_compatibility": ("SC261",),
+    "srt/arg_groups/mamba_hook.py:handle_mamba_backend": ("SC259",),
+    "srt/arg_groups/attention_hook.py:handle_linear_attn_backend": ("SC259",),
+    "srt/arg_groups/speculative_hook.py:_handle_ngram": ("SC262",),
     "srt/arg_groups/kv_cache_hook.py:handle_kv4_compatibility": ("SC245",),
     "srt/arg_groups/overrides.py:_attention_backend_fa3_fp8_fallback": ("SC245",),
     "srt/arg_groups/attention_hook.py:handle_attention_backend_compatibility": ("SC245",),
@@ -216,13 +223,6 @@ def catalog_dests(version: str) -> set[str]:
 def table_path(version: str, out: Path | None = None) -> Path:
     """Where the table lives (``out``: another catalog directory, e.g. the source tree's spec/catalogs)."""
     return (out or default_catalog_dir()) / f"sglang-judgements-{version}.md"
-
-
-def package_of(python: str) -> Path:
-    """The sglang package directory of an interpreter, found without importing sglang."""
-    code = "import importlib.util; print(importlib.util.find_spec('sglang').submodule_search_locations[0])"
-    proc = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, check=True, timeout=60)
-    return Path(proc.stdout.strip())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,7 @@ BASES = sorted((ROOT / "tests" / "engine" / "bases").glob("*.yaml"))
 RELEASES = sorted((ROOT / "spec" / "profiles" / "releases").glob("*.yaml"))
 RELEASE_SECTIONS = (("engine", "parallel"), ("engine", "speculative"))
 
+ARGS_FLAGS = ("enable-hierarchical-cache", "disable-radix-cache", "enable-mixed-chunk")
 # (path in the profile, values): every value is one SGLang 0.5.23's parser takes for the flag.
 MUTATIONS: list[tuple[tuple[str, ...], list[Any]]] = [
     (("engine", "parallel", "tp"), [2, 3, 8]),
@@ -62,9 +63,12 @@ MUTATIONS: list[tuple[tuple[str, ...], list[Any]]] = [
     (("engine", "load_format"), ["dummy"]),
     (("engine", "trust_remote_code"), [True, False]),
     (("engine", "kv_cache_dtype"), ["fp8_e4m3", "fp8_e5m2", "bfloat16", "fp4_mx_block16"]),
-    (("model", "quantization"), ["fp8", "modelopt_fp4"]),
+    (("model", "quantization"), ["fp8", "modelopt_fp4", "nvfp4_online", "mxfp8"]),
     (("engine", "speculative", "draft", "quantization"), ["unquant", "fp8"]),
     (("engine", "page_size"), [64]),
+    # engine.args flags a judgement reads with another setting (the hierarchical cache against the radix cache,
+    # mixed chunked prefill against the speculative algorithm)
+    *((("engine", "args", flag), [True]) for flag in ARGS_FLAGS),
 ]
 
 
@@ -134,6 +138,7 @@ def read_together(sites_reads: list[tuple[str, ...]]) -> list[tuple[tuple[str, .
     mutated = {path for path, _ in MUTATIONS}
     key_of = {dests[t.flag]: tuple(map(str, t.field)) for t in TYPED if t.flag in dests and t.field in mutated}
     key_of["speculative_draft_model_quantization"] = ("engine", "speculative", "draft", "quantization")
+    key_of.update({flag.replace("-", "_"): ("engine", "args", flag) for flag in ARGS_FLAGS})
     pairs = {pair for reads in sites_reads
              for pair in combinations(sorted({key_of[d] for d in reads if d in key_of}), 2)}
     return sorted(pairs)

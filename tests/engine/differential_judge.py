@@ -108,7 +108,8 @@ def _spots(findings: list[Finding], rules: tuple[str, ...] | None = None) -> set
 
 def pairs_of_sglang() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     """The key pairs SGLang's judgements read together, from the engine venv's SGLang source."""
-    from spark_compile.spec.generators.sglang_judgements import catalog_dests, package_of, sites
+    from spark_compile.spec.generators.catalog_extract import package_of
+    from spark_compile.spec.generators.sglang_judgements import catalog_dests, sites
 
     return read_together([site.reads for site in sites(package_of(engine_python()), catalog_dests(VERSION))])
 

@@ -65,13 +65,6 @@ def test_ep_one_or_tp_runners(srt: Path) -> None:
     assert runners == set(facts.EP_ONE_OR_TP_RUNNERS)
 
 
-def test_fp4_auto_runner(srt: Path) -> None:
-    text = ast.unparse(function(srt, "arg_groups/overrides.py", "_moe_runner_backend_quant_constraints"))
-    quant, _, runner = facts.FP4_AUTO_RUNNER
-    assert f"view.quantization == '{quant}' and (get_platform().is_sm120 or get_platform().is_sm110)" in text
-    assert f"moe_runner_backend = '{runner}'" in text
-
-
 def test_kv4_backend_lists(srt: Path) -> None:
     body = function(srt, "arg_groups/kv_cache_hook.py", "handle_kv4_compatibility")
     assert tuple(assigned(body, "KV4_ATTENTION_MHA_BACKEND_CHOICES")) == facts.KV4_MHA_BACKENDS
