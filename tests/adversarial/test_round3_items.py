@@ -4,7 +4,11 @@ the consumer gets. The `import --trace` sandbox's own tests live in tests/import
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,9 +16,12 @@ from hostile import assert_handled, child_profile, run_main
 from items import findings
 
 from spark_compile.commands import error_log
+from spark_compile.common.errors import EXIT_INTERRUPTED
 from spark_compile.spec.checks import INT64_MAX, MAX_FLEET_NODES, MAX_PARALLEL
 from spark_compile.stages.load import MAX_NODES
 from spark_compile.stages.resolve import extends_roots
+
+from conftest import REFERENCE_PROFILE
 
 
 # -- resources: a bound is a finding with the limit, never a hang --------------------------------------
@@ -109,3 +116,38 @@ def test_the_traceback_log_in_the_user_cache_never_hangs_on_a_fifo_nor_follows_a
     assert error_log.write_log("Traceback ...\n") is None
     assert victim.read_text() == "keep\n"
     assert stat.S_ISFIFO(os.lstat(planted).st_mode) if kind == "fifo" else planted.is_symlink()
+
+
+# -- left from before --------------------------------------------------------------------------------
+_PROBE = Path(__file__).with_name("interrupt_probe.py")
+_SCRIPT = Path(sys.executable).with_name("spark-compile")  # the console script pip made from [project.scripts]
+
+
+def _interrupted_at(at: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(_PROBE), str(_SCRIPT), str(at), "check", str(REFERENCE_PROFILE)],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_ctrl_c_in_the_first_40_ms_prints_no_traceback() -> None:
+    # The first 40 ms are the package's imports before main() takes over: a SIGINT at each of them (a count,
+    # not a delay) is the one line and 130. Before the package's first line the interpreter is its own.
+    whole = _interrupted_at(0)
+    assert whole.stderr.startswith("imports: "), whole.stderr
+    count = int(whole.stderr.split()[-1])
+    points = sorted({*range(1, 13), *range(13, count + 1, max(1, count // 12))})
+    for at in points:
+        proc = _interrupted_at(at)
+        assert (proc.returncode, proc.stderr) == (EXIT_INTERRUPTED, "spark-compile: interrupted\n"), (at, proc.stderr)
+
+
+@pytest.mark.parametrize("delay_ms", [0, 5, 10, 20, 40, 80])
+def test_a_ctrl_c_soon_after_spawn_is_the_line_and_130_or_the_signal(delay_ms: int) -> None:
+    # Sent without waiting for the process: before the interpreter's start-up sets its own handler, SIGINT's
+    # default action ends the process (-SIGINT, which a shell reports as 130); no traceback of ours after that.
+    proc = subprocess.Popen([str(_SCRIPT), "check", str(REFERENCE_PROFILE)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(delay_ms / 1000)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert "spark_compile" not in err, err
+    assert proc.returncode in (EXIT_INTERRUPTED, -signal.SIGINT) or "<frozen site>" in err, (proc.returncode, err)
