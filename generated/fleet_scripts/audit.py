@@ -118,21 +118,27 @@ def sections_capture(sections: dict[str, tuple[int, bytes]], where: str) -> Capt
     return Capture(sections)
 
 
-def _read_bounded(path: Path, limit: int) -> bytes:
-    """At most ``limit`` bytes of a regular file, opened without blocking (a FIFO named *.audit never hangs
-    the audit) and without following a symlink; OSError for anything else."""
+def _read_capture(path: Path) -> bytes:
+    """A capture's bytes: a regular file, opened without blocking (a FIFO named *.audit never hangs the audit)
+    and without following a symlink, sized before it is read (a sparse 10 GiB file is refused unread);
+    OSError for anything else."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
-        chunks, size = [], 0
-        while size < limit:
-            chunk = os.read(fd, limit - size)
+        too_large = CaptureError(f"{path}: larger than {MAX_CAPTURE} bytes: not a capture")
+        if info.st_size > MAX_CAPTURE:
+            raise too_large
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_CAPTURE:  # bounded still: the file can grow after its size was taken
+            chunk = os.read(fd, MAX_CAPTURE + 1 - size)
             if not chunk:
-                break
+                return b"".join(chunks)
             chunks.append(chunk)
             size += len(chunk)
-        return b"".join(chunks)
+        raise too_large
     finally:
         os.close(fd)
 
@@ -144,10 +150,7 @@ def read_captures(directory: Path) -> tuple[dict[int, Capture], list[str]]:
     paths = sorted(directory.glob("*.audit"))[:MAX_FILES]
     for path in paths:
         try:
-            data = _read_bounded(path, MAX_CAPTURE + 1)
-            if len(data) > MAX_CAPTURE:
-                raise CaptureError(f"{path}: larger than {MAX_CAPTURE} bytes: not a capture")
-            capture = parse_capture(data, str(path))
+            capture = parse_capture(_read_capture(path), str(path))
         except OSError as exc:
             errors.append(f"{path}: cannot be read: {exc.strerror or exc}")
             continue

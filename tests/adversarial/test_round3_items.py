@@ -12,11 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
-from hostile import assert_handled, child_profile, run_main
+from hostile import assert_handled, child_profile, peak_rss_mib, run_main
 from items import findings
 
 from spark_compile.commands import error_log
 from spark_compile.common.errors import EXIT_INTERRUPTED
+from spark_compile.fleet.audit import MAX_CAPTURE
 from spark_compile.spec.checks import INT64_MAX, MAX_FLEET_NODES, MAX_PARALLEL
 from spark_compile.stages.load import MAX_NODES
 from spark_compile.stages.resolve import extends_roots
@@ -52,6 +53,20 @@ def test_more_fleet_nodes_than_the_bound_is_a_finding(tmp_path: Path) -> None:
     assert_handled(outcome)
     expected = f"fleet.nodes: takes at most {MAX_FLEET_NODES} item(s), got a list"
     assert [f[2:] for f in findings(outcome)] == [("SC109", expected)]
+
+
+def test_audit_inspect_never_holds_a_sparse_capture_in_memory(tmp_path: Path) -> None:
+    empty, sparse = tmp_path / "empty", tmp_path / "sparse"
+    empty.mkdir()
+    sparse.mkdir()
+    with (sparse / "rank0-spark-0.audit").open("wb") as handle:
+        handle.truncate(10 << 30)  # 10 GiB that are never read: the size refuses it
+    _, floor = peak_rss_mib(["audit", str(REFERENCE_PROFILE), "--inspect", str(empty)], tmp_path)
+    outcome, peak = peak_rss_mib(["audit", str(REFERENCE_PROFILE), "--inspect", str(sparse)], tmp_path)
+    assert outcome.code == 4
+    assert outcome.err.splitlines()[-1] == (
+        f"spark-compile: error: {sparse / 'rank0-spark-0.audit'}: larger than {MAX_CAPTURE} bytes: not a capture")
+    assert peak - floor < MAX_CAPTURE / 4 / (1 << 20), (floor, peak)  # nothing of the capture was read
 
 
 _ALIAS_BOMB = "runtime: sglang\nmodel: m\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
