@@ -8,14 +8,30 @@ run nothing hidden in a value (the canary) and write nothing outside its tempora
 from __future__ import annotations
 
 import collections
+import os
+import re
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from cli_inputs import CAPTURES, CONTENTS, INPUTS, OUTPUTS, VICTIM_TEXT, cli_options, resolve_value
+from fleet_inputs import (
+    FLEET_INPUTS,
+    PYTHON_SCRIPTS,
+    RUN,
+    STAND_INS,
+    USAGE_LINES,
+    case_options,
+    python_surfaces,
+    shell_surfaces,
+)
 from hostile import assert_handled, run_main
 from round2 import CANARY, assert_terminal_safe, hostile_tree
 
 from conftest import ROOT
+from support.fleet_install import installed_fleet
 
 WRITES = {("compile", "--out"), ("report", "--output"), ("catalog", "--out"), ("import", "--output"),
           ("export", "--output")}
@@ -70,6 +86,62 @@ def test_hostile_values_through_each_option(key: tuple[str, str], tmp_path: Path
         assert_handled(outcome)
         assert_terminal_safe(outcome)
         assert not CANARY.exists(), (argv, "ran a command hidden in a value")
+    assert (tmp_path / "victim").read_text() == VICTIM_TEXT if (tmp_path / "victim").exists() else True
+    after = {folder: _listing(folder) for folder in before}
+    assert {folder: after[folder] - before[folder] for folder in before} == {folder: set() for folder in before}
+
+
+# -- the fleet scripts' command lines (tests/adversarial/fleet_inputs.py) ----------------------------------------
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return installed_fleet(ROOT / "generated" / "dsv41-4spark", tmp_path_factory.mktemp("fleet") / "dsv41-4spark")
+
+
+def test_every_fleet_script_surface_has_hostile_values(fleet: Path) -> None:
+    assert {"launch.sh", *USAGE_LINES, "audit.py", *PYTHON_SCRIPTS} == RUN, "a script whose surfaces are not read"
+    enumerated = shell_surfaces() | python_surfaces(fleet)
+    assert {"launch.sh audit --save", "verify.sh --calibrate", "smoke.py --port", "verdict.py write --gate",
+            "engram.py copy --rows"} <= enumerated
+    assert enumerated - set(FLEET_INPUTS) == set(), "fleet script surfaces with no hostile values in fleet_inputs.py"
+    assert set(FLEET_INPUTS) - enumerated == {"launch.sh start --rearm"}  # named only in the header's prose
+    named = {word for surface in FLEET_INPUTS for word in surface.split()[1:] if word.startswith("--")}
+    assert case_options() - named == set(), "options the scripts' case branches match with no hostile values"
+
+
+def _stand_ins(tmp: Path) -> dict[str, str]:
+    """An environment whose ssh, sudo, systemctl, docker, curl ... fail at once, HOME and logs in ``tmp``."""
+    shim = tmp / "bin"
+    shim.mkdir()
+    for name in STAND_INS:
+        (shim / name).write_text("#!/bin/sh\nexit 255\n")
+        (shim / name).chmod(0o755)
+    return {"PATH": f"{shim}:{os.environ['PATH']}", "HOME": str(tmp), "LANG": "C.UTF-8",
+            "SPARK_LAUNCH_LOG_DIR": str(tmp / "logs"), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _bounded() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # an unbounded read fails, not the machine
+
+
+_BROKE = re.compile(r"Traceback|unbound variable|syntax error|command not found|bad substitution|integer expression")
+
+
+@pytest.mark.parametrize("surface", sorted(FLEET_INPUTS))
+def test_hostile_values_through_each_fleet_script_surface(surface: str, fleet: Path, tmp_path: Path) -> None:
+    spec = FLEET_INPUTS[surface]
+    env, work = _stand_ins(tmp_path), tmp_path / "cwd"
+    work.mkdir()
+    before = {folder: _listing(folder) for folder in (Path("/"), ROOT, fleet)}
+    for value in spec.values:
+        CANARY.unlink(missing_ok=True)
+        script, *args = spec.argv(fleet, resolve_value(tmp_path, value))
+        runner = ["bash"] if script.endswith(".sh") else [sys.executable]
+        proc = subprocess.run([*runner, str(fleet / script), *args], cwd=work, env=env, capture_output=True,
+                              text=True, timeout=60, check=False, stdin=subprocess.DEVNULL, preexec_fn=_bounded)
+        assert not CANARY.exists(), (surface, value, "ran a command hidden in a value")
+        assert not _BROKE.search(proc.stderr), (surface, value, proc.stderr[-3000:])
+        assert proc.returncode == 64 if spec.usage else 0 <= proc.returncode < 126, (surface, value, proc.returncode,
+                                                                                   proc.stderr[-2000:])
     assert (tmp_path / "victim").read_text() == VICTIM_TEXT if (tmp_path / "victim").exists() else True
     after = {folder: _listing(folder) for folder in before}
     assert {folder: after[folder] - before[folder] for folder in before} == {folder: set() for folder in before}

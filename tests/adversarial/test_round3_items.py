@@ -65,7 +65,7 @@ def test_audit_inspect_never_holds_a_sparse_capture_in_memory(tmp_path: Path) ->
     outcome, peak = peak_rss_mib(["audit", str(REFERENCE_PROFILE), "--inspect", str(sparse)], tmp_path)
     assert outcome.code == 4
     assert outcome.err.splitlines()[-1] == (
-        f"spark-compile: error: {sparse / 'rank0-spark-0.audit'}: larger than {MAX_CAPTURE} bytes: not a capture")
+        f"spark-compile: error: {sparse / 'rank0-spark-0.audit'}: cannot be read: larger than {MAX_CAPTURE} bytes")
     assert peak - floor < MAX_CAPTURE / 4 / (1 << 20), (floor, peak)  # nothing of the capture was read
 
 
