@@ -24,7 +24,7 @@ def _set_up_the_program() -> None:
         _signal.signal(_signal.SIGINT, _interrupted)
         # The interrupt test signals once this handler is in place, not after a guessed delay.
         ready = os.environ.get("SPARK_COMPILE_TEST_READY_FD", "")
-        if ready.isdigit():
+        if ready.isascii() and ready.isdigit() and len(ready) <= 9:  # a file descriptor, nothing else
             try:  # noqa: SIM105 - contextlib is not loaded yet
                 os.write(int(ready), b"r")
             except OSError:

@@ -27,8 +27,9 @@ from fleet_inputs import (
     python_surfaces,
     shell_surfaces,
 )
-from hostile import assert_handled, run_main
+from hostile import assert_handled, child_profile, run_main, setting
 from round2 import CANARY, assert_terminal_safe, hostile_tree
+from tool_inputs import HUGE_NUMBERS, PROGRAM_ENV, REGENERATE, TOOL_ENV, number_lists, regenerate_options, tool_env_vars
 
 from conftest import ROOT
 from support.fleet_install import installed_fleet
@@ -145,3 +146,63 @@ def test_hostile_values_through_each_fleet_script_surface(surface: str, fleet: P
     assert (tmp_path / "victim").read_text() == VICTIM_TEXT if (tmp_path / "victim").exists() else True
     after = {folder: _listing(folder) for folder in before}
     assert {folder: after[folder] - before[folder] for folder in before} == {folder: set() for folder in before}
+
+
+# -- the tool's environment, regenerate's options, lists of numbers (tests/adversarial/tool_inputs.py) -----------
+def test_every_variable_and_regenerate_option_has_hostile_values() -> None:
+    assert {"ENGINE_PYTHON", "NO_COLOR", "XDG_CACHE_HOME"} <= tool_env_vars()
+    assert tool_env_vars() == set(TOOL_ENV) | set(PROGRAM_ENV), "variables the tool reads with no hostile values"
+    assert regenerate_options() == set(REGENERATE), "regenerate options with no hostile values"
+    assert {"engine.cuda_graph.batch_sizes", "operations.smoke.needle_tokens"} <= number_lists()
+
+
+@pytest.mark.parametrize("name", sorted(TOOL_ENV))
+def test_hostile_environment_through_the_tool(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    values, argv = TOOL_ENV[name]
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    before = {folder: _listing(folder) for folder in (Path("/"), ROOT)}
+    for value in values:
+        CANARY.unlink(missing_ok=True)
+        monkeypatch.setenv(name, resolve_value(tmp_path, value))
+        outcome = run_main(*[str(tmp_path / "out") if word == "OUT" else word for word in argv])
+        assert_handled(outcome)
+        assert_terminal_safe(outcome)
+        assert not CANARY.exists(), (name, value, "ran a command hidden in a value")
+    after = {folder: _listing(folder) for folder in before}
+    assert {folder: after[folder] - before[folder] for folder in before} == {folder: set() for folder in before}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAM_ENV))
+def test_hostile_environment_read_at_start_up(name: str, tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("spark-compile")
+    for value in PROGRAM_ENV[name]:
+        proc = subprocess.run([str(script), "schema"], capture_output=True, text=True, check=False, cwd=tmp_path,
+                              env={**os.environ, name: value}, timeout=120)
+        assert (proc.returncode, proc.stderr) == (0, ""), (name, value, proc.stderr[-2000:])
+
+
+@pytest.mark.parametrize("argv", REGENERATE["--check"], ids=[repr(a)[:40] for a in REGENERATE["--check"]])
+def test_hostile_regenerate_command_lines_never_regenerate(argv: tuple[str, ...], monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from spark_compile.commands import regenerate
+
+    def refused(*args: object) -> object:
+        raise AssertionError(f"{argv!r} started a regeneration")
+
+    monkeypatch.setattr(regenerate, "_steps", refused)
+    monkeypatch.setattr(regenerate, "planted", refused)
+    code = regenerate.main(list(argv))
+    out, err = capsys.readouterr()
+    assert code == (0 if argv == ("--help",) else 2), (code, err)
+    assert "Traceback" not in out + err
+
+
+@pytest.mark.parametrize("huge", HUGE_NUMBERS, ids=lambda n: f"{str(n)[:6]}({len(str(n))} chars)")
+@pytest.mark.parametrize("path", sorted(number_lists()))
+def test_a_huge_number_in_a_list_of_numbers_is_a_finding(path: str, huge: float, tmp_path: Path) -> None:
+    keys = tuple("x" if part == "*" else part for part in path.split("."))
+    outcome = run_main("check", str(child_profile(tmp_path, setting(keys, [1, huge]))))
+    assert_handled(outcome)
+    assert outcome.code == 1 and " error: " in outcome.out, outcome.out[-2000:]
