@@ -1,8 +1,12 @@
-"""The command line under hostile input: every option that takes a path, a revision, a pattern, an
-interpreter or a file's contents, enumerated from the real parsers, run with the hostile values of its kind.
+"""Every surface under hostile input: each option of the command line that takes a path, a revision, a
+pattern, an interpreter or a file's contents, enumerated from the real parsers, run with the hostile values of
+its kind; the fleet scripts' commands and options (fleet_inputs.py); the environment the tool reads,
+`regenerate`'s options and every list of numbers of the schema (tool_inputs.py). A surface with no hostile
+values fails the coverage tests.
 
-Every run must end in exit 0, 1 or 2 with no traceback, print nothing that moves the cursor or reorders text,
-run nothing hidden in a value (the canary) and write nothing outside its temporary folder.
+Every run must end in a code of the table (the fleet scripts': no crash, 64 for a usage error) with no
+traceback, run nothing hidden in a value (the canary) and write nothing outside its temporary folder; the
+tool's runs print nothing that moves the cursor or reorders text.
 """
 
 from __future__ import annotations
