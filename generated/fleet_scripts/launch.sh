@@ -76,7 +76,8 @@ start_options() {
             --no-wait) wait=0 ;;
             --rearm) smoke=0 ;;
             --health-timeout)
-                bounded "${2:-}" "$max_seconds" || usage "--health-timeout needs seconds (a whole number to $max_seconds)"
+                bounded "${2:-}" "$max_seconds" ||
+                    usage "--health-timeout needs seconds (a whole number, at most $max_seconds)"
                 timeout=$((10#$2))
                 shift
                 ;;
