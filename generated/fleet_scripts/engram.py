@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-# Beside this file in the fleet folder (spark-compile's own module: the plan's rows come from it too).
+# Beside this file in the fleet folder: engram_rows.py is spark-compile's own module (the plan's rows come from
+# it too), fleet_io.py the scripts' one reading of numbers and files.
 from engram_rows import ROW_BYTES, copy_bytes, format_rows, parse_rows, rank_rows
 from engram_rows import table_sizes as config_tables
 from fleet_io import read_text, whole
