@@ -22,7 +22,7 @@ from pathlib import Path
 MAX_FIGURE = 1e9  # past any bench's tokens/s or seconds
 MAX_TEXT = 16 << 20  # a gate output, a memory log, a verdict or a config.json is kilobytes
 _DIGITS = re.compile(r"-?[0-9]{1,19}")
-_DECIMAL = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,12})?")
+_DECIMAL = re.compile(r"[0-9]{1,17}(?:\.[0-9]{1,17})?(?:e[-+]?[0-9]{1,3})?")  # what repr() of a float prints
 _HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}|\[[0-9A-Fa-f:.]{2,45}\]")
 
 
@@ -48,7 +48,7 @@ def wholes(low: int, high: int, most: int) -> Callable[[str], list[int]]:
 
 
 def decimal(low: float, high: float) -> Callable[[str], float]:
-    """An argparse type: a decimal number (digits, an optional fraction) from low to high."""
+    """An argparse type: a decimal number (digits, an optional fraction and exponent) from low to high."""
     def parse(text: str) -> float:
         value = float(text) if _DECIMAL.fullmatch(text) else math.nan
         if low <= value <= high:
