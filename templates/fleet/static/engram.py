@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     copy_cmd.add_argument("snapshot", type=Path)
     copy_cmd.add_argument("dest", type=Path)
     copy_cmd.add_argument("--rows", required=True, help="L:lo:hi,... (engram.py rows prints them)")
-    copy_cmd.add_argument("--slack", type=whole(0, 1 << 50), default=SLACK, help="bytes to leave free beyond the rows")
+    copy_cmd.add_argument("--slack", type=whole(0, (1 << 63) - 1), default=SLACK,
+                          help="bytes to leave free beyond the rows")
     copy_cmd.add_argument("--samples", type=whole(0, 1 << 30), default=2000)
     verify_cmd = sub.add_parser("verify", help="check a node-local copy against the checkpoint")
     verify_cmd.add_argument("snapshot", type=Path)
