@@ -1,8 +1,9 @@
 """spark-compile: typed fleet profiles compiled into per-rank SGLang launch artifacts."""
 
-import contextlib
+# The interrupt handler goes in before anything else is imported: `_signal`, `os` and `sys` are already loaded
+# by the interpreter's start-up, so no Ctrl-C lands in an import of ours with the interpreter's traceback.
+import _signal  # type: ignore[import-not-found]  # no stubs; `signal` would import enum first
 import os
-import signal
 import sys
 
 __version__ = "0.2.0"
@@ -20,12 +21,14 @@ def _set_up_the_program() -> None:
     place."""
     program = os.path.basename(sys.argv[0]) if sys.argv else ""
     if program in ("-m", "spark-compile"):
-        signal.signal(signal.SIGINT, _interrupted)
+        _signal.signal(_signal.SIGINT, _interrupted)
         # The interrupt test signals once this handler is in place, not after a guessed delay.
         ready = os.environ.get("SPARK_COMPILE_TEST_READY_FD", "")
-        if ready.isdigit():
-            with contextlib.suppress(OSError):
+        if ready.isascii() and ready.isdigit() and len(ready) <= 9:  # a file descriptor, nothing else
+            try:  # noqa: SIM105 - contextlib is not loaded yet
                 os.write(int(ready), b"r")
+            except OSError:
+                pass  # the test's pipe is gone: nothing to tell
 
 
 _set_up_the_program()

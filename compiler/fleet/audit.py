@@ -118,21 +118,26 @@ def sections_capture(sections: dict[str, tuple[int, bytes]], where: str) -> Capt
     return Capture(sections)
 
 
-def _read_bounded(path: Path, limit: int) -> bytes:
-    """At most ``limit`` bytes of a regular file, opened without blocking (a FIFO named *.audit never hangs
-    the audit) and without following a symlink; OSError for anything else."""
+def _read_regular(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, opened without blocking (a FIFO never hangs the audit) and without following a
+    symlink, sized before it is read (a sparse 10 GiB file is refused unread); OSError for anything else."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
-        chunks, size = [], 0
-        while size < limit:
-            chunk = os.read(fd, limit - size)
+        too_large = OSError(errno.EFBIG, f"larger than {limit} bytes")
+        if info.st_size > limit:
+            raise too_large
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:  # bounded still: the file can grow after its size was taken
+            chunk = os.read(fd, limit + 1 - size)
             if not chunk:
-                break
+                return b"".join(chunks)
             chunks.append(chunk)
             size += len(chunk)
-        return b"".join(chunks)
+        raise too_large
     finally:
         os.close(fd)
 
@@ -144,10 +149,7 @@ def read_captures(directory: Path) -> tuple[dict[int, Capture], list[str]]:
     paths = sorted(directory.glob("*.audit"))[:MAX_FILES]
     for path in paths:
         try:
-            data = _read_bounded(path, MAX_CAPTURE + 1)
-            if len(data) > MAX_CAPTURE:
-                raise CaptureError(f"{path}: larger than {MAX_CAPTURE} bytes: not a capture")
-            capture = parse_capture(data, str(path))
+            capture = parse_capture(_read_regular(path, MAX_CAPTURE), str(path))
         except OSError as exc:
             errors.append(f"{path}: cannot be read: {exc.strerror or exc}")
             continue
@@ -477,11 +479,15 @@ def main(argv: list[str]) -> int:
                 return usage(f"--format takes text or json, not {safe(value)}")
         else:
             return usage(f"unknown option {safe(option)}")
-    if len(rest) != 1 or not Path(rest[0]).is_dir():
+    try:
+        folder = len(rest) == 1 and Path(rest[0]).is_dir()
+    except OSError:  # a name the system refuses (too long)
+        folder = False
+    if not folder:
         return usage("name the folder of the captures")
     try:
-        plan = json.loads(plan_path.read_text())
-    except (OSError, ValueError) as exc:
+        plan = json.loads(_read_regular(plan_path, MAX_CAPTURE))
+    except (OSError, ValueError, RecursionError) as exc:
         return usage(f"cannot read the plan {plan_path}: {exc}")
     captures, errors = read_captures(Path(rest[0]))
     for error in errors:

@@ -28,10 +28,11 @@ from spark_compile.stages.render import FILE_MODE, SCRIPT_MODE, TEMPLATES, Artif
 
 SCRIPTS_DIR = "fleet_scripts"
 STATIC_SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "window.sh", "launch.sh", "verify.sh", "watchdog.sh", "smoke.py",
-                  "engram.py", "gate.py", "gate_scoring.py", "verdict.py")
+                  "engram.py", "gate.py", "gate_scoring.py", "verdict.py", "fleet_io.py")
 # The compiler's own modules the scripts import or run (standard library only), shipped as they are.
 MODULES = {"audit.py": Path(audit.__file__), "engram_rows.py": Path(engram_rows.__file__)}
-SOURCED = ("fleet-lib.sh", "dry-run.sh", "window.sh", "gate_scoring.py", "engram_rows.py")  # read, never run
+# Read or imported, never run.
+SOURCED = ("fleet-lib.sh", "dry-run.sh", "window.sh", "gate_scoring.py", "engram_rows.py", "fleet_io.py")
 INSTALLER = "install.py"
 MANIFEST = "MANIFEST.json"
 # Extra time a watchdog run may take beyond the relaunch's own health wait: postmortem, stop, preflight.

@@ -245,8 +245,9 @@ def _locked(root: Path) -> Iterator[None]:
 
 
 def _maybe_die(count: int) -> None:
-    limit = os.environ.get(KILL_AFTER_ENV)
-    if limit is not None and count >= int(limit):
+    """The crash test's fault: SIGKILL once ``count`` files are written; a value that is no small number is none."""
+    limit = os.environ.get(KILL_AFTER_ENV, "")
+    if limit.isascii() and limit.isdigit() and len(limit) <= 18 and count >= int(limit):
         os.kill(os.getpid(), 9)
 
 

@@ -25,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-# Beside this file in the fleet folder (spark-compile's own module: the plan's rows come from it too).
+# Beside this file in the fleet folder: engram_rows.py is spark-compile's own module (the plan's rows come from
+# it too), fleet_io.py the scripts' one reading of numbers and files.
 from engram_rows import ROW_BYTES, copy_bytes, format_rows, parse_rows, rank_rows
 from engram_rows import table_sizes as config_tables
+from fleet_io import read_text, whole
 
 MANIFEST = "engram-local.json"
 INDEX = "model.safetensors.index.json"
@@ -62,7 +64,7 @@ class Tensor:
 def table_sizes(snapshot: Path) -> dict[int, int]:
     """{layer: rows} from SNAPSHOT/config.json."""
     try:
-        return config_tables(json.loads((snapshot / "config.json").read_text()))
+        return config_tables(json.loads(read_text(snapshot / "config.json")))
     except ValueError as err:
         raise CheckFailedError(str(err)) from None
 
@@ -81,7 +83,7 @@ def header(shard: Path) -> tuple[int, dict[str, Any]]:
 
 def tensors(snapshot: Path, layers: list[int]) -> list[Tensor]:
     """The weight and scale tensors of each layer, found through the checkpoint's index."""
-    weight_map: dict[str, str] = json.loads((snapshot / INDEX).read_text())["weight_map"]
+    weight_map: dict[str, str] = json.loads(read_text(snapshot / INDEX))["weight_map"]
     found = []
     for layer in layers:
         for kind in ("weight", "scale"):
@@ -135,7 +137,7 @@ def copy(snapshot: Path, dest: Path, rows: dict[int, tuple[int, int]], slack: in
 
 
 def verify(snapshot: Path, dest: Path, samples: int) -> None:
-    rows = {int(k): (int(v[0]), int(v[1])) for k, v in json.loads((dest / MANIFEST).read_text())["layers"].items()}
+    rows = {int(k): (int(v[0]), int(v[1])) for k, v in json.loads(read_text(dest / MANIFEST))["layers"].items()}
     bad = []
     for tensor in tensors(snapshot, sorted(rows)):
         copy_path = dest / tensor.shard.name
@@ -163,17 +165,18 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     rows_cmd = sub.add_parser("rows", help="row counts from config.json and each rank's rows")
     rows_cmd.add_argument("snapshot", type=Path)
-    rows_cmd.add_argument("--tp", type=int, default=4)
+    rows_cmd.add_argument("--tp", type=whole(1, 4096), default=4)
     copy_cmd = sub.add_parser("copy", help="make and verify a node-local copy")
     copy_cmd.add_argument("snapshot", type=Path)
     copy_cmd.add_argument("dest", type=Path)
     copy_cmd.add_argument("--rows", required=True, help="L:lo:hi,... (engram.py rows prints them)")
-    copy_cmd.add_argument("--slack", type=int, default=SLACK, help="bytes to leave free beyond the rows")
-    copy_cmd.add_argument("--samples", type=int, default=2000)
+    copy_cmd.add_argument("--slack", type=whole(0, (1 << 63) - 1), default=SLACK,
+                          help="bytes to leave free beyond the rows")
+    copy_cmd.add_argument("--samples", type=whole(0, 1 << 30), default=2000)
     verify_cmd = sub.add_parser("verify", help="check a node-local copy against the checkpoint")
     verify_cmd.add_argument("snapshot", type=Path)
     verify_cmd.add_argument("dest", type=Path)
-    verify_cmd.add_argument("--samples", type=int, default=2000)
+    verify_cmd.add_argument("--samples", type=whole(0, 1 << 30), default=2000)
     args = parser.parse_args(argv)
     try:
         if args.command == "rows":

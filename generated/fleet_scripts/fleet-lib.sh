@@ -30,6 +30,10 @@ shown() {
     printf '%q' "$1"
 }
 
+# The longest wait an option of the scripts may ask for: a week, the compiler's MAX_SECONDS (spec/checks.py).
+# shellcheck disable=SC2034  # read by launch.sh and verify.sh, which source this file
+max_seconds=604800
+
 # bounded VALUE MAX: 0 when VALUE is a decimal number (ASCII digits only) no greater than MAX.
 bounded() {
     [[ $1 =~ ^[0-9]{1,18}$ ]] && ((10#$1 <= $2))

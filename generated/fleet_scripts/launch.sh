@@ -76,8 +76,9 @@ start_options() {
             --no-wait) wait=0 ;;
             --rearm) smoke=0 ;;
             --health-timeout)
-                [[ ${2:-} =~ ^[0-9]+$ ]] || usage "--health-timeout needs seconds (a whole number)"
-                timeout=$2
+                bounded "${2:-}" "$max_seconds" ||
+                    usage "--health-timeout needs seconds (a whole number, at most $max_seconds)"
+                timeout=$((10#$2))
                 shift
                 ;;
             *) usage "start: unknown option '$1'" ;;

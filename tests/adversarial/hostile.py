@@ -11,6 +11,8 @@ import contextlib
 import io
 import json
 import os
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -65,6 +67,18 @@ def run_main(*argv: str) -> Outcome:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
     return Outcome(code, out.getvalue(), err.getvalue())
+
+
+def peak_rss_mib(argv: list[str], cwd: Path) -> tuple[Outcome, float]:
+    """``spark-compile ARGV`` in a child process, and the child's peak resident memory in MiB."""
+    # VmHWM, not ru_maxrss: Linux carries the forking process's peak into the child's ru_maxrss across exec, so
+    # a large test worker would be counted; VmHWM belongs to the child's own address space.
+    code = ("import re, sys; from spark_compile.cli import main; rc = main(sys.argv[1:]); "
+            "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()); "
+            "print(int(hwm.group(1)) // 1024, file=sys.stderr); sys.exit(rc)")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], cwd=cwd, capture_output=True, text=True, check=False)
+    err, _, peak = proc.stderr.rstrip("\n").rpartition("\n")
+    return Outcome(proc.returncode, proc.stdout, err + "\n" if err else ""), float(peak)
 
 
 def assert_handled(outcome: Outcome) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hostile import assert_handled, child_profile, run_main
+from hostile import assert_handled, child_profile, peak_rss_mib, run_main
 from items import check_text, findings
 from items import extends_reference as _extends
 from round2 import assert_terminal_safe, fake_engine
@@ -185,16 +185,6 @@ def test_item16_the_text_report_is_linear(tmp_path: Path) -> None:
     assert 1.5 < growth < 2.6, growth
 
 
-def _peak_rss_mib(argv: list[str], cwd: Path) -> tuple[int, float]:
-    # VmHWM, not ru_maxrss: Linux carries the forking process's peak into the child's ru_maxrss across exec, so
-    # a large test worker would be counted; VmHWM belongs to the child's own address space.
-    code = ("import re, sys; from spark_compile.cli import main; rc = main(sys.argv[1:]); "
-            "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()); "
-            "print(int(hwm.group(1)) // 1024, file=sys.stderr); sys.exit(rc)")
-    proc = subprocess.run([sys.executable, "-c", code, *argv], cwd=cwd, capture_output=True, text=True, check=False)
-    return proc.returncode, float(proc.stderr.strip().splitlines()[-1])
-
-
 def test_item17_check_generated_never_follows_a_symlink(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert run_main("compile", str(REFERENCE_PROFILE), "--out", str(out)).code == 0
@@ -204,8 +194,8 @@ def test_item17_check_generated_never_follows_a_symlink(tmp_path: Path) -> None:
     readme = out / "dsv41-4spark" / "README.md"
     readme.unlink()
     readme.symlink_to(big)
-    code, peak = _peak_rss_mib(["check", "--generated", "--out", str(out), str(REFERENCE_PROFILE)], ROOT)
-    assert code == 1 and peak < 400, peak
+    outcome, peak = peak_rss_mib(["check", "--generated", "--out", str(out), str(REFERENCE_PROFILE)], ROOT)
+    assert outcome.code == 1 and peak < 400, peak
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024 < 3000
 
 
@@ -221,8 +211,8 @@ def test_item17_a_huge_gitrev_blob_is_sized_before_it_is_read(tmp_path: Path) ->
     subprocess.run([*git, "add", "p.yaml"], cwd=repo, check=True)
     subprocess.run([*git, "commit", "-qm", "big"], cwd=repo, check=True)
     (repo / "p.yaml").write_text("name: x\n")
-    code, peak = _peak_rss_mib(["diff", "HEAD:p.yaml", "p.yaml"], repo)
-    assert code == 1 and peak < 150, peak  # SC108 (over 1 MiB) on the old side, found without reading it
+    outcome, peak = peak_rss_mib(["diff", "HEAD:p.yaml", "p.yaml"], repo)
+    assert outcome.code == 1 and peak < 150, peak  # SC108 (over 1 MiB) on the old side, found without reading it
 
 
 # -- secrets -------------------------------------------------------------------------------------------------

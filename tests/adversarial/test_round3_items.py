@@ -4,17 +4,26 @@ the consumer gets. The `import --trace` sandbox's own tests live in tests/import
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
-from hostile import assert_handled, child_profile, run_main
+from hostile import assert_handled, child_profile, peak_rss_mib, run_main
 from items import findings
 
+import spark_compile
 from spark_compile.commands import error_log
+from spark_compile.common.errors import EXIT_INTERRUPTED
+from spark_compile.fleet.audit import MAX_CAPTURE
 from spark_compile.spec.checks import INT64_MAX, MAX_FLEET_NODES, MAX_PARALLEL
 from spark_compile.stages.load import MAX_NODES
 from spark_compile.stages.resolve import extends_roots
+
+from conftest import REFERENCE_PROFILE
 
 
 # -- resources: a bound is a finding with the limit, never a hang --------------------------------------
@@ -45,6 +54,20 @@ def test_more_fleet_nodes_than_the_bound_is_a_finding(tmp_path: Path) -> None:
     assert_handled(outcome)
     expected = f"fleet.nodes: takes at most {MAX_FLEET_NODES} item(s), got a list"
     assert [f[2:] for f in findings(outcome)] == [("SC109", expected)]
+
+
+def test_audit_inspect_never_holds_a_sparse_capture_in_memory(tmp_path: Path) -> None:
+    empty, sparse = tmp_path / "empty", tmp_path / "sparse"
+    empty.mkdir()
+    sparse.mkdir()
+    with (sparse / "rank0-spark-0.audit").open("wb") as handle:
+        handle.truncate(10 << 30)  # 10 GiB that are never read: the size refuses it
+    _, floor = peak_rss_mib(["audit", str(REFERENCE_PROFILE), "--inspect", str(empty)], tmp_path)
+    outcome, peak = peak_rss_mib(["audit", str(REFERENCE_PROFILE), "--inspect", str(sparse)], tmp_path)
+    assert outcome.code == 4
+    assert outcome.err.splitlines()[-1] == (
+        f"spark-compile: error: {sparse / 'rank0-spark-0.audit'}: cannot be read: larger than {MAX_CAPTURE} bytes")
+    assert peak - floor < MAX_CAPTURE / 4 / (1 << 20), (floor, peak)  # nothing of the capture was read
 
 
 _ALIAS_BOMB = "runtime: sglang\nmodel: m\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
@@ -109,3 +132,39 @@ def test_the_traceback_log_in_the_user_cache_never_hangs_on_a_fifo_nor_follows_a
     assert error_log.write_log("Traceback ...\n") is None
     assert victim.read_text() == "keep\n"
     assert stat.S_ISFIFO(os.lstat(planted).st_mode) if kind == "fifo" else planted.is_symlink()
+
+
+# -- left from before --------------------------------------------------------------------------------
+_PROBE = Path(__file__).with_name("interrupt_probe.py")
+_SCRIPT = Path(sys.executable).with_name("spark-compile")  # the console script pip made from [project.scripts]
+
+
+def _interrupted_at(at: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(_PROBE), str(_SCRIPT), str(at), "check", str(REFERENCE_PROFILE)],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_ctrl_c_in_the_first_40_ms_prints_no_traceback() -> None:
+    # The first 40 ms are the package's imports before main() takes over: a SIGINT at each of them (a count,
+    # not a delay) is the one line and 130. Before the package's first line the interpreter is its own.
+    whole = _interrupted_at(0)
+    assert whole.stderr.startswith("imports: "), whole.stderr
+    count = int(whole.stderr.split()[-1])
+    points = sorted({*range(1, 13), *range(13, count + 1, max(1, count // 12))})
+    for at in points:
+        proc = _interrupted_at(at)
+        assert (proc.returncode, proc.stderr) == (EXIT_INTERRUPTED, "spark-compile: interrupted\n"), (at, proc.stderr)
+
+
+@pytest.mark.parametrize("delay_ms", [0, 5, 10, 20, 40, 80])
+def test_a_ctrl_c_soon_after_spawn_is_the_line_and_130_or_the_signal(delay_ms: int) -> None:
+    # Sent without waiting for the process: before the interpreter's start-up sets its own handler, SIGINT's
+    # default action ends the process (-SIGINT, which a shell reports as 130); no traceback of ours after that.
+    proc = subprocess.Popen([str(_SCRIPT), "check", str(REFERENCE_PROFILE)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(delay_ms / 1000)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    package = Path(spark_compile.__file__).parent
+    assert str(package) not in err and str(package.resolve()) not in err, err  # no frame of ours
+    assert proc.returncode in (EXIT_INTERRUPTED, -signal.SIGINT) or "<frozen site>" in err, (proc.returncode, err)

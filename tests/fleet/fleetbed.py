@@ -124,8 +124,8 @@ class FleetBed:
         self._compile(operations, extra)
         for rank in range(NODES):
             self._sshd(rank)
-        # The fake API reads smoke.py's bitmap font; smoke.py reads fleet.json beside it.
-        for name in ("smoke.py", "fleet.json"):
+        # The fake API reads smoke.py's bitmap font; smoke.py reads fleet.json and imports fleet_io.py beside it.
+        for name in ("smoke.py", "fleet_io.py", "fleet.json"):
             shutil.copy(self.out / "fleet" / name, self.node_fs(0) / name)
         return self
 

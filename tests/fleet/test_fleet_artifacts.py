@@ -24,7 +24,7 @@ from support.tools import require_tool, shellcheck, systemd_verify
 SCRIPTS = ("fleet-lib.sh", "dry-run.sh", "window.sh", "launch.sh", "verify.sh", "watchdog.sh", "fleet.env")
 STATIC = ROOT / "templates" / "fleet" / "static"
 PYTHON_TOOLS = ("smoke.py", "engram.py", "engram_rows.py", "gate.py", "gate_scoring.py", "verdict.py", "audit.py",
-                "install.py")
+                "fleet_io.py", "install.py")
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +54,8 @@ def test_a_profile_folder_holds_data_and_the_scripts_live_once(compiled: Path, f
             "sglang-dsv41-4spark-watchdog.timer"]
     assert sorted(p.name for p in (compiled / "dsv41-4spark" / "fleet").iterdir()) == data
     static = sorted(p.name for p in STATIC.iterdir())
-    assert static == ["dry-run.sh", "engram.py", "fleet-lib.sh", "gate.py", "gate_scoring.py", "launch.sh",
-                      "smoke.py", "verdict.py", "verify.sh", "watchdog.sh", "window.sh"]
+    assert static == ["dry-run.sh", "engram.py", "fleet-lib.sh", "fleet_io.py", "gate.py", "gate_scoring.py",
+                      "launch.sh", "smoke.py", "verdict.py", "verify.sh", "watchdog.sh", "window.sh"]
     shared = compiled / SCRIPTS_DIR
     # The audit's comparison and the Engram arithmetic are the compiler's own modules, shipped as they are.
     sources = {name: STATIC / name for name in static} | {
@@ -159,8 +159,10 @@ def test_python_tools_are_stdlib_only_python_311(compiled: Path, fleet_dir: Path
                    for alias in node.names}
         modules |= {node.module.split(".")[0] for node in ast.walk(tree)
                     if isinstance(node, ast.ImportFrom) and node.module}
-        # Beside each other in the fleet folder: gate.py imports smoke.py and gate_scoring.py, engram.py its rows.
-        assert modules - {"__future__", "smoke", "gate_scoring", "engram_rows"} <= set(sys.stdlib_module_names), name
+        # Beside each other in the fleet folder: gate.py imports smoke.py and gate_scoring.py, engram.py its rows,
+        # the scripts fleet_io.py.
+        siblings = {"__future__", "smoke", "gate_scoring", "engram_rows", "fleet_io"}
+        assert modules - siblings <= set(sys.stdlib_module_names), name
     smoke = fleet_dir / "smoke.py"
     help_text = subprocess.run([sys.executable, str(smoke), "--help"], capture_output=True, text=True,
                                check=True)

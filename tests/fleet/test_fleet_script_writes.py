@@ -145,3 +145,26 @@ def test_verify_calibrate_never_replaces_a_device_node(fleet: Path, tmp_path: Pa
     assert victim.read_text() == "keep\n"
     assert f"refusing to write {target}: it is not a regular file (a symlink, a device, a folder)" in proc.stderr
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".pins")] == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_verdict_write_never_writes_through_a_planted_file_and_never_hangs_on_one(fleet: Path, tmp_path: Path,
+                                                                                   kind: str) -> None:
+    verdicts, victim = tmp_path / "verdicts", tmp_path / "victim"
+    verdicts.mkdir()
+    victim.write_text("keep\n")
+    planted = verdicts / "dsv41-4spark.verdict.json"
+    if kind == "fifo":
+        os.mkfifo(planted)
+    else:
+        planted.symlink_to(victim)
+    gate = tmp_path / "gate.fifo"
+    os.mkfifo(gate)  # the gate's output named by a hostile window: read as nothing, never waited on
+    argv = ["--dir", str(verdicts), "--candidate", str(fleet.parent), "--gate", str(gate), "--memory", "/dev/zero",
+            "--nodes", "spark-0", "--result", "PASS", "--reason", "r", "--restored", "1", "--started", "0",
+            "--stopped", "1"]
+    proc = subprocess.run(["python3", str(fleet / "verdict.py"), "write", *argv], capture_output=True, text=True,
+                          check=False, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 2 and "not a regular file: not replaced" in proc.stderr, proc.stderr
+    assert victim.read_text() == "keep\n"
+    assert stat.S_ISFIFO(os.lstat(planted).st_mode) if kind == "fifo" else planted.is_symlink()

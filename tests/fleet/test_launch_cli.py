@@ -57,8 +57,9 @@ def test_help_prints_the_header_on_stdout_and_exits_0(deploy: Path) -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (("start", "--bogus"), "start: unknown option '--bogus'"),
     (("start", "--dry-run", "--no-wait"), "start: unknown option '--dry-run'"),
-    (("start", "--health-timeout"), "--health-timeout needs seconds (a whole number)"),
-    (("start", "--health-timeout", "1; id"), "--health-timeout needs seconds (a whole number)"),
+    (("start", "--health-timeout"), "--health-timeout needs seconds (a whole number, at most 604800)"),
+    (("start", "--health-timeout", "1; id"), "--health-timeout needs seconds (a whole number, at most 604800)"),
+    (("start", "--health-timeout", "9" * 400), "--health-timeout needs seconds (a whole number, at most 604800)"),
     (("restart", "--now"), "start: unknown option '--now'"),
     (("stop", "--force"), "stop takes no option or argument, not '--force'"),
     (("preflight", "x"), "preflight takes no option or argument, not 'x'"),

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "templates" / "fleet" / "static"
 REFERENCE_FLEET_JSON = ROOT / "generated" / "dsv41-4spark" / "fleet" / "fleet.json"
 FAKE = ROOT / "tests" / "fleet" / "fake_openai.py"
-GATE_FILES = ("gate.py", "gate_scoring.py", "smoke.py")
+GATE_FILES = ("gate.py", "gate_scoring.py", "smoke.py", "fleet_io.py")
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 

@@ -40,6 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gate_scoring as scoring
 import smoke
+from fleet_io import MAX_FIGURE, decimal
 from gate_scoring import Outcome, Reply
 
 CONFIG = smoke.CONFIG
@@ -236,13 +237,11 @@ def run(name: str, check: Callable[[], Outcome]) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--host", help="the API's address (default: the fleet's, from the head when it is loopback)")
-    parser.add_argument("--port", type=int, default=CONFIG["port"])
-    parser.add_argument("--model", default=CONFIG["model"])
-    parser.add_argument("--timeout", type=float, default=CONFIG["timeout"], help="seconds per request")
+    smoke.add_api_options(parser)
     parser.add_argument("--only", default="", help="comma-separated check names")
-    parser.add_argument("--baseline-tps", type=float, help="the previous verdict's bench tokens/s")
-    parser.add_argument("--baseline-ttft", type=float, help="the previous verdict's bench time to first token (s)")
+    parser.add_argument("--baseline-tps", type=decimal(0, MAX_FIGURE), help="the previous verdict's bench tokens/s")
+    parser.add_argument("--baseline-ttft", type=decimal(0, MAX_FIGURE),
+                        help="the previous verdict's bench time to first token (s)")
     parser.add_argument("--baseline-from", default="", help="which verdict the baseline comes from")
     args = parser.parse_args(argv)
     # Parsed here first: --help and a bad option are answered locally, never sent (with the key) to the head.

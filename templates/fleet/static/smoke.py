@@ -41,10 +41,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fleet_io import decimal, host, whole, wholes
+
 CONFIG: dict[str, Any] = json.loads(Path(__file__).with_name("fleet.json").read_text())
 SSH_BASE = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=15"]
 CHARS_PER_TOKEN_GUESS = 4.0
 NEEDLE_ANSWER_TOKENS = 64
+MAX_NEEDLE = 10_000_000  # tokens: past any context length
 IMAGE_NUMBER = "7351"
 EFFORT_LOW, EFFORT_MAX = 25, 100
 FILLER_WORDS = ["amber", "basalt", "cedar", "delta", "ember", "fjord", "granite", "harbor", "ivory", "juniper",
@@ -287,22 +291,28 @@ def on_head(argv: list[str], script: str = "smoke.py") -> int:
     return subprocess.run(ssh, input=key, text=True, check=False).returncode
 
 
+def add_api_options(parser: argparse.ArgumentParser) -> None:
+    """--host, --port, --model and --timeout, bounded: smoke.py's and gate.py's."""
+    parser.add_argument("--host", type=host,
+                        help="the API's address (default: the fleet's, from the head when it is loopback)")
+    parser.add_argument("--port", type=whole(1, 65535), default=CONFIG["port"])
+    parser.add_argument("--model", default=CONFIG["model"])
+    parser.add_argument("--timeout", type=decimal(0.001, 86400), default=CONFIG["timeout"], help="seconds per request")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--host", help="the API's address (default: the fleet's, from the head when it is loopback)")
-    parser.add_argument("--port", type=int, default=CONFIG["port"])
-    parser.add_argument("--model", default=CONFIG["model"])
-    parser.add_argument("--timeout", type=float, default=CONFIG["timeout"], help="seconds per request")
+    add_api_options(parser)
     parser.add_argument("--only", default="", help="comma-separated check names; needle means every size")
-    parser.add_argument("--needle-tokens", default=",".join(map(str, CONFIG["needle_tokens"])))
+    parser.add_argument("--needle-tokens", type=wholes(1, MAX_NEEDLE, 64),
+                        default=",".join(map(str, CONFIG["needle_tokens"])))
     args = parser.parse_args(argv)
     # Parsed here first: --help and a bad option are answered locally, never sent (with the key) to the head.
     if CONFIG["via_head"] and os.environ.get("SPARK_ON_HEAD") != "1" and args.host is None:
         return on_head(argv)
     api = Api(args.host or CONFIG["host"], args.port, args.model, args.timeout)
-    sizes = [int(size) for size in args.needle_tokens.split(",") if size]
-    checks = smoke_checks(api, sizes)
+    checks = smoke_checks(api, args.needle_tokens)
     only = {name for name in args.only.split(",") if name}
     unknown = {name for name in only if name != "needle" and name not in checks}
     if unknown:

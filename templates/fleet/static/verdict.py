@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A release window's verdict: a small JSON and Markdown record the operator commits beside the profile.
 
-A static file of spark-compile, run by launch.sh window (window.sh). Standard library only.
+A static file of spark-compile, run by launch.sh window (window.sh). Standard library and fleet_io.py only.
 
     verdict.py baseline DIR      gate.py's bench baseline options from the newest verdict in DIR whose bench
                                  passed (nothing when there is none)
@@ -25,7 +25,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fleet_io import MAX_FIGURE, read_text, replace_text, whole
+
 SUFFIX = ".verdict.json"
+MAX_EPOCH = 253402300799  # the last second of 9999, the last a date can show
 
 
 def when(epoch: int) -> str:
@@ -64,18 +68,19 @@ def memory_peaks(text: str, nodes: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def read(path: str) -> str:
+    """A window's file (gate output, memory samples); empty when it is missing or not a bounded regular file."""
     try:
-        return Path(path).read_text(errors="replace")
+        return read_text(path)
     except OSError:
         return ""
 
 
 def build(args: argparse.Namespace) -> dict[str, Any]:
     folder = Path(args.candidate)
-    fleet = json.loads((folder / "fleet" / "fleet.json").read_text())
-    plan = json.loads((folder / "plan.json").read_text())
+    fleet = json.loads(read_text(folder / "fleet" / "fleet.json"))
+    plan = json.loads(read_text(folder / "plan.json"))
     # The compile's MANIFEST.json: the profile chain it read, the candidate's own file first, with sha256s.
-    sources = json.loads((folder / "MANIFEST.json").read_text()).get("sources") or [{}]
+    sources = json.loads(read_text(folder / "MANIFEST.json")).get("sources") or [{}]
     checks = gate_checks(read(args.gate))
     bench = next((c["figures"] for c in checks if c["name"] == "bench" and c["result"] == "PASS"), None)
     return {
@@ -117,25 +122,22 @@ def write(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{verdict['profile']}{SUFFIX}"
-    target.write_text(json.dumps(verdict, indent=2, sort_keys=True) + "\n")
-    target.with_suffix(".md").write_text(markdown(verdict))
+    replace_text(target, json.dumps(verdict, indent=2, sort_keys=True) + "\n")
+    replace_text(target.with_suffix(".md"), markdown(verdict))
     print(f"verdict {verdict['result']}: {target} and {target.with_suffix('.md').name}")
     return 0
 
 
-# Past any bench's tokens/s or seconds; also bounds an integer before float() (a 400-digit one overflows it).
-_MAX_FIGURE = 1e9
-
-
 def _figure(value: Any) -> float | None:
     """A bench figure of a verdict file (which anyone with the folder may have edited): a number in
-    (0, _MAX_FIGURE], else None."""
+    (0, MAX_FIGURE], else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    if isinstance(value, int) and not 0 < value <= _MAX_FIGURE:
+    # An integer is bounded before float(): a 400-digit one overflows it.
+    if isinstance(value, int) and not 0 < value <= MAX_FIGURE:
         return None
     number = float(value)
-    return number if math.isfinite(number) and 0 < number <= _MAX_FIGURE else None
+    return number if math.isfinite(number) and 0 < number <= MAX_FIGURE else None
 
 
 def _label(text: str) -> str:
@@ -149,7 +151,7 @@ def baseline_options(folder: str) -> list[str]:
     found = []
     for path in sorted(Path(folder).glob(f"*{SUFFIX}")):
         try:
-            verdict = json.loads(path.read_text(errors="replace"))
+            verdict = json.loads(read_text(path))
         except (OSError, ValueError, RecursionError):
             continue
         bench = verdict.get("bench") if isinstance(verdict, dict) else None
@@ -178,12 +180,16 @@ def main(argv: list[str] | None = None) -> int:
     out = sub.add_parser("write")
     for name in ("dir", "candidate", "gate", "memory", "nodes", "result", "reason", "restored"):
         out.add_argument(f"--{name}", required=True)
-    out.add_argument("--started", type=int, required=True)
-    out.add_argument("--stopped", type=int, required=True)
+    out.add_argument("--started", type=whole(0, MAX_EPOCH), required=True)
+    out.add_argument("--stopped", type=whole(0, MAX_EPOCH), required=True)
     out.add_argument("--log", default="")
     out.add_argument("--files", default="", help="the window's folder: gate output, memory samples, rank logs")
     args = parser.parse_args(argv)
-    return baseline(args.dir) if args.command == "baseline" else write(args)
+    try:
+        return baseline(args.dir) if args.command == "baseline" else write(args)
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as err:  # a candidate folder that is not one
+        print(f"verdict.py: error: {type(err).__name__}: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

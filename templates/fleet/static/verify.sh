@@ -51,7 +51,14 @@ timeout=$health_timeout
 calibrate=""
 while (($#)); do
     case $1 in
-        --timeout) timeout=${2:?--timeout needs seconds}; shift ;;
+        --timeout)
+            if ! bounded "${2:-}" "$max_seconds" || ((10#$2 < 1)); then
+                echo "verify.sh: --timeout needs seconds (a whole number from 1 to $max_seconds)" >&2
+                exit 64
+            fi
+            timeout=$((10#$2))
+            shift
+            ;;
         --calibrate) calibrate=${2:?--calibrate needs a file}; shift ;;
         *) echo "usage: $0 [--timeout S] [--calibrate FILE]" >&2; exit 64 ;;
     esac
