@@ -160,15 +160,18 @@ def graph_batch(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("SC207", "error", "chunked prefill a multiple of the page size",
-      "DeepSeek-V4 forces page size 256; SGLang refuses a chunked-prefill-size that is not a multiple.",
+      "SGLang asserts that chunked_prefill_size is divisible by page_size (validation_hook): the page size the "
+      "profile writes (engine.page_size), or the one the architecture forces (DeepSeek-V4: 256).",
       "limits: {chunked_prefill_size: 2000}", "limits: {chunked_prefill_size: 2048}")
 def chunk_pages(ctx: Context) -> Iterator[Hit]:
-    family = ctx.family
-    chunk = ctx.profile.engine.limits.chunked_prefill_size
-    if family and family.page_size and chunk is not None and chunk % family.page_size:
+    family, eng = ctx.family, ctx.profile.engine
+    chunk = eng.limits.chunked_prefill_size
+    page, whose = (family.page_size, f"{family.architecture}'s page size") if family and family.page_size \
+        else (eng.page_size, "engine.page_size")
+    if page and chunk is not None and chunk > 0 and chunk % page:
         yield Hit(("engine", "limits", "chunked_prefill_size"),
-                  f"chunked_prefill_size {chunk} is not a multiple of {family.architecture}'s page size "
-                  f"{family.page_size}", f"use {chunk // family.page_size * family.page_size or family.page_size}")
+                  f"chunked_prefill_size {chunk} is not a multiple of {whose} {page}",
+                  f"use {chunk // page * page or page}")
 
 
 @rule("SC208", "error", "memory fraction in (0, 1)",

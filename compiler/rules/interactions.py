@@ -1,7 +1,8 @@
-"""SC254-SC258, SC261-SC262: pairs of settings SGLang 0.5.23 judges together in _handle_eagle_family, the
-data-parallel and KV cache hooks (speculative steps against top-k, draft tokens and the attention backend; a
-standalone draft against attention DP and mixed chunked prefill; attention DP against the prefill chunk; the
-hierarchical cache against disable-radix-cache), judged from the profile without running SGLang.
+"""SC254-SC258, SC261-SC264: pairs of settings SGLang 0.5.23 judges together in _handle_eagle_family, _handle_dspark,
+the data-parallel and KV cache hooks (speculative steps against top-k, draft tokens and the attention backend; a
+standalone draft against attention DP and mixed chunked prefill; attention DP against the prefill chunk and against
+dp 1; a DSPARK draft against the checkpoint; the hierarchical cache against disable-radix-cache), judged from the
+profile without running SGLang.
 """
 
 from __future__ import annotations
@@ -126,3 +127,45 @@ def mixed_chunk_draft(ctx: Context) -> Iterator[Hit]:
     if algorithm in NO_MIXED_CHUNK_ALGORITHMS and mixed and mixed[0] is True:
         yield Hit(mixed[1], f"SGLang runs {algorithm} speculative decoding without mixed chunked prefill: it turns "
                   "enable-mixed-chunk off", "remove engine.args.enable-mixed-chunk (the draft keeps running)")
+
+
+# The config.json keys by which SGLang knows a checkpoint bundles its DSpark draft head
+# (dspark_config.checkpoint_bundles_dspark_draft).
+DSPARK_BUNDLE_KEYS = ("dspark_block_size", "dspark_markov_rank", "dspark_noise_token_id", "dspark_target_layer_ids")
+
+
+@rule("SC263", "error", "a DSPARK draft SGLang can find",
+      "Without --speculative-draft-model-path SGLang's _handle_dspark takes the draft from the target checkpoint: "
+      "its config.json's dspark_* keys (a bundled draft head) or a dspark/ subfolder with its own config.json; "
+      "with neither it refuses to start.",
+      "engine: {speculative: {algorithm: DSPARK}}   # a Qwen3 checkpoint, no draft",
+      "engine: {speculative: {algorithm: DSPARK, draft: {repo: /srv/models/qwen3-dspark}}}")
+def dspark_draft_found(ctx: Context) -> Iterator[Hit]:
+    spec, config, build = ctx.profile.engine.speculative, ctx.model_config, ctx.engine_catalog
+    if spec.algorithm != "DSPARK" or spec.draft is not None or config is None:
+        return
+    if build is None or build.by_dest("speculative_dspark_block_size") is None:
+        return  # a build without DSpark (SC304 says so)
+    # SGLang reads the text model's config of a multimodal checkpoint (DeepSeek-V4.1 keeps them in text_config).
+    text = config.get("text_config")
+    places = (config, text) if isinstance(text, dict) else (config,)
+    if not any(place.get(key) is not None for place in places for key in DSPARK_BUNDLE_KEYS):
+        yield Hit(("engine", "speculative", "algorithm"), "SGLang refuses DSPARK here: model.config_json carries no "
+                  "bundled DSpark draft (no dspark_* key) and no engine.speculative.draft names one (\"DSpark dense "
+                  "speculative decoding requires setting --speculative-draft-model-path\")",
+                  "name the DSpark draft's host directory in engine.speculative.draft.repo (a draft shipped as "
+                  "the checkpoint's dspark/ subfolder: that folder), or remove engine.speculative")
+
+
+@rule("SC264", "warning", "attention DP wider than one rank",
+      "In builds with --attn-dp-size SGLang turns --enable-dp-attention into --attn-dp-size of the dp size and "
+      "--dp-size 1 (handle_deprecated_dp_attention): at dp 1 that is attention DP of width 1, which is none.",
+      "engine: {parallel: {tp: 4, dp_attention: true}}", "engine: {parallel: {tp: 4, dp: 4, dp_attention: true}}")
+def dp_attention_width(ctx: Context) -> Iterator[Hit]:
+    par, build = ctx.profile.engine.parallel, ctx.engine_catalog
+    if par.dp_attention and (par.dp or 1) == 1 and build is not None and build.by_dest("attn_dp_size"):
+        tp = par.tp or 1
+        wider = f"set engine.parallel.dp: {tp} (the attention-DP width: a divisor of tp {tp}), or " if tp > 1 else ""
+        yield Hit(("engine", "parallel", "dp_attention"), f"{build.name} runs no attention DP at dp 1: it turns "
+                  "enable-dp-attention into attn-dp-size 1", wider + "remove engine.parallel.dp_attention (it does "
+                  "nothing at dp 1)")
