@@ -81,7 +81,7 @@ start_options() {
                 timeout=$((10#$2))
                 shift
                 ;;
-            *) usage "start: unknown option '$1'" ;;
+            *) usage "start: unknown option $(shown "$1")" ;;
         esac
         shift
     done
@@ -448,11 +448,11 @@ cmd_audit() {
         case $1 in
             --format) fmt=$2 ;;
             --save) save=$2; [ -n "$save" ] || usage ;;
-            *) usage "audit: unknown option '$1'" ;;
+            *) usage "audit: unknown option $(shown "$1")" ;;
         esac
         shift 2
     done
-    [[ $fmt == text || $fmt == json ]] || usage "audit: --format is text or json, not '$fmt'"
+    [[ $fmt == text || $fmt == json ]] || usage "audit: --format is text or json, not $(shown "$fmt")"
     if [ -n "$save" ]; then
         mkdir -p "$save"
         dir=$save
@@ -487,12 +487,12 @@ case ${1:-} in
         ;;
     restart) (start_options "${@:2}") ;;
     --dry-run | dry-run | preflight | stop | rollback | arm | status | install)
-        (($# == 1)) || usage "$1 takes no option or argument, not '$2'"
+        (($# == 1)) || usage "$1 takes no option or argument, not $(shown "$2")"
         ;;
-    postmortem) (($# <= 2)) && [[ ${2:-} != -* ]] || usage "postmortem takes at most a folder, not '${*:2}'" ;;
+    postmortem) (($# <= 2)) && [[ ${2:-} != -* ]] || usage "postmortem takes at most a folder, not $(shown "${*:2}")" ;;
     window | audit) ;;  # their own parsers run before they touch anything
     "") usage ;;
-    *) usage "unknown command '$1'" ;;
+    *) usage "unknown command $(shown "$1")" ;;
 esac
 case ${1:-} in
     preflight | start | stop | restart | rollback | arm) start_run_log "$1" ;;

@@ -178,7 +178,7 @@ cmd_window() {
     case ${1:-} in
         --restore) window_resume; return ;;
         "") usage "window needs the candidate's installed folder (or --restore)" ;;
-        -*) usage "window: '$1' before the candidate's folder (launch.sh window CANDIDATE [--verdict-dir DIR] [--dry-run])" ;;
+        -*) usage "window: $(shown "$1") before the candidate's folder (launch.sh window CANDIDATE [--verdict-dir DIR] [--dry-run])" ;;
     esac
     window_candidate=$(cd "$1" && pwd) || return 64
     shift
@@ -186,7 +186,7 @@ cmd_window() {
         case $1 in
             --verdict-dir) [ -n "${2:-}" ] || usage "window: --verdict-dir needs a folder"; verdicts=$2; shift ;;
             --dry-run) dry=1 ;;
-            *) usage "window: unknown option '$1'" ;;
+            *) usage "window: unknown option $(shown "$1")" ;;
         esac
         shift
     done
