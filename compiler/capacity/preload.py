@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_compile.capacity.weights import GIB
-from spark_compile.spec.hardware import HARDWARE
+from spark_compile.spec.hardware import HARDWARE, Hardware
 from spark_compile.spec.model import Profile
 from spark_compile.stages.model_paths import container_path
 
@@ -36,7 +36,11 @@ class Measured:
 
 def cuda_total_gib(profile: Profile) -> tuple[float, bool]:
     """What CUDA reports as the GPU's total (GiB), and whether the catalog says so (else decimal GB, estimated)."""
-    hw = HARDWARE[profile.hardware]
+    return hardware_total_gib(HARDWARE[profile.hardware])
+
+
+def hardware_total_gib(hw: Hardware) -> tuple[float, bool]:
+    """:func:`cuda_total_gib` of one kind of node (what `check --engine` simulates, too)."""
     if hw.cuda_total_gib is not None:
         return hw.cuda_total_gib, True
     return hw.gpu_memory_gb * 1e9 / GIB, False

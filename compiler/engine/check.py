@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spark_compile.capacity.preload import hardware_total_gib
 from spark_compile.common.findings import Finding, dotted
 from spark_compile.engine.pool import available_bytes, pool_notes
 from spark_compile.engine.probe import NotRunError, run_probe_jobs
@@ -111,7 +112,9 @@ def model_config(path: Path, where: YamlPath = ("model", "config_json")) -> str:
 def hardware_request(name: str) -> dict[str, Any]:
     """The device facts the probe answers torch's queries with, from the hardware catalog."""
     hw = HARDWARE[name]
-    return {"name": hw.name, "capability": list(hw.sm), "gpus": hw.gpus_per_node, "memory_gib": hw.gpu_memory_gb,
+    # What CUDA reports, as the capacity stage reads it: SGLang's memory tiers and fraction then agree with the plan's.
+    return {"name": hw.name, "capability": list(hw.sm), "gpus": hw.gpus_per_node,
+            "memory_gib": round(hardware_total_gib(hw)[0], 2),
             "gpu_name": hw.gpu_name or hw.name, "unified": hw.unified_memory, "machine": hw.cpu_arch}
 
 

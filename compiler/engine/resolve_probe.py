@@ -129,7 +129,7 @@ def simulate(hardware: dict[str, Any]) -> None:
     import torch
 
     major, minor = hardware["capability"]
-    total = int(hardware["memory_gib"]) << 30
+    total = int(float(hardware["memory_gib"]) * (1 << 30))
     name = hardware["gpu_name"]
     props = types.SimpleNamespace(name=name, major=major, minor=minor, total_memory=total,
                                   multi_processor_count=hardware.get("sms", 48), is_integrated=hardware["unified"])

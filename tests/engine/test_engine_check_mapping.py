@@ -64,7 +64,7 @@ def test_the_probe_gets_every_rank_with_paths_and_hardware(tmp_path: Path) -> No
     python = stand_in(tmp_path, [rank(n) for n in range(4)])
     assert check(tmp_path, python)[:2] == (0, [])
     request = json.loads((tmp_path / "request.json").read_text())
-    assert request["hardware"] == {"name": "dgx-spark-gb10", "capability": [12, 1], "gpus": 1, "memory_gib": 128,
+    assert request["hardware"] == {"name": "dgx-spark-gb10", "capability": [12, 1], "gpus": 1, "memory_gib": 121.7,
                                    "gpu_name": "NVIDIA GB10", "unified": True, "machine": "aarch64"}
     [job] = request["jobs"]
     assert [r["rank"] for r in job["ranks"]] == [0, 1, 2, 3]
