@@ -11,6 +11,7 @@ from spark_compile.capacity.kv_dsv4 import Dsv4Inputs, Dsv4Pool, Speculation, Un
 from spark_compile.capacity.kv_model import layout
 from spark_compile.capacity.kv_pools import size_pool
 from spark_compile.capacity.preload import DSV4, cuda_total_gib, tier
+from spark_compile.capacity.spec_defaults import resolve_speculation, written
 from spark_compile.capacity.weights import GIB, Split, text_config
 from spark_compile.spec.hardware import FAMILIES, HARDWARE
 from spark_compile.spec.model import Profile
@@ -59,16 +60,12 @@ class EngineReads:
 
 
 def engine_reads(profile: Profile) -> EngineReads:
-    """Speculation as SGLang resolves it (DSPARK: one step, top-1, block + 1 draft tokens), the page size
+    """Speculation as SGLang resolves it (`spec_defaults`), the page size
     (the one SGLang forces for the family, else engine.page_size), and the limits (an unset chunk: the GPU's)."""
     eng, family = profile.engine, FAMILIES.get(profile.model.architecture)
     spec, limits = eng.speculative, eng.limits
     algorithm = None if spec.algorithm == "none" else spec.algorithm
-    speculation = None
-    if algorithm == "DSPARK" and spec.dspark_block_size is not None:
-        speculation = Speculation(spec.num_draft_tokens or spec.dspark_block_size + 1)
-    elif algorithm is not None and spec.num_draft_tokens is not None:
-        speculation = Speculation(spec.num_draft_tokens, spec.num_steps or 1, spec.eagle_topk or 1)
+    speculation = resolve_speculation(written(profile), profile.model.architecture)
     page_size = family.page_size if family and family.page_size else eng.page_size
     chunk = limits.chunked_prefill_size or tier(cuda_total_gib(profile)[0] * 1024, eng.parallel.tp or 1)[0]
     return EngineReads(algorithm, speculation, page_size, limits.max_total_tokens, limits.mem_fraction_static,
