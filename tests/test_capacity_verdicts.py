@@ -26,9 +26,6 @@ UNKNOWABLE = {
     "tests/engine/profiles/resolution-fails-graphs-off.yaml": "the context length is not known here",
     "tests/profiles/negative/eagle3-draft-tokens.yaml": "a rank's weights are not known here",
     "tests/engine/profiles/draft-not-here.yaml": "a rank's weights are not known here",
-    "tests/profiles/negative/pp-deepseek-v41.yaml": "no split for pipeline parallelism",
-    "tests/profiles/negative/pp-does-not-fit.yaml": "no split for pipeline parallelism",
-    "tests/profiles/negative/pp-with-speculative.yaml": "no split for pipeline parallelism",
 }
 
 

@@ -44,6 +44,21 @@ def _linear_layers(t: dict[str, Any], layers: int) -> int:
     return layers - layers // interval if isinstance(interval, int) and interval > 0 else 0
 
 
+def stage_view(t: dict[str, Any], start: int, end: int) -> dict[str, Any]:
+    """The config as one pipeline stage's pool sees it: its layers [start, end) only, each layer's kind kept."""
+    layers = _int(t, "num_hidden_layers")
+    if (start, end) == (0, layers):
+        return t
+    types = t.get("layer_types")
+    interval = t.get("full_attention_interval")
+    if not isinstance(types, list) and isinstance(interval, int) and interval > 0:
+        types = ["full_attention" if (layer + 1) % interval == 0 else "linear_attention" for layer in range(layers)]
+    view = {k: v for k, v in t.items() if k != "full_attention_interval"} | {"num_hidden_layers": end - start}
+    if isinstance(types, list):
+        view["layer_types"] = types[start:end]
+    return view
+
+
 def layout(architecture: str, t: dict[str, Any], tp: int, kv_dtype: str | None, draft_layers: int) -> Layout:
     """The pool SGLang picks and its per-token bytes on one rank; KeyError names a missing config field."""
     layers, size = _int(t, "num_hidden_layers"), dtype_bytes(kv_dtype)
