@@ -9,9 +9,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from spark_compile.capacity.kv_dsv4 import Dsv4Inputs, Dsv4Pool, Speculation, UnmodelledError, dsv4_pool
-from spark_compile.capacity.kv_model import layout, stage_view
+from spark_compile.capacity.kv_model import layout
 from spark_compile.capacity.kv_pools import size_pool
-from spark_compile.capacity.pp_split import PartitionError, Stage
+from spark_compile.capacity.pp_split import PartitionError, Stage, stage_ranges
 from spark_compile.capacity.preload import DSV4, cuda_total_gib, tier
 from spark_compile.capacity.spec_defaults import resolve_speculation, written
 from spark_compile.capacity.weights import GIB, Split, text_config
@@ -120,10 +120,10 @@ def draft_layers(profile: Profile, config: dict[str, Any], draft_config: dict[st
 
 def _generic(profile: Profile, config: dict[str, Any], draft_config: dict[str, Any] | None,
              available_gib: float, where: Stage) -> Kv:
-    t, tp = stage_view(text_config(config), where.start, where.end), profile.engine.parallel.tp or 1
+    t, tp = text_config(config), profile.engine.parallel.tp or 1
     reads = engine_reads(profile)
     shape = layout(profile.model.architecture, t, tp, profile.engine.kv_cache_dtype,
-                   draft_layers(profile, config, draft_config))
+                   draft_layers(profile, config, draft_config), (where.start, where.end), stage_ranges(where))
     pool = size_pool(shape, int(available_gib * GIB), reads.page_size or 1)
     return Kv(available_gib, shape.cell_bytes, pool.full_token, None, pool.pool_bytes / GIB,
               f"SGLang 0.5.23 {shape.kind} arithmetic", pool.fixed_bytes / GIB)

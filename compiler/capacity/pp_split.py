@@ -26,6 +26,7 @@ class Stage:
     layers: int
     pp: int = 1
     holds_lm_head: bool = True
+    partition: str | None = None  # SGLANG_PP_LAYER_PARTITION as the rank's environment sets it
 
     @property
     def first(self) -> bool:
@@ -66,4 +67,9 @@ def stage_of(rank: int, nodes: int, pp: int, layers: int, partition: str | None,
         return Stage(0, layers, layers)
     pp_rank = min(rank // max(nodes // pp, 1), pp - 1)
     start, end = pp_indices(layers, pp_rank, pp, partition)
-    return Stage(start, end, layers, pp, end == layers or architecture not in LM_HEAD_ON_LAST_STAGE)
+    return Stage(start, end, layers, pp, end == layers or architecture not in LM_HEAD_ON_LAST_STAGE, partition)
+
+
+def stage_ranges(stage: Stage) -> tuple[tuple[int, int], ...]:
+    """Every stage's layers [start, end) of the pipeline ``stage`` belongs to."""
+    return tuple(pp_indices(stage.layers, rank, stage.pp, stage.partition) for rank in range(stage.pp))
