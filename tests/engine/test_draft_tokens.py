@@ -68,10 +68,10 @@ def _sglang(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_the_draft_token_count_is_sglangs_own(tmp_path: Path) -> None:
     cases: list[tuple[str, Planned, Planned]] = [(str(p.relative_to(ROOT)), _planned(QWEN), _planned(p))
                                                  for p in SUBJECTS]
-    for index, (name, (base, section)) in enumerate(EXTRA.items()):
+    for index, (name, (base_path, section)) in enumerate(EXTRA.items()):
         path = tmp_path / f"{index}.yaml"
-        path.write_text(f"extends: {os.path.relpath(base, tmp_path)}\nengine:\n  speculative: {section}\n")
-        cases.append((name, _planned(base), _planned(path)))
+        path.write_text(f"extends: {os.path.relpath(base_path, tmp_path)}\nengine:\n  speculative: {section}\n")
+        cases.append((name, _planned(base_path), _planned(path)))
     jobs = [_job(base, subject, tmp_path / f"model-{i}") for i, (_, base, subject) in enumerate(cases)]
     for (name, base, subject), got in zip(cases, _sglang(jobs), strict=True):
         assert got["refused"] is None, (name, got)
