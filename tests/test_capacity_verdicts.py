@@ -24,15 +24,8 @@ UNKNOWABLE = {
     "tests/profiles/negative/context-over-config-json.yaml": "the context length is not known here",
     "tests/profiles/negative/context-too-long.yaml": "the context length is not known here",
     "tests/engine/profiles/resolution-fails-graphs-off.yaml": "the context length is not known here",
-    "tests/profiles/negative/dspark-block-without-dspark.yaml": "draft-token count is left to SGLang",
-    "tests/profiles/negative/lookup-without-dspark.yaml": "draft-token count is left to SGLang",
-    "tests/profiles/negative/spec-algorithm-for-model.yaml": "draft-token count is left to SGLang",
-    "tests/engine/profiles/ngram.yaml": "draft-token count is left to SGLang",
     "tests/profiles/negative/eagle3-draft-tokens.yaml": "a rank's weights are not known here",
     "tests/engine/profiles/draft-not-here.yaml": "a rank's weights are not known here",
-    "tests/profiles/negative/pp-deepseek-v41.yaml": "no split for pipeline parallelism",
-    "tests/profiles/negative/pp-does-not-fit.yaml": "no split for pipeline parallelism",
-    "tests/profiles/negative/pp-with-speculative.yaml": "no split for pipeline parallelism",
 }
 
 

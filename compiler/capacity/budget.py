@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spark_compile.capacity.kv_predict import CapacityInputs, Kv, context_length, engine_reads, predict_kv
+from spark_compile.capacity.kv_predict import (
+    CapacityInputs,
+    Kv,
+    context_length,
+    engine_reads,
+    predict_kv,
+    synced_over_stages,
+)
+from spark_compile.capacity.pp_split import PARTITION_ENV, PartitionError, Stage, stage_of
 from spark_compile.capacity.preload import DSV4, cuda_total_gib, mem_available, memory_defaults, memory_inputs
 from spark_compile.capacity.weights import GIB, Split, estimate_dsv4, text_config
 from spark_compile.capacity.weights_config import EstimateError, bytes_per_rank
@@ -93,45 +101,73 @@ def _pin(values: list[float] | None, rank: int, name: str) -> Term | None:
 CALIBRATE = "pin model.{name} (`verify.sh --calibrate` measures it on a booted fleet)"
 
 
-def _config_split(profile: Profile, inputs: CapacityInputs, tp: int) -> tuple[Split, str, str]:
+def stage(profile: Profile, inputs: CapacityInputs, plan_rank: RankPlan) -> Stage:
+    """The rank's pipeline stage (the whole model without pp); PartitionError when the written split is wrong."""
+    t = text_config(inputs.config) if inputs.config is not None else {}
+    layers = t.get("num_hidden_layers")
+    return stage_of(plan_rank.rank, len(profile.fleet.nodes), profile.engine.parallel.pp or 1,
+                    layers if isinstance(layers, int) and not isinstance(layers, bool) else 0,
+                    plan_rank.env.get(PARTITION_ENV), profile.model.architecture)
+
+
+def _split_note(tp: int, where: Stage) -> str:
+    return f"split by TP {tp}" + (f", pp stage layers {where.start}-{where.end - 1} of {where.layers}"
+                                  if where.pp > 1 else "")
+
+
+def _config_split(profile: Profile, inputs: CapacityInputs, tp: int, where: Stage) -> tuple[Split, str, str]:
     """(the split from config.json, its source, its method): DeepSeek-V4's own estimate or the families'."""
     assert inputs.config is not None
     if profile.model.architecture == DSV4:
-        raw = estimate_dsv4(inputs.config, tp)
+        raw = estimate_dsv4(inputs.config, tp, where)
         split = Split(raw.target * DSV4_LOAD_OVER_CHECKPOINT, raw.draft * DSV4_LOAD_OVER_CHECKPOINT, 0.0, 0)
-        return split, f"estimate from {inputs.config_source} (parameters x stored bytes, split by TP {tp}, x " \
-            f"{DSV4_LOAD_OVER_CHECKPOINT:.3f} load over checkpoint, published)", "fp8 dense + fp4 experts, / TP " \
+        return split, f"estimate from {inputs.config_source} (parameters x stored bytes, {_split_note(tp, where)}, " \
+            f"x {DSV4_LOAD_OVER_CHECKPOINT:.3f} load over checkpoint, published)", "fp8 dense + fp4 experts, / TP " \
             "where sharded"
-    rank, whole, formats = bytes_per_rank(inputs.config, text_config(inputs.config), tp)
+    rank, whole, formats = bytes_per_rank(inputs.config, text_config(inputs.config), tp, where)
     if inputs.index_total is not None:
         return Split(inputs.index_total * rank / whole, 0.0, 0.0, 0), \
-            f"exact total from {inputs.index_source} (metadata.total_size), split by TP {tp} in the " \
+            f"exact total from {inputs.index_source} (metadata.total_size), {_split_note(tp, where)} in the " \
             "families' shares", f"{inputs.index_total} B x {rank / whole:.4f}"
     return Split(rank, 0.0, 0.0, 0), f"estimate from {inputs.config_source} (parameters per family x stored " \
-        f"bytes, split by TP {tp})", formats
+        f"bytes, {_split_note(tp, where)})", formats
 
 
-def _weights_source(profile: Profile, inputs: CapacityInputs) -> tuple[Split | None, str, str]:
-    """The checkpoint's split with where it comes from and how, or None with why there is none."""
+def _stage_share(profile: Profile, inputs: CapacityInputs, tp: int, where: Stage) -> float:
+    """The stage's part of a TP rank's target bytes, in the estimate's proportions (for the headers' split)."""
+    if where.pp <= 1 or inputs.config is None:
+        return 1.0
+    if profile.model.architecture == DSV4:
+        return estimate_dsv4(inputs.config, tp, where).target / estimate_dsv4(inputs.config, tp).target
+    t = text_config(inputs.config)
+    return bytes_per_rank(inputs.config, t, tp, where)[0] / bytes_per_rank(inputs.config, t, tp)[0]
+
+
+def _weights_source(profile: Profile, inputs: CapacityInputs, plan_rank: RankPlan) -> tuple[Split | None, str, str]:
+    """The checkpoint's split on this rank with where it comes from and how, or None with why there is none."""
     tp, ep = profile.engine.parallel.tp or 1, profile.engine.parallel.ep
-    if (profile.engine.parallel.pp or 1) > 1:  # the stages' layer split is SGLang's own: not modelled here
-        return None, f"no split for pipeline parallelism (pp {profile.engine.parallel.pp})", ""
-    if inputs.split is not None:
-        return inputs.split, f"safetensors headers of {inputs.split_source}, split by TP {tp} / EP {ep}", \
-            "sum of tensor bytes per rank"
-    if inputs.config is None:
+    if inputs.split is None and inputs.config is None:
         return None, inputs.config_source, ""
     try:
-        return _config_split(profile, inputs, tp)
+        where = stage(profile, inputs, plan_rank)
+        if inputs.split is not None:
+            share, split = _stage_share(profile, inputs, tp, where), inputs.split
+            return Split(split.target * share, split.draft if where.last else 0.0, split.engram_tables, split.shards), \
+                f"safetensors headers of {inputs.split_source}, split by TP {tp} / EP {ep}" + (
+                    f", x {share:.4f} for pp stage layers {where.start}-{where.end - 1}" if where.pp > 1 else ""), \
+                "sum of tensor bytes per rank"
+        return _config_split(profile, inputs, tp, where)
     except KeyError as missing:
         return None, f"config.json has no {missing}", ""
-    except EstimateError as why:
+    except (EstimateError, PartitionError) as why:
         return None, str(why), ""
 
 
-def _draft_config_term(profile: Profile, inputs: CapacityInputs) -> Term:
+def _draft_config_term(profile: Profile, inputs: CapacityInputs, last_stage: bool) -> Term:
     """A separate draft's weights from its own config.json (its quantization, else the model dtype)."""
     spec = profile.engine.speculative
+    if not last_stage:
+        return Term(0.0, "the draft runs on the last pipeline stage only (EAGLEWorkerV2)")
     if inputs.draft_config is None:
         return Term(None, "unknown: engine.speculative.draft is another checkpoint and its config.json is not "
                     "here; " + CALIBRATE.format(name="draft_weights_per_rank"))
@@ -147,10 +183,17 @@ def _draft_config_term(profile: Profile, inputs: CapacityInputs) -> Term:
                 f"split by TP {tp})", formats)
 
 
-def _weights(profile: Profile, inputs: CapacityInputs, rank: int) -> tuple[Term, Term]:
+def _last_stage(profile: Profile, inputs: CapacityInputs, plan_rank: RankPlan) -> bool:
+    try:
+        return stage(profile, inputs, plan_rank).last
+    except PartitionError:
+        return True
+
+
+def _weights(profile: Profile, inputs: CapacityInputs, plan_rank: RankPlan) -> tuple[Term, Term]:
     """(target weights, draft weights) on this rank: a pin, else the checkpoint's headers, else an estimate."""
-    model, spec = profile.model, profile.engine.speculative
-    split, source, method = _weights_source(profile, inputs)
+    model, spec, rank = profile.model, profile.engine.speculative, plan_rank.rank
+    split, source, method = _weights_source(profile, inputs, plan_rank)
     target = _pin(model.weights_per_rank, rank, "weights_per_rank") or (
         Term(None, f"unknown: {source}; " + CALIBRATE.format(name="weights_per_rank")) if split is None
         else Term(split.target / GIB, source, method))
@@ -158,7 +201,7 @@ def _weights(profile: Profile, inputs: CapacityInputs, rank: int) -> tuple[Term,
     if draft is None and spec.algorithm == "none":
         draft = Term(0.0, "no speculative decoding")
     elif draft is None and spec.draft is not None:
-        draft = _draft_config_term(profile, inputs)
+        draft = _draft_config_term(profile, inputs, _last_stage(profile, inputs, plan_rank))
     elif draft is None:
         draft = Term(None, f"unknown: {source}; " + CALIBRATE.format(name="draft_weights_per_rank")) \
             if split is None else Term(split.draft / GIB, source, "mtp.* tensors per rank"
@@ -287,7 +330,7 @@ def _pre_load(profile: Profile, plan_rank: RankPlan) -> tuple[Term, Term]:
 def fleetwide(profile: Profile, plan: LaunchPlan, inputs: CapacityInputs) -> Fleetwide:
     """The minimum over ranks of SGLang's two measurements (get_available_gpu_memory(distributed=True))."""
     pres = [_pre_load(profile, r)[1] for r in plan.ranks]
-    loads = [_weights(profile, inputs, r.rank) for r in plan.ranks]
+    loads = [_weights(profile, inputs, r) for r in plan.ranks]
     pre = min(pres, key=lambda t: t.gib or 0.0)
     known = all(w.gib is not None and d.gib is not None for w, d in loads)
     after = min((p.gib or 0.0) - (w.gib or 0.0) - (d.gib or 0.0) for p, (w, d) in zip(pres, loads, strict=True)) \
@@ -308,7 +351,7 @@ def rank_capacity(profile: Profile, plan_rank: RankPlan, inputs: CapacityInputs,
     """One rank's budget."""
     rank, box = plan_rank.rank, profile.container
     context = context_length(profile, inputs)
-    weights, draft = _weights(profile, inputs, rank)
+    weights, draft = _weights(profile, inputs, plan_rank)
     terms: dict[str, Term] = {
         "cuda_total": _cuda_total(profile), "nccl": _nccl(profile, plan_rank),
         "head_share": Term(HEAD_SHARE_GIB if plan_rank.is_head else 0.0,
@@ -320,7 +363,8 @@ def rank_capacity(profile: Profile, plan_rank: RankPlan, inputs: CapacityInputs,
     _static(profile, inputs, terms, fleet)
     terms["available"] = _available(profile, terms, rank, fleet)
     available = terms["available"].gib
-    kv = None if available is None else predict_kv(profile, inputs, available, context)
+    kv = None if available is None else predict_kv(profile, inputs, available, context,
+                                                   lambda: stage(profile, inputs, plan_rank))
     if kv is not None:
         terms["kv_pool"] = Term(kv.pool_gib, kv.note, "full_token x bytes_per_full_token + fixed pools"
                                 if kv.full_token is not None else "")
@@ -344,7 +388,7 @@ def build_capacity(profile: Profile, plan: LaunchPlan, inputs: CapacityInputs) -
     memo: dict[tuple[bool, int], RankCapacity] = {}
     out = []
     for plan_rank in plan.ranks:
-        key = (plan_rank.is_head, plan_rank.rank if pinned else -1)
+        key = (plan_rank.is_head, plan_rank.rank if pinned or (profile.engine.parallel.pp or 1) > 1 else -1)
         if key not in memo:
             memo[key] = rank_capacity(profile, plan_rank, inputs, fleet)
         base = memo[key]
@@ -352,4 +396,9 @@ def build_capacity(profile: Profile, plan: LaunchPlan, inputs: CapacityInputs) -
         terms["engram_rows"], terms["engram_host"] = _engram(profile, inputs, plan_rank)
         terms["host_needs"] = _host(profile, terms)
         out.append(RankCapacity(plan_rank.rank, plan_rank.node, terms, base.kv, base.context_length))
-    return Capacity(tuple(out))
+    return Capacity(tuple(_pp_synced(out) if (profile.engine.parallel.pp or 1) > 1 else out))
+
+
+def _pp_synced(ranks: list[RankCapacity]) -> list[RankCapacity]:
+    kvs = synced_over_stages([r.kv for r in ranks], ranks[0].context_length if ranks else None)
+    return [RankCapacity(r.rank, r.node, r.terms, kv, r.context_length) for r, kv in zip(ranks, kvs, strict=True)]

@@ -36,33 +36,46 @@ def _head_dim(t: dict[str, Any]) -> int:
     return value if isinstance(value, int) and value > 0 else _int(t, "hidden_size") // _int(t, "num_attention_heads")
 
 
-def _linear_layers(t: dict[str, Any], layers: int) -> int:
+def _linear_ids(t: dict[str, Any], layers: int) -> list[int]:
     types = t.get("layer_types")
     if isinstance(types, list) and "linear_attention" in types:
-        return sum(1 for kind in types[:layers] if kind == "linear_attention")
+        return [layer for layer, kind in enumerate(types[:layers]) if kind == "linear_attention"]
     interval = t.get("full_attention_interval")
-    return layers - layers // interval if isinstance(interval, int) and interval > 0 else 0
+    return [layer for layer in range(layers) if (layer + 1) % interval] if isinstance(interval, int) and interval > 0 \
+        else []
 
 
-def layout(architecture: str, t: dict[str, Any], tp: int, kv_dtype: str | None, draft_layers: int) -> Layout:
-    """The pool SGLang picks and its per-token bytes on one rank; KeyError names a missing config field."""
+def _state(t: dict[str, Any], tp: int, linear: list[int], stages: tuple[tuple[int, int], ...]) -> int:
+    """One request's linear-attention state; under PP the largest stage's share of it on every rank
+    (_handle_max_mamba_cache: int(per_req x most stage layers / all layers))."""
+    whole = gdn_state_bytes(_int(t, "linear_num_key_heads"), _int(t, "linear_num_value_heads"),
+                            _int(t, "linear_key_head_dim"), _int(t, "linear_value_head_dim"),
+                            _int(t, "linear_conv_kernel_dim"), len(linear), tp)
+    if len(stages) <= 1:
+        return whole
+    most = max(sum(1 for layer in linear if start <= layer < end) for start, end in stages)
+    return int(whole * (most / len(linear)))
+
+
+def layout(architecture: str, t: dict[str, Any], tp: int, kv_dtype: str | None, draft_layers: int,
+           held: tuple[int, int] | None = None, stages: tuple[tuple[int, int], ...] = ()) -> Layout:
+    """The pool SGLang picks and its per-token bytes on one rank, which holds layers ``held`` [start, end) of
+    the pipeline ``stages`` (all layers by default); KeyError names a missing config field."""
     layers, size = _int(t, "num_hidden_layers"), dtype_bytes(kv_dtype)
+    start, end = held or (0, layers)
     if isinstance(t.get("kv_lora_rank"), int):
         per = mla_token_bytes(_int(t, "kv_lora_rank"), _int(t, "qk_rope_head_dim"), size)
-        return Layout("DefaultPoolConfigurator (MLA)", with_draft(per, layers, draft_layers))
+        return Layout("DefaultPoolConfigurator (MLA)", with_draft(per, end - start, draft_layers))
     heads, head_dim = _int(t, "num_key_value_heads", t.get("num_attention_heads")), _head_dim(t)
     per = mha_token_bytes(heads, head_dim, head_dim, tp, size)
-    linear = _linear_layers(t, layers) if isinstance(t.get("linear_num_value_heads"), int) else 0
+    linear = _linear_ids(t, layers) if isinstance(t.get("linear_num_value_heads"), int) else []
     if linear:
-        state = gdn_state_bytes(_int(t, "linear_num_key_heads"), _int(t, "linear_num_value_heads"),
-                                _int(t, "linear_key_head_dim"), _int(t, "linear_value_head_dim"),
-                                _int(t, "linear_conv_kernel_dim"), linear, tp)
-        full = layers - linear
+        full = end - start - sum(1 for layer in linear if start <= layer < end)
         return Layout("DefaultPoolConfigurator (hybrid linear attention)", with_draft(per, full, draft_layers),
-                      state)
+                      _state(t, tp, linear, stages))
     types = t.get("layer_types")
     if architecture in SWA_ARCHS and isinstance(types, list) and "sliding_attention" in types:
-        swa = sum(1 for kind in types[:layers] if kind == "sliding_attention")
-        cell = per * (layers - swa + draft_layers) + SWA_FULL_TOKENS_RATIO * per * swa
+        swa = sum(1 for kind in types[start:min(end, layers)] if kind == "sliding_attention")
+        cell = per * (end - start - swa + draft_layers) + SWA_FULL_TOKENS_RATIO * per * swa
         return Layout("HybridSWAPoolConfigurator", cell, swa_ratio=SWA_FULL_TOKENS_RATIO)
-    return Layout("DefaultPoolConfigurator (MHA/GQA)", with_draft(per, layers, draft_layers))
+    return Layout("DefaultPoolConfigurator (MHA/GQA)", with_draft(per, end - start, draft_layers))

@@ -4,13 +4,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from spark_compile.capacity.kv_dsv4 import Dsv4Inputs, Dsv4Pool, Speculation, UnmodelledError, dsv4_pool
 from spark_compile.capacity.kv_model import layout
 from spark_compile.capacity.kv_pools import size_pool
+from spark_compile.capacity.pp_split import PartitionError, Stage, stage_ranges
 from spark_compile.capacity.preload import DSV4, cuda_total_gib, tier
+from spark_compile.capacity.spec_defaults import resolve_speculation, written
 from spark_compile.capacity.weights import GIB, Split, text_config
 from spark_compile.spec.hardware import FAMILIES, HARDWARE
 from spark_compile.spec.model import Profile
@@ -59,16 +62,12 @@ class EngineReads:
 
 
 def engine_reads(profile: Profile) -> EngineReads:
-    """Speculation as SGLang resolves it (DSPARK: one step, top-1, block + 1 draft tokens), the page size
+    """Speculation as SGLang resolves it (`spec_defaults`), the page size
     (the one SGLang forces for the family, else engine.page_size), and the limits (an unset chunk: the GPU's)."""
     eng, family = profile.engine, FAMILIES.get(profile.model.architecture)
     spec, limits = eng.speculative, eng.limits
     algorithm = None if spec.algorithm == "none" else spec.algorithm
-    speculation = None
-    if algorithm == "DSPARK" and spec.dspark_block_size is not None:
-        speculation = Speculation(spec.num_draft_tokens or spec.dspark_block_size + 1)
-    elif algorithm is not None and spec.num_draft_tokens is not None:
-        speculation = Speculation(spec.num_draft_tokens, spec.num_steps or 1, spec.eagle_topk or 1)
+    speculation = resolve_speculation(written(profile), profile.model.architecture)
     page_size = family.page_size if family and family.page_size else eng.page_size
     chunk = limits.chunked_prefill_size or tier(cuda_total_gib(profile)[0] * 1024, eng.parallel.tp or 1)[0]
     return EngineReads(algorithm, speculation, page_size, limits.max_total_tokens, limits.mem_fraction_static,
@@ -87,18 +86,19 @@ def context_length(profile: Profile, inputs: CapacityInputs) -> int | None:
     return None if model_max is not None and written > model_max else written
 
 
-def _dsv4_inputs(profile: Profile, inputs: CapacityInputs, context: int) -> Dsv4Inputs:
+def _dsv4_inputs(profile: Profile, inputs: CapacityInputs, context: int, where: Stage) -> Dsv4Inputs:
     reads = engine_reads(profile)
     if reads.algorithm is not None and reads.speculation is None:
         raise UnmodelledError(f"{reads.algorithm}'s draft-token count is left to SGLang")
     if profile.engine.args.get("enable-encoder-swa-bounded-replay"):
         raise UnmodelledError("encoder SWA bounded replay sizes per-request windows this model does not follow")
     t = text_config(inputs.config or {})
-    layers = t["num_hidden_layers"]
+    sources = tuple(layer - where.start for layer in t.get("kv_source_layer_ids") or ()
+                    if where.start <= layer < where.end)
     ratio = profile.engine.args.get("swa-full-tokens-ratio")
     tails = profile.engine.args.get("swa-prefix-tails")
     return Dsv4Inputs(
-        tuple(t["compress_ratios"][:layers]), tuple(t.get("kv_source_layer_ids") or ()), t["head_dim"],
+        tuple(t["compress_ratios"][where.start:where.end]), sources, t["head_dim"],
         t["qk_rope_head_dim"], t["index_head_dim"], t["sliding_window"], context, reads.page_size or 256,
         reads.max_running_requests, reads.chunked_prefill_size, reads.speculation,
         128 if HARDWARE[profile.hardware].sm[0] == 10 else 64,
@@ -119,33 +119,36 @@ def draft_layers(profile: Profile, config: dict[str, Any], draft_config: dict[st
 
 
 def _generic(profile: Profile, config: dict[str, Any], draft_config: dict[str, Any] | None,
-             available_gib: float) -> Kv:
+             available_gib: float, where: Stage) -> Kv:
     t, tp = text_config(config), profile.engine.parallel.tp or 1
     reads = engine_reads(profile)
     shape = layout(profile.model.architecture, t, tp, profile.engine.kv_cache_dtype,
-                   draft_layers(profile, config, draft_config))
+                   draft_layers(profile, config, draft_config), (where.start, where.end), stage_ranges(where))
     pool = size_pool(shape, int(available_gib * GIB), reads.page_size or 1)
     return Kv(available_gib, shape.cell_bytes, pool.full_token, None, pool.pool_bytes / GIB,
               f"SGLang 0.5.23 {shape.kind} arithmetic", pool.fixed_bytes / GIB)
 
 
-def _pool(profile: Profile, inputs: CapacityInputs, available_gib: float, context: int) -> Kv:
+def _pool(profile: Profile, inputs: CapacityInputs, available_gib: float, context: int, where: Stage) -> Kv:
     if profile.model.architecture != DSV4:
         assert inputs.config is not None  # predict_kv returned first without one
-        return _generic(profile, inputs.config, inputs.draft_config, available_gib)
-    pool: Dsv4Pool = dsv4_pool(_dsv4_inputs(profile, inputs, context), int(available_gib * GIB))
+        return _generic(profile, inputs.config, inputs.draft_config, available_gib, where)
+    pool: Dsv4Pool = dsv4_pool(_dsv4_inputs(profile, inputs, context, where), int(available_gib * GIB))
     return Kv(available_gib, pool.bytes_per_full_token, pool.full_token, None, pool.pool_bytes() / GIB,
               "SGLang 0.5.23 DSV4PoolConfigurator arithmetic", pool.fixed_bytes / GIB)
 
 
-def predict_kv(profile: Profile, inputs: CapacityInputs, available_gib: float, context: int | None) -> Kv:
-    """The KV pool SGLang would size from ``available_gib`` (its available_bytes), capped as it caps it."""
+def predict_kv(profile: Profile, inputs: CapacityInputs, available_gib: float, context: int | None,
+               where: Callable[[], Stage] | None = None) -> Kv:
+    """The KV pool SGLang would size from ``available_gib`` (its available_bytes) on the rank of pipeline stage
+    ``where()`` (the whole model when None), capped as it caps it."""
     if inputs.config is None or context is None:
         why = "no config.json" if inputs.config is None else "the context length is not known here"
         return Kv(available_gib, None, None, None, max(available_gib, 0.0), f"{why}: the pool is the bytes left")
     try:
-        kv = _pool(profile, inputs, available_gib, context)
-    except (UnmodelledError, KeyError, TypeError, IndexError, ZeroDivisionError) as why:
+        layers = text_config(inputs.config)["num_hidden_layers"]
+        kv = _pool(profile, inputs, available_gib, context, Stage(0, layers, layers) if where is None else where())
+    except (UnmodelledError, PartitionError, KeyError, TypeError, IndexError, ZeroDivisionError) as why:
         return Kv(available_gib, None, None, None, max(available_gib, 0.0), f"not modelled: {why}")
     full, cap, clamped = kv.full_token or 0, engine_reads(profile).max_total_tokens, ""
     if cap is not None and cap < full:
@@ -153,3 +156,15 @@ def predict_kv(profile: Profile, inputs: CapacityInputs, available_gib: float, c
     note = kv.note + (f", capped by {clamped}" if clamped else "")
     return Kv(kv.available_gib, kv.bytes_per_full_token, full, full // context, kv.pool_gib, note, kv.fixed_gib,
               clamped)
+
+
+def synced_over_stages(kvs: list[Kv | None], context: int | None) -> list[Kv | None]:
+    """Every pipeline stage's pool at the least token count over the stages (_apply_token_constraints'
+    all_reduce MIN over the world group); unchanged when a stage has no count."""
+    counts = [kv.full_token for kv in kvs if kv is not None and kv.full_token is not None]
+    if len(counts) < len(kvs):
+        return kvs
+    least, why = min(counts), "the pipeline stages' minimum"
+    return [kv if kv is None or kv.full_token == least else replace(
+        kv, full_token=least, requests_at_context=least // context if context else None,
+        note=f"{kv.note}, capped by {why}", clamped_by=kv.clamped_by or why) for kv in kvs]

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from spark_compile.capacity.pp_split import Stage
 from spark_compile.capacity.safetensors_header import Tensor
 
 GIB = float(1 << 30)
@@ -73,9 +74,10 @@ def _int(config: dict[str, Any], key: str) -> int:
     return value
 
 
-def estimate_dsv4(config: dict[str, Any], tp: int) -> Split:
+def estimate_dsv4(config: dict[str, Any], tp: int, stage: Stage | None = None) -> Split:
     """Each rank's target and draft bytes for a DeepSeek-V4/V4.1 config: parameters x stored bytes (fp8 with
-    block scales; routed experts fp4 when quantization_config says so). KeyError names a missing field."""
+    block scales; routed experts fp4 when quantization_config says so); with a pipeline stage, its layers, the
+    embedding on the first stage, lm_head and the draft on the last. KeyError names a missing field."""
     t = text_config(config)
     quant = config.get("quantization_config")
     # DeepSeek-V4-Flash's official config.json writes expert_dtype at the top level, V4.1 inside quantization_config.
@@ -91,10 +93,13 @@ def estimate_dsv4(config: dict[str, Any], tp: int) -> Split:
     def layer(experts: int) -> float:
         return replicated + (sharded_attn + shared + experts * 3 * d * inter * expert_bpp) / tp
 
-    vocab = _int(t, "vocab_size")
-    embed_head = vocab * d * (2 + FP8_BLOCK) / tp  # bf16 embedding, fp8 lm_head
-    target = _int(t, "num_hidden_layers") * layer(_int(t, "n_routed_experts")) + embed_head
+    vocab, layers = _int(t, "vocab_size"), _int(t, "num_hidden_layers")
+    first, last = stage is None or stage.first, stage is None or stage.last
+    held = layers if stage is None else stage.end - stage.start
+    embed_head = vocab * d * ((2 if first else 0) + (FP8_BLOCK if last else 0)) / tp  # bf16 embedding, fp8 lm_head
+    target = held * layer(_int(t, "n_routed_experts")) + embed_head
     stages = t.get("num_nextn_predict_layers", 0)
     draft_experts = t.get("dspark_n_routed_experts", t.get("n_routed_experts"))
-    draft = stages * layer(draft_experts) if isinstance(stages, int) and isinstance(draft_experts, int) else 0.0
+    draft = stages * layer(draft_experts) if isinstance(stages, int) and isinstance(draft_experts, int) and last \
+        else 0.0
     return Split(target, draft, 0.0, 0)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from spark_compile.capacity.pp_split import Stage
+
 BF16 = 2.0
 FP8_BLOCK128 = 1 + 4 / (128 * 128)  # e4m3 with a float32 scale per 128x128 block
 NVFP4 = 0.5 + 1 / 16  # e2m1 with an e4m3 scale per 16 values
@@ -66,30 +68,33 @@ def _attention(t: dict[str, Any], d: int) -> tuple[int, int]:
     return full, linear
 
 
-def _layers_of(t: dict[str, Any], layers: int) -> tuple[int, int]:
-    """(full-attention layers, linear-attention layers)."""
+def _full_linear(t: dict[str, Any], layers: int, start: int, end: int) -> tuple[int, int]:
+    """(full-attention layers, linear-attention layers) among layers [start, end)."""
     types = t.get("layer_types")
     if isinstance(types, list) and "linear_attention" in types:
-        linear = sum(1 for kind in types[:layers] if kind == "linear_attention")
-        return layers - linear, linear
+        linear = sum(1 for kind in types[start:min(end, layers)] if kind == "linear_attention")
+        return end - start - linear, linear
     interval = t.get("full_attention_interval")
     if isinstance(interval, int) and interval > 0 and isinstance(t.get("linear_num_value_heads"), int):
-        full = layers // interval
-        return full, layers - full
-    return layers, 0
+        full = sum(1 for layer in range(start, end) if (layer + 1) % interval == 0)
+        return full, end - start - full
+    return end - start, 0
 
 
-def families(t: dict[str, Any]) -> Families:
-    """Each family's parameter count for a decoder config (DeepSeek-V4 has its own estimate)."""
+def families(t: dict[str, Any], stage: Stage | None = None) -> Families:
+    """Each family's parameter count for a decoder config (DeepSeek-V4 has its own estimate): the whole model,
+    or one pipeline stage's layers with the embedding on the first stage and lm_head where the model builds it."""
     d, layers, vocab = _int(t, "hidden_size"), _int(t, "num_hidden_layers"), _int(t, "vocab_size")
-    full_layers, linear_layers = _layers_of(t, layers)
+    start, end = (0, layers) if stage is None else (stage.start, stage.end)
+    full_layers, linear_layers = _full_linear(t, layers, start, end)
     full, linear = _attention(t, d)
     experts = t.get("num_experts", t.get("n_routed_experts", t.get("num_local_experts")))
-    moe_layers, dense_layers = 0, layers
+    moe_layers, dense_layers = 0, end - start
     expert_params = shared_params = 0
     if isinstance(experts, int) and experts > 0:
         first_dense = t.get("first_k_dense_replace", 0) if isinstance(t.get("first_k_dense_replace"), int) else 0
-        moe_layers, dense_layers = layers - first_dense, first_dense
+        dense_layers = max(0, min(end, first_dense) - start)
+        moe_layers = end - start - dense_layers
         inter = _int(t, "moe_intermediate_size", t.get("intermediate_size"))
         expert_params = moe_layers * experts * 3 * d * inter
         shared_inter = t.get("shared_expert_intermediate_size")
@@ -98,8 +103,10 @@ def families(t: dict[str, Any]) -> Families:
         shared_params = moe_layers * 3 * d * shared_inter
     dense = dense_layers * 3 * d * _int(t, "intermediate_size") if dense_layers else 0
     tied = t.get("tie_word_embeddings") is True
-    return Families(vocab * d, 0 if tied else vocab * d, full_layers * full + linear_layers * linear, dense,
-                    expert_params, shared_params, layers)
+    embed = stage is None or stage.first
+    head = not tied and (stage is None or stage.holds_lm_head)
+    return Families(vocab * d if embed else 0, vocab * d if head else 0,
+                    full_layers * full + linear_layers * linear, dense, expert_params, shared_params, end - start)
 
 
 def _excluded(quant: dict[str, Any], family: str) -> bool:
@@ -137,18 +144,18 @@ def stored_bytes(config: dict[str, Any], family: str) -> tuple[float, str]:
 FAMILY_NAMES = ("embed", "lm_head", "attention", "dense_mlp", "experts", "shared")
 
 
-def bytes_per_rank(config: dict[str, Any], t: dict[str, Any], tp: int) -> tuple[float, float, str]:
-    """(bytes on one rank, bytes of the whole model, the formats used) for a decoder config."""
-    counts = families(t)
+def bytes_per_rank(config: dict[str, Any], t: dict[str, Any], tp: int,
+                   stage: Stage | None = None) -> tuple[float, float, str]:
+    """(bytes on one rank, bytes of the whole model, the formats used) for a decoder config; with a stage,
+    the rank's bytes are that pipeline stage's."""
+    counts, everything = families(t, stage), families(t)
     whole = rank = 0.0
     formats: list[str] = []
     for name in FAMILY_NAMES:
-        params = getattr(counts, name)
-        if not params:
-            continue
         per, fmt = stored_bytes(config, name)
-        whole += params * per
-        rank += params * per / tp
-        formats.append(f"{name} {fmt}")
-    norms = counts.layers * 4 * _int(t, "hidden_size") * BF16  # replicated norms and routers, roughly
-    return rank + norms, whole + norms, ", ".join(formats)
+        whole += getattr(everything, name) * per
+        rank += getattr(counts, name) * per / tp
+        if getattr(counts, name):
+            formats.append(f"{name} {fmt}")
+    norm = 4 * _int(t, "hidden_size") * BF16  # replicated norms and routers per layer, roughly
+    return rank + counts.layers * norm, whole + everything.layers * norm, ", ".join(formats)

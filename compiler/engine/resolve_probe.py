@@ -235,9 +235,11 @@ class _PoolLines(logging.Handler):
             self.lines.append(message)
 
 
-def pool_sizes(server_args: Any, available_bytes: int) -> dict[str, Any]:
+def pool_sizes(server_args: Any, available_bytes: int,
+               stage: tuple[int, int, int, int] | None = None) -> dict[str, Any]:
     """SGLang's own DeepSeek-V4 pool configurator on this rank's resolved arguments, given the bytes the
-    static pool has after the weights: what ModelRunner hands it at boot (the model itself is not built)."""
+    static pool has after the weights: what ModelRunner hands it at boot (the model itself is not built).
+    ``stage``: (start layer, end layer, pp rank, pp size) of a pipeline stage; unset, all layers."""
     # sglang only after main() installed the stand-ins it imports and simulated the device
     from sglang.srt.configs.model_config import ModelConfig, is_deepseek_v4
     from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state import SpecAuxHiddenStateConfig
@@ -252,11 +254,13 @@ def pool_sizes(server_args: Any, available_bytes: int) -> dict[str, Any]:
     if not (is_deepseek_v4(config.hf_config) and config.is_hybrid_swa):
         return {"outcome": "not_dsv4"}
     stages = int(getattr(config.hf_config, "num_nextn_predict_layers", 0) or 0)
+    start, end, pp_rank, pp = stage or (0, config.num_hidden_layers, 0, 1)
     kvc = types.SimpleNamespace(
         kv_cache_dtype_str=get_model().kv_cache_dtype, model_config=config,
         spec_algorithm=SpeculativeAlgorithm.from_string(server_args.speculative_algorithm),
-        layer_info=types.SimpleNamespace(start_layer=0, end_layer=config.num_hidden_layers), pp_size=1,
-        pp_group=None, sliding_window_size=config.sliding_window_size, page_size=get_schedule().page_size,
+        layer_info=types.SimpleNamespace(start_layer=start, end_layer=end), pp_size=pp,
+        pp_group=types.SimpleNamespace(rank_in_group=pp_rank),
+        sliding_window_size=config.sliding_window_size, page_size=get_schedule().page_size,
         attn_dp_size=1, spec_aux_config=SpecAuxHiddenStateConfig(dspark_num_stages=stages or None))
     lines = _PoolLines()
     logger = logging.getLogger("sglang.srt.model_executor.pool_configurator")
