@@ -164,10 +164,13 @@ def test_pipeline_stages_fill_the_fleet_with_tp(tmp_path: Path) -> None:
     # (the reference's DeepSeek-V4.1 refuses pipeline parallelism itself, SC253; its plan and budget are made)
     outcome = _planned(tmp_path, "engine:\n  parallel: {tp: 2, ep: 2, pp: 2}\n")
     assert [f.rule for f in outcome.findings if f.severity == "error"] == ["SC253"]
-    weights = outcome.planned.capacity.ranks[0].terms["weights"]
-    assert (weights.gib, weights.source) == (None, "unknown: no split for pipeline parallelism (pp 2); pin "
-                                             "model.weights_per_rank (`verify.sh --calibrate` measures it on a "
-                                             "booted fleet)")
+    weights = [r.terms["weights"] for r in outcome.planned.capacity.ranks]
+    # nodes 0-1 are the first stage (layers 0-19 of 40), 2-3 the second: node_rank // (nnodes // pp)
+    assert [w.source.split("pp stage ")[1].split(",")[0] for w in weights] == ["layers 0-19 of 40"] * 2 + [
+        "layers 20-39 of 40"] * 2
+    # TP 2 x PP 2 splits the model four ways, as the reference's TP 4 does: about the same share per rank
+    four_ways = _planned(tmp_path, "").capacity.ranks[0].terms["weights"].gib  # the reference: no error
+    assert all(abs((w.gib or 0.0) - four_ways) / four_ways < 0.01 for w in weights), (weights, four_ways)
 
 
 def test_an_unknown_nccl_variable_warns(tmp_path: Path) -> None:
