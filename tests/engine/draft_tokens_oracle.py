@@ -3,23 +3,15 @@ probe's jobs and its hardware); prints the speculative draft tokens, steps and t
 refusal after the speculative hook still reports what that hook declared, with the refusal."""
 
 import contextlib
-import importlib.util
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
-_PROBE = Path(__file__).resolve().parents[2] / "compiler" / "engine" / "resolve_probe.py"
-_SPEC = importlib.util.spec_from_file_location("resolve_probe", _PROBE)
-assert _SPEC is not None and _SPEC.loader is not None
-resolve_probe: Any = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(resolve_probe)
-request = json.load(sys.stdin)
+from engine_oracle import start
 
 with contextlib.redirect_stdout(sys.stderr):
-    resolve_probe.install_standins()
-    resolve_probe.simulate(request["hardware"])
+    resolve_probe, request = start()
     from sglang.srt.arg_groups.overrides import resolution_result
     from sglang.srt.server_args import prepare_server_args
 

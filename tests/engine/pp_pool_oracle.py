@@ -3,23 +3,14 @@ a probe job, its hardware, the available bytes and the stages as [start, end, pp
 stage's bytes_per_full_token and full_token as JSON (the error's text for a stage SGLang divides by zero on)."""
 
 import contextlib
-import importlib.util
 import json
 import os
 import sys
-from pathlib import Path
-from typing import Any
 
-_PROBE = Path(__file__).resolve().parents[2] / "compiler" / "engine" / "resolve_probe.py"
-_SPEC = importlib.util.spec_from_file_location("resolve_probe", _PROBE)
-assert _SPEC is not None and _SPEC.loader is not None
-resolve_probe: Any = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(resolve_probe)
-request = json.load(sys.stdin)
+from engine_oracle import start
 
 with contextlib.redirect_stdout(sys.stderr):
-    resolve_probe.install_standins()
-    resolve_probe.simulate(request["hardware"])
+    resolve_probe, request = start()
     from sglang.srt.server_args import prepare_server_args
 
     job = request["job"]
