@@ -77,10 +77,7 @@ def dspark_block_size(ctx: Context) -> int | None:
     pinned = ctx.profile.engine.speculative.dspark_block_size
     if pinned is not None:
         return pinned
-    config = ctx.model_config or {}
-    text = config.get("text_config")
-    if isinstance(text, dict):  # a multimodal checkpoint: SGLang reads its text model's config (hf_text_config)
-        config = {**config, **text}
+    config = ctx.text_model_config or {}
     nested = {**(config.get("dflash_config") or {}), **(config.get("dspark_config") or {})}
     value = config.get("dspark_block_size", nested.get("block_size"))
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None

@@ -141,15 +141,12 @@ DSPARK_BUNDLE_KEYS = ("dspark_block_size", "dspark_markov_rank", "dspark_noise_t
       "engine: {speculative: {algorithm: DSPARK}}   # a Qwen3 checkpoint, no draft",
       "engine: {speculative: {algorithm: DSPARK, draft: {repo: /srv/models/qwen3-dspark}}}")
 def dspark_draft_found(ctx: Context) -> Iterator[Hit]:
-    spec, config, build = ctx.profile.engine.speculative, ctx.model_config, ctx.engine_catalog
+    spec, config, build = ctx.profile.engine.speculative, ctx.text_model_config, ctx.engine_catalog
     if spec.algorithm != "DSPARK" or spec.draft is not None or config is None:
         return
     if build is None or build.by_dest("speculative_dspark_block_size") is None:
         return  # a build without DSpark (SC304 says so)
-    # SGLang reads the text model's config of a multimodal checkpoint (DeepSeek-V4.1 keeps them in text_config).
-    text = config.get("text_config")
-    places = (config, text) if isinstance(text, dict) else (config,)
-    if not any(place.get(key) is not None for place in places for key in DSPARK_BUNDLE_KEYS):
+    if not any(config.get(key) is not None for key in DSPARK_BUNDLE_KEYS):
         yield Hit(("engine", "speculative", "algorithm"), "SGLang refuses DSPARK here: model.config_json carries no "
                   "bundled DSpark draft (no dspark_* key) and no engine.speculative.draft names one (\"DSpark dense "
                   "speculative decoding requires setting --speculative-draft-model-path\")",

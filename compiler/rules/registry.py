@@ -72,6 +72,14 @@ class Context:
         """The committed config.json model.config_json names, when it could be read."""
         return self._committed if isinstance(self._committed, dict) else None
 
+    @property
+    def text_model_config(self) -> dict[str, Any] | None:
+        """:attr:`model_config` with a multimodal checkpoint's text_config keys over it: what SGLang reads
+        (hf_text_config)."""
+        config = self.model_config
+        text = config.get("text_config") if config is not None else None
+        return {**config, **text} if config is not None and isinstance(text, dict) else config
+
     @functools.cached_property
     def _checkpoints(self) -> tuple[Checkpoint | None, Checkpoint | None, str]:
         if self.resolved is None:
